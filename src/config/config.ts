@@ -1,0 +1,155 @@
+/**
+ * @module config
+ * The one place that reads `process.env`. Every setting is documented here and in the README
+ * configuration table; `loadConfig` validates them all once at start-up and throws a
+ * `ConfigError` naming the variable when a value is bad.
+ */
+
+/** Which blob store backend holds ciphertext. */
+export type StorageKind = "disk" | "s3";
+
+/** S3-compatible bucket settings, used when `storage` is `"s3"`. */
+export interface S3Config {
+  /** Endpoint URL, e.g. `http://127.0.0.1:7480` (scheme, host and optional port). */
+  endpoint: string;
+  bucket: string;
+  accessKey: string;
+  secretKey: string;
+  region: string;
+  /** Object key prefix inside the bucket (no leading or trailing slash; may be empty). */
+  prefix: string;
+}
+
+/** Validated service configuration. Sizes are bytes, durations are seconds. */
+export interface Config {
+  /** Interface to listen on (`ESYNC_HOST`, default `127.0.0.1`). */
+  host: string;
+  /** TCP port (`ESYNC_PORT`, default 8080; 0 picks a free port). */
+  port: number;
+  /** Directory for the SQLite file and, with disk storage, the blobs (`ESYNC_DATA_DIR`, default `./data`). */
+  dataDir: string;
+  /** SQLite database file (`ESYNC_DB_PATH`, default `<dataDir>/esync.sqlite`; `:memory:` for tests). */
+  dbPath: string;
+  /** Blob store backend (`ESYNC_STORAGE`, default `disk`). */
+  storage: StorageKind;
+  /** Root directory of the disk blob store (`ESYNC_BLOB_DIR`, default `<dataDir>/blobs`). */
+  blobDir: string;
+  /** Idle lifetime of an upload session in seconds (`ESYNC_SESSION_TTL_SECONDS`, default 86400). */
+  sessionTtlSeconds: number;
+  /** Interval of the background sweep (expired sessions, blob deletions), seconds (`ESYNC_SWEEP_INTERVAL_SECONDS`, default 60). */
+  sweepIntervalSeconds: number;
+  /** Live upload sessions allowed per user (`ESYNC_MAX_SESSIONS_PER_USER`, default 32). */
+  maxSessionsPerUser: number;
+  /** Accept the bare SS58 address as a bearer token (`ESYNC_INSECURE_SS58_TOKENS`, default off). Development only. */
+  insecureSs58Tokens: boolean;
+  /** Largest single-shot `/upload` ciphertext in bytes (`ESYNC_MAX_SINGLE_UPLOAD_BYTES`, default 256 MiB). */
+  maxSingleUploadBytes: number;
+  /** Most chunks one session may declare (`ESYNC_MAX_CHUNK_COUNT`, default 1,048,576). */
+  maxChunkCount: number;
+  /** Log level (`ESYNC_LOG_LEVEL`: `debug`, `info`, `warn`, `error`; default `info`). */
+  logLevel: "debug" | "info" | "warn" | "error";
+  /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
+  openApi: boolean;
+  /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
+  s3: S3Config | null;
+}
+
+/** Thrown by `loadConfig` for a missing or malformed variable; the message names it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, dflt: string): string {
+  const v = env[name];
+  return v === undefined || v === "" ? dflt : v;
+}
+
+function int(env: Env, name: string, dflt: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return dflt;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function bool(env: Env, name: string, dflt: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return dflt;
+  const v = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off"].includes(v)) return false;
+  throw new ConfigError(name, `expected one of 1/0, true/false, yes/no, on/off, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, dflt: T, allowed: readonly T[]): T {
+  const raw = str(env, name, dflt);
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `expected one of ${allowed.join(", ")}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function required(env: Env, name: string): string {
+  const v = env[name];
+  if (v === undefined || v === "") throw new ConfigError(name, "required when ESYNC_STORAGE=s3");
+  return v;
+}
+
+/**
+ * Reads and validates the configuration from an environment (default `process.env`).
+ * @throws ConfigError naming the first bad variable.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = str(env, "ESYNC_DATA_DIR", "./data");
+  const storage = oneOf<StorageKind>(env, "ESYNC_STORAGE", "disk", ["disk", "s3"]);
+  let s3: S3Config | null = null;
+  if (storage === "s3") {
+    const endpoint = required(env, "ESYNC_S3_ENDPOINT");
+    try {
+      const u = new URL(endpoint);
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+    } catch {
+      throw new ConfigError("ESYNC_S3_ENDPOINT", `expected an http(s) URL, got "${endpoint}"`);
+    }
+    const bucket = required(env, "ESYNC_S3_BUCKET");
+    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+      throw new ConfigError("ESYNC_S3_BUCKET", `not a valid bucket name: "${bucket}"`);
+    }
+    s3 = {
+      endpoint,
+      bucket,
+      accessKey: required(env, "ESYNC_S3_ACCESS_KEY"),
+      secretKey: required(env, "ESYNC_S3_SECRET_KEY"),
+      region: str(env, "ESYNC_S3_REGION", "us-east-1"),
+      prefix: str(env, "ESYNC_S3_PREFIX", "").replace(/^\/+|\/+$/g, ""),
+    };
+  }
+  return {
+    host: str(env, "ESYNC_HOST", "127.0.0.1"),
+    port: int(env, "ESYNC_PORT", 8080, 0, 65535),
+    dataDir,
+    dbPath: str(env, "ESYNC_DB_PATH", `${dataDir}/esync.sqlite`),
+    storage,
+    blobDir: str(env, "ESYNC_BLOB_DIR", `${dataDir}/blobs`),
+    sessionTtlSeconds: int(env, "ESYNC_SESSION_TTL_SECONDS", 86400, 1, 365 * 86400),
+    sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
+    maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),
+    insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
+    maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),
+    maxChunkCount: int(env, "ESYNC_MAX_CHUNK_COUNT", 1_048_576, 1, 2 ** 32 - 1),
+    logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
+    openApi: bool(env, "ESYNC_OPENAPI", true),
+    s3,
+  };
+}

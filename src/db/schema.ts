@@ -1,0 +1,155 @@
+/**
+ * @module db/schema
+ * Drizzle schema of the metadata database (SQLite). Times are Unix seconds, sizes bytes.
+ * Byte arrays (`path_hash`, `salted_hash`, `revision_id`, `encrypted_path`) are BLOBs.
+ * Migrations are generated from this file into `drizzle/` by `bun run db:generate`.
+ */
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const bytes = (name: string) => blob(name, { mode: "buffer" });
+
+/**
+ * One row per (owner, folder_hash) that is registered or holds files (spec §2.2, §3.2).
+ * `label` is null while the folder is unregistered (files uploaded to an unknown hash);
+ * `file_count`/`total_bytes` (plaintext) are kept in the same transaction as file writes.
+ */
+export const folders = sqliteTable(
+  "folders",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    /** Null = not registered. */
+    label: text("label"),
+    deviceName: text("device_name"),
+    /** Registration time; null while unregistered. */
+    createdAt: integer("created_at"),
+    /** Last time a file in the folder changed (or the registration time). */
+    updatedAt: integer("updated_at").notNull(),
+    fileCount: integer("file_count").notNull().default(0),
+    totalBytes: integer("total_bytes").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash] })],
+);
+
+/**
+ * One row per live file: the RemoteFileEntry fields (spec §2.5) plus where its ciphertext lives.
+ * The ciphertext is the blob `blob_id`, stored as `chunk_count` chunk objects of `chunk_size`
+ * bytes (last one shorter); chunk i is object `<blob_id>/<i>.<chunk_gens[i]>`.
+ */
+export const files = sqliteTable(
+  "files",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    saltedHash: bytes("salted_hash").notNull(),
+    /** Plaintext size in bytes. */
+    sizeBytes: integer("size_bytes").notNull(),
+    revisionSeq: integer("revision_seq").notNull(),
+    revisionId: bytes("revision_id").notNull(),
+    encryptedPath: bytes("encrypted_path").notNull(),
+    fileName: text("file_name"),
+    relativePath: text("relative_path"),
+    /** Lower-cased `file_name ?? relative_path` (search key for `q`); null when both are null. */
+    searchName: text("search_name"),
+    /** Lower-cased extension of the search name including the dot (`.png`), or null. */
+    ext: text("ext"),
+    storeHash: text("store_hash"),
+    /** JSON array of strings, or null. */
+    chunkHashes: text("chunk_hashes"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /** Client-reported Unix seconds from the manifest. */
+    clientTimestamp: integer("client_timestamp").notNull(),
+    source: text("source"),
+    uploadId: text("upload_id").notNull(),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: integer("ciphertext_size").notNull(),
+    blobId: text("blob_id").notNull(),
+    chunkSize: integer("chunk_size").notNull(),
+    chunkCount: integer("chunk_count").notNull(),
+    /** JSON array of chunk object generations, one per chunk index. */
+    chunkGens: text("chunk_gens").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
+    index("files_owner_created").on(t.owner, t.createdAt, t.pathHash),
+    index("files_owner_updated").on(t.owner, t.updatedAt, t.pathHash),
+    index("files_owner_size").on(t.owner, t.sizeBytes, t.pathHash),
+    index("files_owner_name").on(t.owner, t.fileName, t.pathHash),
+    index("files_owner_ext").on(t.owner, t.ext),
+  ],
+);
+
+/** Upload sessions (spec §2.3, §3.1). `state` is `receiving`, `finalizing` (internal) or `finalized`. */
+export const uploadSessions = sqliteTable(
+  "upload_sessions",
+  {
+    sessionId: text("session_id").primaryKey(),
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    /** The manifest as received (JSON text). */
+    manifest: text("manifest").notNull(),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: integer("ciphertext_size").notNull(),
+    chunkSize: integer("chunk_size").notNull(),
+    chunkCount: integer("chunk_count").notNull(),
+    blobId: text("blob_id").notNull(),
+    state: text("state", { enum: ["receiving", "finalizing", "finalized"] }).notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    /** UploadResult JSON once finalized. */
+    result: text("result"),
+  },
+  (t) => [index("sessions_owner").on(t.owner, t.state), index("sessions_expires").on(t.expiresAt)],
+);
+
+/** Chunks received by a session: which object generation holds index `chunk_index`. */
+export const sessionChunks = sqliteTable(
+  "session_chunks",
+  {
+    sessionId: text("session_id").notNull(),
+    chunkIndex: integer("chunk_index").notNull(),
+    gen: text("gen").notNull(),
+    size: integer("size").notNull(),
+    /** BLAKE3 hex of the chunk bytes, computed while it streamed in. */
+    hash: text("hash"),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],
+);
+
+/**
+ * Persisted deletion queue: object keys or key prefixes (ending in `/`) whose objects the
+ * background worker deletes. Rows are inserted in the same transaction that stops referencing them.
+ */
+export const blobDeletions = sqliteTable(
+  "blob_deletions",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    /** An object key, or a prefix ending in `/` meaning every object under it. */
+    target: text("target").notNull(),
+    /** Do not process before this Unix second. */
+    notBefore: integer("not_before").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [index("blob_deletions_due").on(t.notBefore)],
+);
+
+/** Issued API tokens (complement §3.2), stored only as SHA-256 hex. */
+export const apiTokens = sqliteTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    tokenSha256: text("token_sha256").notNull(),
+    owner: text("owner").notNull(),
+    label: text("label"),
+    createdAt: integer("created_at").notNull(),
+    /** Null = never expires. */
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_tokens_sha").on(t.tokenSha256), index("api_tokens_owner").on(t.owner)],
+);

@@ -1,0 +1,70 @@
+/**
+ * @module errors
+ * The one error catalogue of the service (spec §7 plus complement §1 and §4). Every failure a
+ * client can see is an `AppError` carrying one of these codes; `toErrorResponse` in
+ * `src/http/envelope.ts` turns it into the spec's envelope.
+ */
+
+/** Every error code with its HTTP status and a default message. */
+export const ERRORS = {
+  invalid_manifest: { status: 400, message: "The request body or manifest is malformed or incomplete" },
+  invalid_user_id: { status: 400, message: "The user address is malformed" },
+  invalid_file_type: { status: 400, message: "Unknown or malformed file_type" },
+  q_too_long: { status: 400, message: "q is longer than 256 characters" },
+  invalid_parameter: { status: 400, message: "A query or path parameter is malformed" },
+  stale_sequence: { status: 400, message: "revision_seq must be greater than the current revision's" },
+  unauthorized: { status: 401, message: "Missing or invalid bearer token" },
+  forbidden: { status: 403, message: "The token does not grant access to this resource" },
+  not_found: { status: 404, message: "Not found" },
+  conflict: { status: 409, message: "Conflict with the current state" },
+  upload_conflict: { status: 409, message: "base_revision_id does not match the current revision" },
+  payload_too_large: { status: 413, message: "The request body is too large" },
+  range_not_satisfiable: { status: 416, message: "The requested range is not satisfiable" },
+  session_limit: { status: 429, message: "Too many live upload sessions for this user" },
+  database_error: { status: 500, message: "A database error occurred; retry later" },
+  storage_inconsistency: { status: 500, message: "A storage error occurred; retry later" },
+  storage_unavailable: { status: 503, message: "The blob store is unavailable; retry later" },
+} as const;
+
+/** An error code from the catalogue. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Current revision details carried by a 409 from upload/finalize (complement §1 Conflict envelope). */
+export interface ConflictDetails {
+  /** 32 bytes, or null when no file exists at the path. */
+  currentRevisionId: Uint8Array | null;
+  /** 0 when no file exists at the path. */
+  currentRevisionSeq: number;
+}
+
+/** The single error class of the service: a catalogue code, a message and optional extras. */
+export class AppError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly extra: {
+      /** Seconds, sent as `Retry-After`. */
+      retryAfter?: number;
+      /** Makes the response use the Conflict envelope (complement §1). */
+      conflict?: ConflictDetails;
+      /** Extra response headers (e.g. `Content-Range` on 416). */
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(message ?? ERRORS[code].message);
+    this.name = "AppError";
+    this.status = ERRORS[code].status;
+  }
+}
+
+/** Shorthand constructor: `fail("not_found", "no such session")`. */
+export function fail(code: ErrorCode, message?: string, extra?: AppError["extra"]): AppError {
+  return new AppError(code, message, extra);
+}
+
+/** True when `e` is an `AppError`. */
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}

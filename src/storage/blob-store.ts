@@ -1,0 +1,108 @@
+/**
+ * @module storage/blob-store
+ * The one narrow interface every blob backend implements (local disk, S3). A backend stores
+ * opaque objects under string keys made of `[A-Za-z0-9._-]` segments joined by `/`; it knows
+ * nothing of sessions or files. The object layout on top of it is in `src/storage/layout.ts`.
+ *
+ * Contract, checked by the conformance suite `test/storage/conformance.ts` for every backend:
+ * - `put` is atomic: readers see the old object or the whole new one, never a part.
+ * - `put` consumes exactly `length` bytes; a body that is shorter or longer makes `put` throw
+ *   `BlobLengthError` and leaves no object (an existing object under the key is unchanged).
+ * - `get` of a missing key throws `BlobNotFoundError`; every other backend failure propagates.
+ * - `deletePrefix`/`delete` of missing keys succeed (idempotent).
+ */
+
+/** A byte range `[start, end)` within one object, in bytes. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** Options of `BlobStore.put`. */
+export interface PutOptions {
+  /** Called with every piece of the body as it streams through (e.g. to hash it on the way in). */
+  onData?: (piece: Uint8Array) => void;
+  /** Aborts the write; `put` then rejects and leaves no object. */
+  signal?: AbortSignal;
+}
+
+/** Storage backend of ciphertext objects. */
+export interface BlobStore {
+  /** Backend name for logs and /health: `disk` or `s3`. */
+  readonly kind: string;
+  /**
+   * Stores `body`, exactly `length` bytes, as object `key`, replacing any object there.
+   * @throws BlobLengthError if the body is shorter or longer than `length` (nothing stored).
+   */
+  put(key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions): Promise<void>;
+  /**
+   * Streams object `key`, or the byte range `range` of it (end clamped to the object size).
+   * @throws BlobNotFoundError when there is no such object.
+   */
+  get(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array>>;
+  /** Size in bytes of object `key`, or null when it does not exist. */
+  size(key: string): Promise<number | null>;
+  /** Keys of every object whose key starts with `prefix`, in no particular order. */
+  list(prefix: string): Promise<string[]>;
+  /** Deletes the objects `keys`; missing ones are ignored. */
+  delete(keys: string[]): Promise<void>;
+  /** Deletes every object whose key starts with `prefix` (which ends in `/`); idempotent. */
+  deletePrefix(prefix: string): Promise<void>;
+  /** Checks the backend is reachable (and, for S3, that the bucket exists). Throws otherwise. */
+  check(): Promise<void>;
+  /** Releases resources (open handles, agents). */
+  close(): Promise<void>;
+}
+
+/** The body given to `put` did not have the declared length; nothing was stored. */
+export class BlobLengthError extends Error {
+  constructor(
+    readonly expected: number,
+    readonly received: number,
+  ) {
+    super(`expected ${expected} bytes, received ${received}${received > expected ? " or more" : ""}`);
+    this.name = "BlobLengthError";
+  }
+}
+
+/** `get` of an object that does not exist. */
+export class BlobNotFoundError extends Error {
+  constructor(readonly key: string) {
+    super(`no object at key ${key}`);
+    this.name = "BlobNotFoundError";
+  }
+}
+
+/** Valid object key: segments of `[A-Za-z0-9._-]`, no empty, `.` or `..` segment. */
+export function isValidKey(key: string): boolean {
+  if (key.length === 0 || key.length > 512) return false;
+  return key.split("/").every((s) => /^[A-Za-z0-9._-]+$/.test(s) && s !== "." && s !== "..");
+}
+
+/**
+ * Wraps `body` so that it yields exactly `length` bytes: it errors with `BlobLengthError` as
+ * soon as more arrive, or at the end when fewer did. `onData` sees every piece.
+ */
+export function exactLength(
+  body: ReadableStream<Uint8Array>,
+  length: number,
+  onData?: (piece: Uint8Array) => void,
+): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(piece, controller) {
+        seen += piece.byteLength;
+        if (seen > length) {
+          controller.error(new BlobLengthError(length, seen));
+          return;
+        }
+        onData?.(piece);
+        controller.enqueue(piece);
+      },
+      flush(controller) {
+        if (seen !== length) controller.error(new BlobLengthError(length, seen));
+      },
+    }),
+  );
+}
