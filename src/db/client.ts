@@ -33,3 +33,11 @@ export function openDb(path: string): Db {
   migrate(db, { migrationsFolder: MIGRATIONS_DIR });
   return db;
 }
+
+/**
+ * Rows changed by a Drizzle `.run()` on bun:sqlite. Drizzle types the result as `void`, but
+ * bun:sqlite returns `{changes, lastInsertRowid}`.
+ */
+export function changes(result: unknown): number {
+  return (result as { changes: number }).changes;
+}

@@ -1,0 +1,74 @@
+/**
+ * @module app
+ * `createApp(deps)` wires services, controllers (one Elysia plugin per feature), the OpenAPI page
+ * and the single error handler that turns every failure into the spec's envelope (spec §7).
+ * Tests build it on an in-memory database and a temporary blob directory and call `app.handle`.
+ */
+import { swagger } from "@elysiajs/swagger";
+import { Elysia } from "elysia";
+import pkg from "../package.json" with { type: "json" };
+import { AppError, fail } from "./errors/errors.ts";
+import { filesController } from "./files/files.controller.ts";
+import { foldersController } from "./folders/folders.controller.ts";
+import { healthController } from "./health/health.controller.ts";
+import { errorResponse } from "./http/envelope.ts";
+import { type AppDeps, buildServices, type Services } from "./services.ts";
+import { sessionsController } from "./sessions/sessions.controller.ts";
+import { BlobNotFoundError } from "./storage/blob-store.ts";
+import { randomHex } from "./util/ids.ts";
+
+/** Maps any thrown value to an `AppError`; unknown ones are logged with `requestId`. */
+export function toAppError(e: unknown, code: string | number, s: Services, request: Request, requestId: string): AppError {
+  if (e instanceof AppError) return e;
+  switch (code) {
+    case "NOT_FOUND":
+      return fail("not_found", `No route for ${request.method} ${new URL(request.url).pathname}`);
+    case "PARSE":
+      return fail("invalid_manifest", "The request body could not be parsed");
+    case "VALIDATION":
+    case "INVALID_COOKIE_SIGNATURE":
+      return fail("invalid_parameter", "A request parameter is invalid");
+  }
+  const err = e as Error;
+  const storage = e instanceof BlobNotFoundError || /s3|blob|ENOENT|EIO|ENOSPC|ECONNREFUSED/i.test(`${err?.name} ${err?.message}`);
+  s.deps.log.error("request.failed", { request_id: requestId, method: request.method, url: request.url, error: err });
+  return fail(
+    storage ? "storage_inconsistency" : "database_error",
+    `${storage ? "A storage" : "A database"} error occurred; retry later (request id ${requestId})`,
+  );
+}
+
+/** Builds the HTTP app and its services on `deps`. */
+export function createApp(deps: AppDeps) {
+  const s = buildServices(deps);
+  const app = new Elysia()
+    .onError(({ error, code, request }) => {
+      const requestId = randomHex(8);
+      return errorResponse(toAppError(error, code, s, request, requestId), requestId);
+    })
+    .use(healthController(s))
+    .use(foldersController(s))
+    .use(sessionsController(s))
+    .use(filesController(s));
+  if (deps.config.openApi) {
+    app.use(
+      swagger({
+        path: "/swagger",
+        exclude: ["/swagger", "/swagger/json"],
+        documentation: {
+          info: {
+            title: "esync",
+            version: pkg.version,
+            description:
+              "End-to-end-encrypted file sync: folder registry, resumable chunked upload sessions, BLAKE3-verified blobs, search. Success bodies are `{\"Success\": {...}}`, errors `{\"Error\": {\"error\", \"message\"}}`.",
+          },
+          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+        },
+      }),
+    );
+  }
+  return { app, services: s };
+}
+
+/** The app type, for tests. */
+export type App = ReturnType<typeof createApp>["app"];

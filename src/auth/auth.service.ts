@@ -1,0 +1,104 @@
+/**
+ * @module auth/auth.service
+ * Resolves `Authorization: Bearer <token>` to one SS58 address (spec §5, complement §3), trying
+ * in order: wallet-signed `sig1.` token, issued API token, and (only when enabled) the bare
+ * SS58 address of insecure mode. Also issues and revokes API tokens for the admin CLI.
+ */
+import { createHash } from "node:crypto";
+import { fail } from "../errors/errors.ts";
+import type { Clock } from "../util/clock.ts";
+import { randomHex, randomToken } from "../util/ids.ts";
+import type { ApiTokenRow, ApiTokensRepository } from "./api-tokens.repository.ts";
+import { isSs58 } from "./ss58.ts";
+import { WalletTokenVerifier } from "./wallet-token.ts";
+
+/** Prefix of issued API tokens, so they are recognisable in logs and secret scanners. */
+export const API_TOKEN_PREFIX = "esk_";
+
+/** SHA-256 hex of a token string (how API tokens are stored). */
+export function sha256Hex(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}
+
+/** A newly issued token: `token` is shown once and never stored. */
+export interface IssuedToken {
+  id: string;
+  token: string;
+  owner: string;
+  label: string | null;
+  /** Unix seconds, or null for no expiry. */
+  expiresAt: number | null;
+}
+
+/** Authentication of requests and management of issued API tokens. */
+export class AuthService {
+  private readonly wallet = new WalletTokenVerifier();
+
+  constructor(
+    private readonly tokens: ApiTokensRepository,
+    private readonly clock: Clock,
+    private readonly insecureSs58Tokens: boolean,
+  ) {}
+
+  /**
+   * Resolves an `Authorization` header value to the address its token stands for.
+   * @throws AppError `unauthorized` (401) when the header is missing, not `Bearer <token>`,
+   *   or the token is malformed, expired, revoked or unknown.
+   */
+  async authenticate(header: string | null | undefined): Promise<string> {
+    const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!m?.[1]) throw fail("unauthorized", "Missing or malformed Authorization header; expected 'Bearer <token>'");
+    const token = m[1];
+    const now = this.clock.now();
+    if (token.startsWith("sig1.")) {
+      const addr = await this.wallet.verify(token, now);
+      if (addr) return addr;
+      throw fail("unauthorized", "Invalid or expired wallet-signed token");
+    }
+    if (token.length <= 512) {
+      const row = this.tokens.findBySha(sha256Hex(token));
+      if (row) {
+        if (row.revokedAt !== null) throw fail("unauthorized", "API token revoked");
+        if (row.expiresAt !== null && now >= row.expiresAt) throw fail("unauthorized", "API token expired");
+        return row.owner;
+      }
+    }
+    if (this.insecureSs58Tokens && isSs58(token)) return token;
+    throw fail("unauthorized", "Unknown bearer token");
+  }
+
+  /**
+   * Throws 403 `forbidden` unless `tokenAddress` equals `resourceAddress` (spec §5.2–5.3).
+   */
+  static requireOwner(tokenAddress: string, resourceAddress: string, what = "this address"): void {
+    if (tokenAddress !== resourceAddress) throw fail("forbidden", `The token does not grant access to ${what}`);
+  }
+
+  /** Issues an API token for `owner` (an SS58 address), optionally expiring after `ttlSeconds`. */
+  issue(owner: string, label: string | null, ttlSeconds: number | null): IssuedToken {
+    if (!isSs58(owner)) throw new Error(`not an SS58 address: ${owner}`);
+    const now = this.clock.now();
+    const token = `${API_TOKEN_PREFIX}${randomToken(32)}`;
+    const row: ApiTokenRow = {
+      id: randomHex(8),
+      tokenSha256: sha256Hex(token),
+      owner,
+      label,
+      createdAt: now,
+      expiresAt: ttlSeconds === null ? null : now + ttlSeconds,
+      revokedAt: null,
+    };
+    this.tokens.insert(row);
+    return { id: row.id, token, owner, label, expiresAt: row.expiresAt };
+  }
+
+  /** Lists issued tokens (never the token strings). */
+  list(owner?: string): ApiTokenRow[] {
+    return this.tokens.list(owner);
+  }
+
+  /** Revokes token `id`; false when no such unrevoked token exists. */
+  revoke(id: string): boolean {
+    return this.tokens.revoke(id, this.clock.now());
+  }
+}

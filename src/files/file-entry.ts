@@ -1,0 +1,78 @@
+/**
+ * @module files/file-entry
+ * The wire shape of a stored file: RemoteFileEntry (complement §5 = spec §2.5 without
+ * `folder_hash`/`folder_label`), byte arrays as JSON arrays of integers.
+ */
+import type { files } from "../db/schema.ts";
+
+/** A `files` row. */
+export type FileRow = typeof files.$inferSelect;
+
+/** RemoteFileEntry as sent on the wire (spec §2.5 fields in spec order). */
+export interface RemoteFileEntry {
+  path_hash: number[];
+  salted_hash: number[];
+  size_bytes: number;
+  revision_seq: number;
+  revision_id: number[];
+  encrypted_path: number[];
+  file_name: string | null;
+  relative_path: string | null;
+  store_hash: string | null;
+  chunk_hashes: string[] | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Columns a RemoteFileEntry needs (search can select just these). */
+export type FileEntryRow = Pick<
+  FileRow,
+  | "pathHash"
+  | "saltedHash"
+  | "sizeBytes"
+  | "revisionSeq"
+  | "revisionId"
+  | "encryptedPath"
+  | "fileName"
+  | "relativePath"
+  | "storeHash"
+  | "chunkHashes"
+  | "createdAt"
+  | "updatedAt"
+>;
+
+/** Maps a row to its RemoteFileEntry. */
+export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
+  return {
+    path_hash: Array.from(r.pathHash),
+    salted_hash: Array.from(r.saltedHash),
+    size_bytes: r.sizeBytes,
+    revision_seq: r.revisionSeq,
+    revision_id: Array.from(r.revisionId),
+    encrypted_path: Array.from(r.encryptedPath),
+    file_name: r.fileName,
+    relative_path: r.relativePath,
+    store_hash: r.storeHash,
+    chunk_hashes: r.chunkHashes === null ? null : (JSON.parse(r.chunkHashes) as string[]),
+    created_at: r.createdAt,
+    updated_at: r.updatedAt,
+  };
+}
+
+/**
+ * The search key of a file: `file_name`, or `relative_path` when `file_name` is null, lower-cased
+ * (Unicode-aware); null when both are null (spec §4.9 rule 2).
+ */
+export function searchNameOf(fileName: string | null, relativePath: string | null): string | null {
+  const n = fileName ?? relativePath;
+  return n === null ? null : n.toLowerCase();
+}
+
+/** Lower-cased extension (with the dot) of the last path segment of `name`, or null. */
+export function extensionOf(name: string | null): string | null {
+  if (name === null) return null;
+  const seg = name.slice(name.lastIndexOf("/") + 1);
+  const dot = seg.lastIndexOf(".");
+  if (dot <= 0 || dot === seg.length - 1) return null;
+  return seg.slice(dot).toLowerCase();
+}

@@ -1,0 +1,63 @@
+/**
+ * @module files/files.repository
+ * Queries on `files`. Writes happen inside the transactions of `FilesService`.
+ */
+import { and, asc, eq, sql } from "drizzle-orm";
+import { changes, type Db } from "../db/client.ts";
+import { files } from "../db/schema.ts";
+import type { FileRow } from "./file-entry.ts";
+
+/** Repository of file rows. */
+export class FilesRepository {
+  constructor(private readonly db: Db) {}
+
+  get(owner: string, folderHash: string, pathHash: Uint8Array): FileRow | undefined {
+    return this.db
+      .select()
+      .from(files)
+      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash), eq(files.pathHash, Buffer.from(pathHash))))
+      .get();
+  }
+
+  /** Inserts or replaces the row at (owner, folder_hash, path_hash). */
+  upsert(row: FileRow): void {
+    const { owner: _o, folderHash: _f, pathHash: _p, ...rest } = row;
+    this.db
+      .insert(files)
+      .values(row)
+      .onConflictDoUpdate({ target: [files.owner, files.folderHash, files.pathHash], set: rest })
+      .run();
+  }
+
+  /** Deletes one row; true when it existed. */
+  remove(owner: string, folderHash: string, pathHash: Uint8Array): boolean {
+    const r = this.db
+      .delete(files)
+      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash), eq(files.pathHash, Buffer.from(pathHash))))
+      .run();
+    return changes(r) > 0;
+  }
+
+  /** Blob ids of every file of a folder. */
+  blobIdsOfFolder(owner: string, folderHash: string): string[] {
+    return this.db
+      .select({ blobId: files.blobId })
+      .from(files)
+      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash)))
+      .all()
+      .map((r) => r.blobId);
+  }
+
+  /** Deletes every file of a folder; returns how many. */
+  removeFolder(owner: string, folderHash: string): number {
+    return changes(this.db.delete(files).where(and(eq(files.owner, owner), eq(files.folderHash, folderHash))).run());
+  }
+
+  /** A page of a folder's files in `path_hash` order, and the folder's total file count. */
+  page(owner: string, folderHash: string, offset: number, limit: number): { rows: FileRow[]; total: number } {
+    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
+    const rows = this.db.select().from(files).where(where).orderBy(asc(files.pathHash)).limit(limit).offset(offset).all();
+    const total = this.db.select({ n: sql<number>`count(*)` }).from(files).where(where).get()?.n ?? 0;
+    return { rows, total };
+  }
+}

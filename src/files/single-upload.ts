@@ -1,0 +1,194 @@
+/**
+ * @module files/single-upload
+ * Single-shot `POST /upload` (complement §5): `multipart/form-data` with a `manifest` part
+ * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes with @fastify/busboy
+ * (real clients send the ciphertext part without a filename, which form parsers would turn into
+ * text). The ciphertext streams to a spool file while its BLAKE3 is computed; only a verified
+ * ciphertext is moved into the blob store (one chunk object) and committed like a finalized
+ * session, so the two are indistinguishable afterwards.
+ */
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable, Transform, type Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import Busboy from "@fastify/busboy";
+import { AppError, fail } from "../errors/errors.ts";
+import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
+import { chunkKey } from "../storage/layout.ts";
+import { createBlake3 } from "../util/blake3.ts";
+import { randomHex } from "../util/ids.ts";
+import type { Logger } from "../util/log.ts";
+import type { FilesService, UploadResult } from "./files.service.ts";
+
+/** Largest manifest part, bytes. */
+const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+/** Settings of the single-shot path. */
+export interface SingleUploadOptions {
+  /** Directory for spool files (emptied at start-up). */
+  spoolDir: string;
+  /** Largest ciphertext part accepted, bytes. */
+  maxBytes: number;
+}
+
+/** Handles single-shot uploads. */
+export class SingleUploadService {
+  constructor(
+    private readonly files: FilesService,
+    private readonly blobs: BlobStore,
+    private readonly log: Logger,
+    private readonly opts: SingleUploadOptions,
+  ) {}
+
+  /** Empties the spool directory (start-up: leftovers of a crash). */
+  async resetSpool(): Promise<void> {
+    await rm(this.opts.spoolDir, { recursive: true, force: true });
+    await mkdir(this.opts.spoolDir, { recursive: true });
+  }
+
+  /**
+   * Accepts one upload for `caller`.
+   * @throws AppError `invalid_manifest` (400: not multipart, parts missing or out of order, bad
+   *   manifest, hash mismatch), `forbidden` (403), `payload_too_large` (413), `conflict` (409,
+   *   Conflict envelope), `stale_sequence` (400), `storage_unavailable` (503).
+   */
+  async upload(caller: string, request: Request): Promise<UploadResult> {
+    const contentType = request.headers.get("content-type") ?? "";
+    if (!/^multipart\/form-data\s*;.*boundary=/i.test(contentType) || !request.body) {
+      throw fail("invalid_manifest", "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'");
+    }
+    const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
+    try {
+      const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
+      if (hash !== manifest.ciphertextHash) {
+        this.log.warn("upload.hash_mismatch", { owner: caller, expected: manifest.ciphertextHash, actual: hash });
+        throw fail("invalid_manifest", `Ciphertext BLAKE3 ${hash} differs from manifest.ciphertext_hash ${manifest.ciphertextHash}`);
+      }
+      // Reject revision conflicts before moving any bytes into the blob store.
+      const blobId = randomHex(16);
+      const gen = randomHex(6);
+      try {
+        await this.blobs.put(chunkKey(blobId, 0, gen), Readable.toWeb(createReadStream(spool, { highWaterMark: 1 << 20 })) as unknown as ReadableStream<Uint8Array>, size);
+      } catch (e) {
+        this.log.error("upload.store_failed", { owner: caller, error: e as Error });
+        throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", { retryAfter: 1 });
+      }
+      try {
+        return this.files.commit(manifest, { blobId, chunkSize: size, chunkCount: 1, size, gens: [gen], ciphertextHash: hash, chunkHashes: [hash] });
+      } catch (e) {
+        await this.blobs.deletePrefix(chunkKey(blobId, 0, gen).replace(/[^/]+$/, "")).catch(() => {});
+        throw e;
+      }
+    } finally {
+      await rm(spool, { force: true });
+    }
+  }
+
+  /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */
+  private receive(caller: string, request: Request, contentType: string, spool: string): Promise<{ manifest: Manifest; size: number; hash: string }> {
+    return new Promise((resolve, reject) => {
+      let manifest: Promise<Manifest> | null = null;
+      let ciphertext: Promise<{ size: number; hash: string }> | null = null;
+      let failed = false;
+      const source = Readable.fromWeb(request.body as never);
+      const bb = Busboy({
+        headers: { "content-type": contentType },
+        limits: { parts: 2, files: 2, fileSize: Math.max(this.opts.maxBytes, MAX_MANIFEST_BYTES) + 1, headerPairs: 20 },
+        isPartAFile: () => true,
+      });
+      const abort = (e: unknown) => {
+        if (failed) return;
+        failed = true;
+        source.unpipe(bb as unknown as Writable);
+        source.destroy();
+        reject(e instanceof AppError ? e : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`));
+      };
+      bb.on("file", (name, stream) => {
+        if (failed) return void stream.resume();
+        if (name === "manifest") {
+          if (manifest || ciphertext) return abort(fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed"));
+          manifest = this.readManifest(caller, stream);
+          manifest.catch(abort);
+        } else if (name === "ciphertext") {
+          if (!manifest) return abort(fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part"));
+          if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
+          ciphertext = this.spool(stream, spool);
+          ciphertext.catch(abort);
+        } else {
+          stream.resume();
+          abort(fail("invalid_manifest", `Unexpected part '${name}'; expected 'manifest' then 'ciphertext'`));
+        }
+      });
+      bb.on("partsLimit", () => abort(fail("invalid_manifest", "Too many parts; expected 'manifest' then 'ciphertext'")));
+      bb.on("error", abort);
+      bb.on("finish", async () => {
+        if (failed) return;
+        if (!manifest) return abort(fail("invalid_manifest", "Missing 'manifest' part"));
+        if (!ciphertext) return abort(fail("invalid_manifest", "Missing 'ciphertext' part"));
+        try {
+          const m = await manifest;
+          const r = await ciphertext;
+          if (r.size === 0) return abort(fail("invalid_manifest", "The ciphertext part is empty"));
+          resolve({ manifest: m, ...r });
+        } catch (e) {
+          abort(e);
+        }
+      });
+      source.on("error", abort);
+      source.pipe(bb as unknown as Writable);
+    });
+  }
+
+  /** Reads the manifest part (at most 1 MiB), validates it and checks its owner is `caller`. */
+  private readManifest(caller: string, stream: Readable): Promise<Manifest> {
+    return new Promise((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let n = 0;
+      stream.on("data", (d: Buffer) => {
+        n += d.length;
+        if (n > MAX_MANIFEST_BYTES) {
+          stream.resume();
+          reject(fail("invalid_manifest", "manifest part over 1 MiB"));
+        } else parts.push(d);
+      });
+      stream.on("error", reject);
+      stream.on("end", () => {
+        try {
+          let raw: unknown;
+          try {
+            raw = JSON.parse(Buffer.concat(parts).toString("utf8"));
+          } catch {
+            throw fail("invalid_manifest", "manifest part is not valid JSON");
+          }
+          const m = parseManifest(raw);
+          if (m.ss58Address !== caller) throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+          resolve(m);
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+  }
+
+  /** Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. */
+  private async spool(stream: Readable, path: string): Promise<{ size: number; hash: string }> {
+    await mkdir(this.opts.spoolDir, { recursive: true });
+    const hasher = createBlake3();
+    let size = 0;
+    const max = this.opts.maxBytes;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        size += chunk.length;
+        if (size > max) return cb(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
+        hasher.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    await pipeline(stream, meter, createWriteStream(path, { highWaterMark: 1 << 20 }));
+    const st = await stat(path);
+    if (st.size !== size) throw fail("invalid_manifest", "ciphertext part truncated");
+    return { size, hash: hasher.digestHex() };
+  }
+}

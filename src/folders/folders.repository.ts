@@ -1,0 +1,72 @@
+/**
+ * @module folders/folders.repository
+ * Queries on `folders`: registrations (label non-null) and the per-folder counters
+ * (`file_count`, `total_bytes`, `updated_at`) that file writes keep in the same transaction.
+ */
+import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
+import { changes, type Db } from "../db/client.ts";
+import { folders } from "../db/schema.ts";
+
+/** A `folders` row. */
+export type FolderRow = typeof folders.$inferSelect;
+
+/** Repository of folder registrations and counters. */
+export class FoldersRepository {
+  constructor(private readonly db: Db) {}
+
+  get(owner: string, folderHash: string): FolderRow | undefined {
+    return this.db
+      .select()
+      .from(folders)
+      .where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash)))
+      .get();
+  }
+
+  /** Registered folders of `owner`, oldest registration first. */
+  listRegistered(owner: string): FolderRow[] {
+    return this.db
+      .select()
+      .from(folders)
+      .where(and(eq(folders.owner, owner), isNotNull(folders.label)))
+      .orderBy(asc(folders.createdAt), asc(folders.folderHash))
+      .all();
+  }
+
+  /**
+   * Registers a folder: inserts the row, or labels an existing unregistered one (files were
+   * uploaded before registration). Returns false when it is already registered.
+   */
+  register(owner: string, folderHash: string, label: string, deviceName: string | null, now: number): boolean {
+    const r = this.db
+      .insert(folders)
+      .values({ owner, folderHash, label, deviceName, createdAt: now, updatedAt: now })
+      .onConflictDoUpdate({
+        target: [folders.owner, folders.folderHash],
+        set: { label, deviceName, createdAt: now },
+        setWhere: sql`${folders.label} IS NULL`,
+      })
+      .run();
+    return changes(r) > 0;
+  }
+
+  /** Applies a file change to the counters: `dCount` files and `dBytes` plaintext bytes. */
+  applyFileChange(owner: string, folderHash: string, dCount: number, dBytes: number, now: number): void {
+    this.db
+      .insert(folders)
+      .values({ owner, folderHash, updatedAt: now, fileCount: dCount, totalBytes: dBytes })
+      .onConflictDoUpdate({
+        target: [folders.owner, folders.folderHash],
+        set: {
+          fileCount: sql`${folders.fileCount} + ${dCount}`,
+          totalBytes: sql`${folders.totalBytes} + ${dBytes}`,
+          updatedAt: now,
+        },
+      })
+      .run();
+  }
+
+  /** Deletes the folder row. */
+  remove(owner: string, folderHash: string): void {
+    this.db.delete(folders).where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash))).run();
+  }
+}

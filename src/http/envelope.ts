@@ -1,0 +1,40 @@
+/**
+ * @module http/envelope
+ * The response envelopes of spec §4 and §7: `{"Success": {...}}`, `{"Error": {"error", "message"}}`
+ * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (complement §1).
+ */
+import { type AppError, ERRORS, type ErrorCode } from "../errors/errors.ts";
+import { toIntArray } from "../util/ids.ts";
+
+const JSON_TYPE = { "content-type": "application/json" } as const;
+
+/** A 200 response `{"Success": data}`. */
+export function success(data: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ Success: data }), { status: 200, headers: { ...JSON_TYPE, ...headers } });
+}
+
+/** The error envelope for a code, with the catalogue status. */
+export function errorBody(code: ErrorCode, message: string): string {
+  return JSON.stringify({ Error: { error: code, message } });
+}
+
+/** Turns an `AppError` into its response (Error or Conflict envelope, Retry-After, extra headers). */
+export function errorResponse(e: AppError, requestId?: string): Response {
+  const headers: Record<string, string> = { ...JSON_TYPE, ...(e.extra.headers ?? {}) };
+  if (requestId) headers["x-request-id"] = requestId;
+  if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
+  let body: string;
+  if (e.extra.conflict) {
+    body = JSON.stringify({
+      Conflict: {
+        error: e.code,
+        message: e.message,
+        current_revision_id: toIntArray(e.extra.conflict.currentRevisionId),
+        current_revision_seq: e.extra.conflict.currentRevisionSeq,
+      },
+    });
+  } else {
+    body = errorBody(e.code, e.message);
+  }
+  return new Response(body, { status: ERRORS[e.code].status, headers });
+}

@@ -1,0 +1,68 @@
+/**
+ * @module http/request
+ * Reading and checking request input shared by the controllers: bounded JSON bodies, path and
+ * query parameters. Failures are `AppError`s with the code each spec section names.
+ */
+import { type ErrorCode, fail } from "../errors/errors.ts";
+
+/** Largest JSON body accepted on the JSON endpoints, bytes. */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Reads the body as JSON (at most `MAX_JSON_BODY_BYTES`).
+ * @throws AppError `code` (default `invalid_manifest`) when the body is empty, too large or not JSON.
+ */
+export async function readJson(request: Request, code: ErrorCode = "invalid_manifest"): Promise<unknown> {
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (declared > MAX_JSON_BODY_BYTES) throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+  let text: string;
+  try {
+    const buf = await request.arrayBuffer();
+    if (buf.byteLength > MAX_JSON_BODY_BYTES) throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+    text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
+  } catch (e) {
+    if (e instanceof Error && e.name === "AppError") throw e;
+    throw fail(code, "request body is not valid UTF-8");
+  }
+  if (text.trim() === "") throw fail(code, "request body is empty; expected a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw fail(code, "request body is not valid JSON");
+  }
+}
+
+/** Requires a JSON object; throws `code` otherwise. */
+export function asObject(v: unknown, code: ErrorCode = "invalid_manifest"): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw fail(code, "request body must be a JSON object");
+  return v as Record<string, unknown>;
+}
+
+/** The raw (still percent-encoded) path segments of a request URL. */
+export function rawSegments(request: Request): string[] {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  const q = url.indexOf("?", start);
+  const path = url.slice(start, q === -1 ? undefined : q);
+  return path.split("/").slice(1);
+}
+
+/** Decodes a percent-encoded path segment; null when the encoding is malformed. */
+export function decodeSegment(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Parses a u32 path or query value written in decimal without sign or leading zeros.
+ * @throws AppError `code` when it is not one.
+ */
+export function parseU32(s: string | undefined, what: string, code: ErrorCode = "invalid_manifest"): number {
+  if (s === undefined || !/^(0|[1-9]\d{0,9})$/.test(s) || Number(s) > 0xffffffff) {
+    throw fail(code, `${what} must be an unsigned 32-bit integer`);
+  }
+  return Number(s);
+}

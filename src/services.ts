@@ -1,0 +1,66 @@
+/**
+ * @module services
+ * Builds every repository and service from the injected clients (database, blob store, clock,
+ * logger). HTTP controllers and workers receive this object; nothing constructs its own clients.
+ */
+import { join } from "node:path";
+import { ApiTokensRepository } from "./auth/api-tokens.repository.ts";
+import { AuthService } from "./auth/auth.service.ts";
+import type { Config } from "./config/config.ts";
+import type { Db } from "./db/client.ts";
+import { FilesRepository } from "./files/files.repository.ts";
+import { FilesService } from "./files/files.service.ts";
+import { SingleUploadService } from "./files/single-upload.ts";
+import { FoldersRepository } from "./folders/folders.repository.ts";
+import { FoldersService } from "./folders/folders.service.ts";
+import { SessionEngine } from "./sessions/session.engine.ts";
+import { SessionsRepository } from "./sessions/sessions.repository.ts";
+import type { BlobStore } from "./storage/blob-store.ts";
+import type { Clock } from "./util/clock.ts";
+import type { Logger } from "./util/log.ts";
+import { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
+
+/** The clients a service instance is built on. */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  blobs: BlobStore;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Every service of the app, wired. */
+export interface Services {
+  deps: AppDeps;
+  auth: AuthService;
+  folders: FoldersService;
+  files: FilesService;
+  sessions: SessionEngine;
+  singleUpload: SingleUploadService;
+  deletions: DeletionQueueRepository;
+}
+
+/** Wires repositories and services on `deps`. */
+export function buildServices(deps: AppDeps): Services {
+  const { config, db, blobs, clock, log } = deps;
+  const foldersRepo = new FoldersRepository(db);
+  const filesRepo = new FilesRepository(db);
+  const deletions = new DeletionQueueRepository(db);
+  const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
+  return {
+    deps,
+    auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
+    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock),
+    files,
+    sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
+      ttlSeconds: config.sessionTtlSeconds,
+      maxSessionsPerUser: config.maxSessionsPerUser,
+      maxChunkCount: config.maxChunkCount,
+    }),
+    singleUpload: new SingleUploadService(files, blobs, log, {
+      spoolDir: join(config.dataDir, "spool"),
+      maxBytes: config.maxSingleUploadBytes,
+    }),
+    deletions,
+  };
+}

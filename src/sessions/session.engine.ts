@@ -1,0 +1,326 @@
+/**
+ * @module sessions/session.engine
+ * The resumable upload session engine (spec §2.3, §3.1, §4.4–4.8; complement §4).
+ *
+ * States: `receiving` → (`finalizing`, internal) → `finalized`; deleted or expired sessions are
+ * gone (404). Chunk i is streamed straight from the request into the blob store as object
+ * `<blob>/<i>.<gen>` with a fresh `gen` per upload; only after the bytes are stored is the chunk
+ * recorded, and only if the session is still `receiving`. Finalize moves the session to
+ * `finalizing` atomically (so exactly one concurrent finalize proceeds and no chunk can be
+ * recorded after the snapshot), hashes the recorded chunk objects in order, then commits the
+ * file and the `finalized` state in one transaction. Any failure returns it to `receiving`
+ * with its chunks intact.
+ */
+import type { Db } from "../db/client.ts";
+import { fail } from "../errors/errors.ts";
+import type { FilesService, UploadResult } from "../files/files.service.ts";
+import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { BlobLengthError, BlobNotFoundError, type BlobStore } from "../storage/blob-store.ts";
+import { type BlobLayout, blobPrefix, chunkKey, chunkLength, expectedChunkCount, hashBlob } from "../storage/layout.ts";
+import { createBlake3 } from "../util/blake3.ts";
+import type { Clock } from "../util/clock.ts";
+import { randomHex, randomToken } from "../util/ids.ts";
+import type { Logger } from "../util/log.ts";
+import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
+import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
+
+/** Largest chunk, bytes (spec §8). */
+export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
+
+/** Engine settings (from `Config`). */
+export interface SessionEngineOptions {
+  /** Idle lifetime, seconds. */
+  ttlSeconds: number;
+  maxSessionsPerUser: number;
+  maxChunkCount: number;
+}
+
+/** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
+export interface CreateSessionInput {
+  manifest: unknown;
+  chunk_count: unknown;
+  chunk_size: unknown;
+  ciphertext_size: unknown;
+}
+
+/** Status of a session (spec §4.6) as sent on the wire. */
+export interface SessionStatus {
+  session_id: string;
+  state: "receiving" | "finalized";
+  total_chunks: number;
+  chunks_received: number[];
+  expires_at: number;
+  ciphertext_hash: string;
+}
+
+const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/** The upload session engine; HTTP-free. */
+export class SessionEngine {
+  constructor(
+    private readonly db: Db,
+    private readonly sessions: SessionsRepository,
+    private readonly deletions: DeletionQueueRepository,
+    private readonly files: FilesService,
+    private readonly blobs: BlobStore,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly opts: SessionEngineOptions,
+  ) {}
+
+  /**
+   * Opens a session for `caller` (spec §4.4).
+   * @returns `{session_id, expires_at}` (Unix seconds).
+   * @throws AppError `invalid_manifest` (400: bad manifest, signature or chunk layout),
+   *   `forbidden` (403: manifest owner is not `caller`), `session_limit` (429 with Retry-After).
+   */
+  create(caller: string, input: CreateSessionInput): { session_id: string; expires_at: number } {
+    const { chunk_count: count, chunk_size: size, ciphertext_size: total } = input;
+    if (input.manifest === undefined || input.manifest === null) throw fail("invalid_manifest", "manifest is required");
+    const manifest = parseManifest(input.manifest);
+    if (!u(count) || count < 1 || count > 0xffffffff) throw fail("invalid_manifest", "chunk_count must be an integer from 1 to 2^32-1");
+    if (!u(size) || size < 1 || size > MAX_CHUNK_BYTES) {
+      throw fail("invalid_manifest", `chunk_size must be an integer from 1 to ${MAX_CHUNK_BYTES} (16 MiB)`);
+    }
+    if (!u(total) || total < 1) throw fail("invalid_manifest", "ciphertext_size must be a positive integer");
+    const expected = expectedChunkCount(total, size);
+    if (count !== expected) {
+      throw fail("invalid_manifest", `chunk_count ${count} is inconsistent with ciphertext_size ${total} and chunk_size ${size}: expected ${expected}`);
+    }
+    if (count > this.opts.maxChunkCount) throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
+    if (manifest.ss58Address !== caller) throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+
+    return this.db.transaction(() => {
+      const now = this.clock.now();
+      const live = this.sessions.liveCount(caller, now);
+      if (live.n >= this.opts.maxSessionsPerUser) {
+        const retryAfter = Math.max(1, (live.earliest ?? now + 60) - now);
+        throw fail("session_limit", `At most ${this.opts.maxSessionsPerUser} live upload sessions per user`, { retryAfter });
+      }
+      const row: SessionRow = {
+        sessionId: randomToken(18),
+        owner: caller,
+        folderHash: manifest.folderHash,
+        pathHash: Buffer.from(manifest.pathHash),
+        manifest: JSON.stringify(input.manifest),
+        ciphertextHash: manifest.ciphertextHash,
+        ciphertextSize: total,
+        chunkSize: size,
+        chunkCount: count,
+        blobId: randomHex(16),
+        state: "receiving",
+        createdAt: now,
+        expiresAt: now + this.opts.ttlSeconds,
+        result: null,
+      };
+      this.sessions.insert(row);
+      this.log.info("session.created", { session: row.sessionId, owner: caller, chunks: count, bytes: total });
+      return { session_id: row.sessionId, expires_at: row.expiresAt };
+    });
+  }
+
+  /** Loads a live session owned by `caller`. @throws 404 `not_found`, 403 `forbidden`. */
+  private owned(caller: string, sessionId: string): SessionRow {
+    const s = this.sessions.get(sessionId);
+    if (!s || s.expiresAt <= this.clock.now()) throw fail("not_found", "No such upload session (never existed, expired or deleted)");
+    if (s.owner !== caller) throw fail("forbidden", "The token does not own this upload session");
+    return s;
+  }
+
+  /**
+   * Stores chunk `index` from `body` (spec §4.5, complement §4). The body must be exactly the
+   * chunk's length (`chunk_size`, or the remainder for the last index).
+   * @param declaredLength the request's Content-Length, or null when not given.
+   * @throws AppError 404, 403; `invalid_manifest` (400: index out of range, wrong length, over
+   *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized);
+   *   `storage_unavailable` (503) when the blob store fails.
+   */
+  async putChunk(
+    caller: string,
+    sessionId: string,
+    index: number,
+    body: ReadableStream<Uint8Array> | null,
+    declaredLength: number | null,
+  ): Promise<{ chunk_index: number }> {
+    const s = this.owned(caller, sessionId);
+    if (index >= s.chunkCount) {
+      throw fail("invalid_manifest", `chunk_index ${index} is out of range: the session has ${s.chunkCount} chunks (0..${s.chunkCount - 1})`);
+    }
+    if (declaredLength !== null && declaredLength > MAX_CHUNK_BYTES) {
+      throw fail("invalid_manifest", `chunk body of ${declaredLength} bytes is larger than 16 MiB`);
+    }
+    if (s.state !== "receiving") throw fail("conflict", `The session is ${s.state}; chunks can no longer be uploaded`);
+    const length = chunkLength(s.ciphertextSize, s.chunkSize, index);
+    if (declaredLength !== null && declaredLength !== length) {
+      throw fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`);
+    }
+    const gen = randomHex(6);
+    const key = chunkKey(s.blobId, index, gen);
+    const hasher = createBlake3();
+    try {
+      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length, {
+        onData: (p) => hasher.update(p),
+      });
+    } catch (e) {
+      if (e instanceof BlobLengthError) {
+        throw fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, received ${e.received}${e.received > length ? " or more" : ""}`);
+      }
+      if (body && isClientAbort(e)) throw fail("invalid_manifest", `chunk ${index} body ended early: ${String((e as Error).message)}`);
+      this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
+      throw fail("storage_unavailable", "The blob store failed to store the chunk; retry", { retryAfter: 1 });
+    }
+    const hash = hasher.digestHex();
+    const outcome = this.db.transaction(() => {
+      const now = this.clock.now();
+      const cur = this.sessions.get(sessionId);
+      if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
+        this.deletions.enqueue([key], now);
+        return cur && cur.expiresAt > now ? cur.state : "gone";
+      }
+      const prev = this.sessions.chunk(sessionId, index);
+      if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
+      this.sessions.putChunk({ sessionId, chunkIndex: index, gen, size: length, hash, receivedAt: now });
+      this.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
+      return "stored";
+    });
+    if (outcome === "gone") throw fail("not_found", "The upload session expired or was deleted during the upload");
+    if (outcome !== "stored") throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
+    this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
+    return { chunk_index: index };
+  }
+
+  /**
+   * Progress of a session (spec §4.6); refreshes the expiry of a receiving session.
+   * @throws AppError 404, 403.
+   */
+  status(caller: string, sessionId: string): SessionStatus {
+    const s = this.owned(caller, sessionId);
+    let expiresAt = s.expiresAt;
+    if (s.state !== "finalized") {
+      expiresAt = this.clock.now() + this.opts.ttlSeconds;
+      this.sessions.setExpiry(sessionId, expiresAt);
+    }
+    return {
+      session_id: s.sessionId,
+      state: s.state === "finalized" ? "finalized" : "receiving",
+      total_chunks: s.chunkCount,
+      chunks_received: this.sessions.chunkIndices(sessionId),
+      expires_at: expiresAt,
+      ciphertext_hash: s.ciphertextHash,
+    };
+  }
+
+  /**
+   * Finalizes a session (spec §4.7): all chunks present, BLAKE3 of the assembled ciphertext
+   * equal to the manifest's, revision checks, then the file row and `finalized` state are
+   * committed together. No bytes are copied: the chunk objects are the stored blob.
+   * @throws AppError 404, 403; `conflict` (409: already finalized, a concurrent finalize is
+   *   running, or base revision mismatch with the Conflict envelope); `invalid_manifest` (400:
+   *   missing chunks or hash mismatch); `stale_sequence` (400); `storage_inconsistency` (500).
+   */
+  async finalize(caller: string, sessionId: string): Promise<UploadResult> {
+    const s = this.owned(caller, sessionId);
+    if (s.state !== "receiving") throw fail("conflict", s.state === "finalized" ? "The session is already finalized" : "The session is being finalized by another request");
+    const now = this.clock.now();
+    if (!this.sessions.transition(sessionId, "receiving", "finalizing", { expiresAt: now + this.opts.ttlSeconds })) {
+      throw fail("conflict", "The session is being finalized by another request");
+    }
+    const backToReceiving = () => this.sessions.transition(sessionId, "finalizing", "receiving", { expiresAt: this.clock.now() + this.opts.ttlSeconds });
+    try {
+      const chunks = this.sessions.chunks(sessionId);
+      if (chunks.length !== s.chunkCount) {
+        const have = new Set(chunks.map((c) => c.chunkIndex));
+        const missing: number[] = [];
+        for (let i = 0; i < s.chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
+        throw fail("invalid_manifest", `Not all chunks uploaded: ${s.chunkCount - chunks.length} of ${s.chunkCount} missing (first: ${missing.join(", ")})`);
+      }
+      const manifest: Manifest = parseManifest(JSON.parse(s.manifest));
+      const layout: BlobLayout = {
+        blobId: s.blobId,
+        chunkSize: s.chunkSize,
+        chunkCount: s.chunkCount,
+        size: s.ciphertextSize,
+        gens: chunks.map((c) => c.gen),
+      };
+      const started = performance.now();
+      let actual: string;
+      try {
+        actual = await hashBlob(this.blobs, layout);
+      } catch (e) {
+        this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
+        if (e instanceof BlobNotFoundError) throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
+        throw fail("storage_inconsistency", "The blob store failed while reading the chunks; retry finalize");
+      }
+      if (actual !== s.ciphertextHash) {
+        this.log.warn("finalize.hash_mismatch", { session: sessionId, expected: s.ciphertextHash, actual });
+        throw fail("invalid_manifest", `Assembled ciphertext BLAKE3 ${actual} differs from manifest.ciphertext_hash ${s.ciphertextHash}`);
+      }
+      const result = this.files.commit(
+        manifest,
+        { ...layout, ciphertextHash: actual, chunkHashes: chunks.map((c) => c.hash ?? "") },
+        (r) => {
+          if (!this.sessions.transition(sessionId, "finalizing", "finalized", { result: JSON.stringify(r), expiresAt: this.clock.now() + this.opts.ttlSeconds })) {
+            throw fail("conflict", "The session changed during finalize");
+          }
+        },
+      );
+      this.log.info("session.finalized", { session: sessionId, bytes: s.ciphertextSize, hash_ms: Math.round(performance.now() - started) });
+      return result;
+    } catch (e) {
+      backToReceiving();
+      throw e;
+    }
+  }
+
+  /**
+   * Deletes a session (spec §4.8). A receiving session's chunk objects are queued for deletion;
+   * a finalized session's objects belong to the file and stay.
+   * @throws AppError 404, 403; `conflict` (409) while a finalize is running.
+   */
+  abort(caller: string, sessionId: string): { deleted: true } {
+    this.db.transaction(() => {
+      const s = this.owned(caller, sessionId);
+      if (s.state === "finalizing") throw fail("conflict", "The session is being finalized; try again when it completes");
+      this.sessions.remove(sessionId);
+      if (s.state === "receiving") this.deletions.enqueue([blobPrefix(s.blobId)], this.clock.now());
+    });
+    this.log.info("session.deleted", { session: sessionId });
+    return { deleted: true };
+  }
+
+  /**
+   * Garbage-collects sessions idle past `expires_at` (spec §3.1): rows deleted, chunk objects of
+   * unfinalized ones queued for deletion. Returns how many sessions were collected.
+   */
+  sweepExpired(batch = 500): number {
+    let total = 0;
+    for (;;) {
+      const n = this.db.transaction(() => {
+        const now = this.clock.now();
+        const rows = this.sessions.expired(now, batch);
+        for (const s of rows) {
+          this.sessions.remove(s.sessionId);
+          if (s.state !== "finalized") this.deletions.enqueue([blobPrefix(s.blobId)], now);
+        }
+        return rows.length;
+      });
+      total += n;
+      if (n < batch) break;
+    }
+    if (total > 0) this.log.info("session.expired", { count: total });
+    return total;
+  }
+
+  /** Start-up recovery: sessions a crash left `finalizing` return to `receiving`. */
+  recover(): number {
+    return this.sessions.resetFinalizing(this.clock.now() + this.opts.ttlSeconds);
+  }
+}
+
+/** True for errors that mean the client's request body broke off (not a store failure). */
+function isClientAbort(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const m = `${e.name} ${e.message}`.toLowerCase();
+  return m.includes("abort") || m.includes("econnreset") || m.includes("premature") || m.includes("terminated");
+}
+

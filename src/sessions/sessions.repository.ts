@@ -1,0 +1,118 @@
+/**
+ * @module sessions/sessions.repository
+ * Queries on `upload_sessions` and `session_chunks`. All session state that matters lives
+ * here (not in process memory), so any API node can serve any request of a session.
+ */
+import { and, asc, eq, gt, inArray, lte, ne, sql } from "drizzle-orm";
+import { changes, type Db } from "../db/client.ts";
+import { sessionChunks, uploadSessions } from "../db/schema.ts";
+
+/** An `upload_sessions` row. */
+export type SessionRow = typeof uploadSessions.$inferSelect;
+/** A `session_chunks` row. */
+export type ChunkRow = typeof sessionChunks.$inferSelect;
+
+/** Repository of upload sessions and their received chunks. */
+export class SessionsRepository {
+  constructor(private readonly db: Db) {}
+
+  insert(row: SessionRow): void {
+    this.db.insert(uploadSessions).values(row).run();
+  }
+
+  get(sessionId: string): SessionRow | undefined {
+    return this.db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).get();
+  }
+
+  /** Live (not expired) sessions of `owner` that are not finalized, and the earliest expiry among them. */
+  liveCount(owner: string, now: number): { n: number; earliest: number | null } {
+    const r = this.db
+      .select({ n: sql<number>`count(*)`, earliest: sql<number | null>`min(${uploadSessions.expiresAt})` })
+      .from(uploadSessions)
+      .where(and(eq(uploadSessions.owner, owner), ne(uploadSessions.state, "finalized"), gt(uploadSessions.expiresAt, now)))
+      .get();
+    return { n: r?.n ?? 0, earliest: r?.earliest ?? null };
+  }
+
+  /** Moves `state` from `from` to `to` (and sets extra columns); false when the session was not in `from`. */
+  transition(sessionId: string, from: SessionRow["state"], to: SessionRow["state"], set: Partial<SessionRow> = {}): boolean {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ ...set, state: to })
+      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, from)))
+      .run();
+    return changes(r) > 0;
+  }
+
+  setExpiry(sessionId: string, expiresAt: number): void {
+    this.db.update(uploadSessions).set({ expiresAt }).where(eq(uploadSessions.sessionId, sessionId)).run();
+  }
+
+  /** Deletes the session and its chunk rows. */
+  remove(sessionId: string): void {
+    this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId)).run();
+    this.db.delete(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).run();
+  }
+
+  chunk(sessionId: string, index: number): ChunkRow | undefined {
+    return this.db
+      .select()
+      .from(sessionChunks)
+      .where(and(eq(sessionChunks.sessionId, sessionId), eq(sessionChunks.chunkIndex, index)))
+      .get();
+  }
+
+  /** Records (or replaces) the chunk at `row.chunkIndex`. */
+  putChunk(row: ChunkRow): void {
+    this.db
+      .insert(sessionChunks)
+      .values(row)
+      .onConflictDoUpdate({
+        target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
+        set: { gen: row.gen, size: row.size, hash: row.hash, receivedAt: row.receivedAt },
+      })
+      .run();
+  }
+
+  /** Received chunks in index order. */
+  chunks(sessionId: string): ChunkRow[] {
+    return this.db
+      .select()
+      .from(sessionChunks)
+      .where(eq(sessionChunks.sessionId, sessionId))
+      .orderBy(asc(sessionChunks.chunkIndex))
+      .all();
+  }
+
+  /** Received chunk indices in ascending order. */
+  chunkIndices(sessionId: string): number[] {
+    return this.db
+      .select({ i: sessionChunks.chunkIndex })
+      .from(sessionChunks)
+      .where(eq(sessionChunks.sessionId, sessionId))
+      .orderBy(asc(sessionChunks.chunkIndex))
+      .all()
+      .map((r) => r.i);
+  }
+
+  /** Sessions idle past their expiry at `now`, excluding ones being finalized. */
+  expired(now: number, limit: number): SessionRow[] {
+    return this.db
+      .select()
+      .from(uploadSessions)
+      .where(and(lte(uploadSessions.expiresAt, now), inArray(uploadSessions.state, ["receiving", "finalized"])))
+      .limit(limit)
+      .all();
+  }
+
+  /** Start-up recovery: sessions left `finalizing` by a crash go back to `receiving`. */
+  resetFinalizing(expiresAt: number): number {
+    return changes(
+      this.db
+        .update(uploadSessions)
+        .set({ state: "receiving", expiresAt })
+        .where(eq(uploadSessions.state, "finalizing"))
+        .run(),
+    );
+  }
+}

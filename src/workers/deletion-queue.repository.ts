@@ -1,0 +1,53 @@
+/**
+ * @module workers/deletion-queue.repository
+ * The persisted blob deletion queue (`blob_deletions`). Producers call `enqueue` inside the
+ * transaction that stops referencing the objects, so nothing is deleted before the row that
+ * replaces it is committed, and a crash never loses a pending deletion.
+ */
+import { asc, eq, lte, sql } from "drizzle-orm";
+import type { Db } from "../db/client.ts";
+import { blobDeletions } from "../db/schema.ts";
+
+/** A queued deletion: `target` is an object key or a prefix ending in `/`. */
+export type DeletionRow = typeof blobDeletions.$inferSelect;
+
+/** Repository of the deletion queue. */
+export class DeletionQueueRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Queues deletion of object keys or prefixes, due at `notBefore` (Unix seconds). */
+  enqueue(targets: string[], notBefore: number): void {
+    if (targets.length === 0) return;
+    this.db.insert(blobDeletions).values(targets.map((target) => ({ target, notBefore }))).run();
+  }
+
+  /** Up to `limit` rows due at `now`, oldest first. */
+  due(now: number, limit: number): DeletionRow[] {
+    return this.db
+      .select()
+      .from(blobDeletions)
+      .where(lte(blobDeletions.notBefore, now))
+      .orderBy(asc(blobDeletions.id))
+      .limit(limit)
+      .all();
+  }
+
+  /** Removes a processed row. */
+  done(id: number): void {
+    this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
+  }
+
+  /** Records a failed attempt and postpones the row to `retryAt`. */
+  failed(id: number, retryAt: number, error: string): void {
+    this.db
+      .update(blobDeletions)
+      .set({ attempts: sql`${blobDeletions.attempts} + 1`, notBefore: retryAt, lastError: error.slice(0, 500) })
+      .where(eq(blobDeletions.id, id))
+      .run();
+  }
+
+  /** Number of queued rows (for /health and tests). */
+  count(): number {
+    return this.db.select({ n: sql<number>`count(*)` }).from(blobDeletions).get()?.n ?? 0;
+  }
+}

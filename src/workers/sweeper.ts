@@ -1,0 +1,74 @@
+/**
+ * @module workers/sweeper
+ * Background collection: expired upload sessions (spec §3.1) and the blob deletion queue. Runs
+ * every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time; failures are retried with backoff.
+ */
+import type { Services } from "../services.ts";
+
+/** Seconds before a failed deletion is retried: 10 s doubling per attempt, at most 1 h. */
+function backoff(attempts: number): number {
+  return Math.min(3600, 10 * 2 ** Math.min(attempts, 9));
+}
+
+/** Periodic sweeper of sessions and blobs. */
+export class Sweeper {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(private readonly s: Services) {}
+
+  /**
+   * One pass: collect expired sessions, then delete queued blobs that are due.
+   * @returns counts of sessions collected and deletion rows processed.
+   */
+  async runOnce(): Promise<{ sessions: number; deletions: number }> {
+    const { blobs, clock, log } = this.s.deps;
+    const sessions = this.s.sessions.sweepExpired();
+    let deletions = 0;
+    for (;;) {
+      const due = this.s.deletions.due(clock.now(), 100);
+      if (due.length === 0) break;
+      await Promise.all(
+        due.map(async (row) => {
+          try {
+            if (row.target.endsWith("/")) await blobs.deletePrefix(row.target);
+            else await blobs.delete([row.target]);
+            this.s.deletions.done(row.id);
+            deletions++;
+          } catch (e) {
+            log.warn("blob.delete_failed", { target: row.target, attempts: row.attempts + 1, error: e as Error });
+            this.s.deletions.failed(row.id, clock.now() + backoff(row.attempts), String((e as Error)?.message ?? e));
+          }
+        }),
+      );
+      if (due.length < 100) break;
+    }
+    if (deletions > 0) log.info("blob.deleted", { count: deletions });
+    return { sessions, deletions };
+  }
+
+  /** Runs a pass unless one is running; resolves when it ends. */
+  tick(): Promise<void> {
+    this.running ??= this.runOnce()
+      .then(() => undefined)
+      .catch((e) => this.s.deps.log.error("sweep.failed", { error: e as Error }))
+      .finally(() => {
+        this.running = null;
+      });
+    return this.running;
+  }
+
+  /** Starts the periodic sweep (first pass immediately, finishing sweeps a crash interrupted). */
+  start(): void {
+    if (this.timer) return;
+    void this.tick();
+    this.timer = setInterval(() => void this.tick(), this.s.deps.config.sweepIntervalSeconds * 1000);
+  }
+
+  /** Stops the timer and waits for a running pass. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}
