@@ -1,0 +1,82 @@
+#!/usr/bin/env bun
+/**
+ * @module cli/token
+ * Admin command for issued API tokens (complement §3.2), run as `bun run token <command>`
+ * against the database of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH`:
+ *   create --owner <ss58> [--label L] [--expires-in 30d]   prints the token once
+ *   list [--owner <ss58>] [--json]
+ *   revoke <id>
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { ApiTokensRepository } from "../auth/api-tokens.repository.ts";
+import { AuthService } from "../auth/auth.service.ts";
+import { isSs58 } from "../auth/ss58.ts";
+import { ConfigError, loadConfig } from "../config/config.ts";
+import { openDb } from "../db/client.ts";
+import { systemClock } from "../util/clock.ts";
+
+/** Parses `90`, `90s`, `15m`, `12h`, `30d` into seconds. */
+export function parseDuration(v: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError("expected a duration like 3600, 15m, 12h or 30d");
+  const mult = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "" | "s" | "m" | "h" | "d"];
+  return Number(m[1]) * mult;
+}
+
+function service(): AuthService {
+  const config = loadConfig();
+  const db = openDb(config.dbPath);
+  return new AuthService(new ApiTokensRepository(db), systemClock, false);
+}
+
+const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
+
+const program = new Command("token").description("Manage esync API tokens (stored hashed in the esync database)");
+
+program
+  .command("create")
+  .description("Issue a token for an SS58 address; the token is printed once and never stored")
+  .requiredOption("--owner <ss58>", "address the token resolves to")
+  .option("--label <label>", "free-form note, e.g. the device")
+  .option("--expires-in <duration>", "lifetime: seconds, or 15m / 12h / 30d (default: never)", parseDuration)
+  .option("--json", "print JSON")
+  .action((o: { owner: string; label?: string; expiresIn?: number; json?: boolean }) => {
+    if (!isSs58(o.owner)) throw new InvalidArgumentError(`--owner is not an SS58 address: ${o.owner}`);
+    const t = service().issue(o.owner, o.label ?? null, o.expiresIn ?? null);
+    if (o.json) console.log(JSON.stringify({ id: t.id, token: t.token, owner: t.owner, label: t.label, expires_at: t.expiresAt }));
+    else console.log(`id:      ${t.id}\nowner:   ${t.owner}\nexpires: ${iso(t.expiresAt)}\ntoken:   ${t.token}\n(store the token now: it cannot be shown again)`);
+  });
+
+program
+  .command("list")
+  .description("List issued tokens (never the token strings)")
+  .option("--owner <ss58>", "only tokens of this address")
+  .option("--json", "print JSON")
+  .action((o: { owner?: string; json?: boolean }) => {
+    const rows = service().list(o.owner);
+    if (o.json) {
+      console.log(JSON.stringify(rows.map((r) => ({ id: r.id, owner: r.owner, label: r.label, created_at: r.createdAt, expires_at: r.expiresAt, revoked_at: r.revokedAt }))));
+      return;
+    }
+    if (rows.length === 0) return console.log("no tokens");
+    console.table(rows.map((r) => ({ id: r.id, owner: r.owner, label: r.label ?? "", created: iso(r.createdAt), expires: iso(r.expiresAt), revoked: iso(r.revokedAt) })));
+  });
+
+program
+  .command("revoke")
+  .description("Revoke a token by id; requests with it get 401 from then on")
+  .argument("<id>", "token id from `token list`")
+  .action((id: string) => {
+    if (!service().revoke(id)) {
+      console.error(`token: no active token with id ${id}`);
+      process.exit(2);
+    }
+    console.log(`revoked ${id}`);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  console.error(e instanceof ConfigError ? `token: configuration error: ${e.message}` : `token: ${(e as Error).message}`);
+  process.exit(2);
+}
