@@ -1,0 +1,409 @@
+/**
+ * @module client/api
+ * Typed HTTP client (fetch) for the whole service API: spec §4 and complement §5.
+ * Success bodies arrive as `{"Success": {...}}` and are returned unwrapped; every failure is
+ * thrown as an `ApiError` (see `api-error.ts`). Every request but `/health` carries
+ * `Authorization: Bearer <token>` from the `TokenSource`; on a 401 a renewable source is
+ * invalidated and the request is sent once more with a fresh token.
+ *
+ * `/upload` is `multipart/form-data` with the part `manifest` (JSON) first and the part
+ * `ciphertext` (raw bytes, with **no** `filename`, as the real clients send it) second
+ * (complement §5); the body is assembled by hand because `FormData` always adds a filename.
+ *
+ * @example
+ * ```ts
+ * const api = new EsyncApi({ baseUrl: "http://127.0.0.1:8080", token: new WalletTokenSource(identity) });
+ * const { folders } = await api.listFolders(identity.address);
+ * ```
+ */
+import { ApiError, errorFromResponse } from "./api-error.ts";
+import type {
+  BrowseOptions,
+  BrowseResult,
+  ByteRange,
+  ChunkStored,
+  DeleteFileResult,
+  DownloadResult,
+  HealthInfo,
+  ListFoldersResult,
+  RegisterFolderResult,
+  RemoteFileEntry,
+  SearchFilters,
+  SearchResult,
+  SessionCreated,
+  SessionDeleted,
+  SessionStatus,
+  StateResult,
+  UnregisterFolderResult,
+  UploadResult,
+} from "./api-types.ts";
+import { bodyBytes } from "./byte-stream.ts";
+import { toHex, utf8 } from "./hash.ts";
+import type { Manifest } from "./manifest.ts";
+import { staticTokenSource, type TokenSource } from "./token.ts";
+
+/** Options of `EsyncApi`. */
+export interface ApiClientOptions {
+  /** Service root, e.g. `http://127.0.0.1:8080` (a trailing `/` is ignored). */
+  baseUrl: string;
+  /** Bearer token source, or a fixed token string. Required for every endpoint but `/health`. */
+  token?: TokenSource | string;
+  /** Sent as `X-Billing-Bypass` on `/search_files` when set (spec §5.5). */
+  billingBypass?: string;
+  /** The fetch to use; default the global one (tests pass fakes). */
+  fetch?: typeof fetch;
+  /** Per-request timeout for JSON calls, ms; default 60000. Chunk, upload and download calls use `signal` only. */
+  timeoutMs?: number;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+interface RequestSpec {
+  method: string;
+  path: string;
+  query?: Query;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+  auth?: boolean;
+  signal?: AbortSignal;
+  /** Apply `timeoutMs` (default true). */
+  timeout?: boolean;
+}
+
+function seg(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function intParam(name: string, v: number | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw new RangeError(`${name} must be a non-negative integer, got ${v}`);
+  return v;
+}
+
+function fileTypeParam(t: string | string[] | undefined): string | undefined {
+  if (t === undefined) return undefined;
+  return Array.isArray(t) ? t.join(",") : t;
+}
+
+/** Typed client of every endpoint; one instance per server and account. */
+export class EsyncApi {
+  readonly baseUrl: string;
+  private readonly tokens: TokenSource | null;
+  private readonly fetchFn: typeof fetch;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: ApiClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.tokens =
+      options.token === undefined
+        ? null
+        : typeof options.token === "string"
+          ? staticTokenSource(options.token)
+          : options.token;
+    this.fetchFn = options.fetch ?? fetch;
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+  }
+
+  private url(path: string, query?: Query): string {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) qs.set(k, String(v));
+    const q = qs.toString();
+    return `${this.baseUrl}${path}${q ? `?${q}` : ""}`;
+  }
+
+  /** Sends a request and returns the raw successful response; throws `ApiError` otherwise. */
+  private async send(spec: RequestSpec): Promise<Response> {
+    const auth = spec.auth ?? true;
+    for (let attempt = 0; ; attempt++) {
+      const headers: Record<string, string> = { ...spec.headers };
+      if (auth) {
+        if (!this.tokens)
+          throw new ApiError(401, "unauthorized", "no token configured for an authenticated call");
+        headers.Authorization = `Bearer ${await this.tokens.getToken()}`;
+      }
+      let body = spec.body;
+      if (spec.json !== undefined) {
+        headers["Content-Type"] = "application/json";
+        body = JSON.stringify(spec.json);
+      }
+      const signals = [
+        spec.signal,
+        spec.timeout === false ? undefined : AbortSignal.timeout(this.timeoutMs),
+      ].filter((s): s is AbortSignal => s !== undefined);
+      let res: Response;
+      try {
+        res = await this.fetchFn(this.url(spec.path, spec.query), {
+          method: spec.method,
+          headers,
+          body,
+          signal: signals.length ? AbortSignal.any(signals) : undefined,
+        });
+      } catch (e) {
+        if (spec.signal?.aborted) throw spec.signal.reason ?? e;
+        const msg = e instanceof Error ? e.message : String(e);
+        throw new ApiError(0, "network_error", `${spec.method} ${spec.path}: ${msg}`, { cause: e });
+      }
+      if (res.ok) return res;
+      const err = await errorFromResponse(res);
+      const renewable = this.tokens as { invalidate?: () => void } | null;
+      if (err.status === 401 && attempt === 0 && typeof renewable?.invalidate === "function") {
+        renewable.invalidate();
+        continue;
+      }
+      throw err;
+    }
+  }
+
+  /** Sends a request and unwraps `{"Success": ...}`. */
+  private async call<T>(spec: RequestSpec): Promise<T> {
+    const res = await this.send(spec);
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new ApiError(res.status, "bad_response", `${spec.method} ${spec.path}: response is not JSON`);
+    }
+    if (parsed && typeof parsed === "object" && "Success" in parsed)
+      return (parsed as { Success: T }).Success;
+    throw new ApiError(
+      res.status,
+      "bad_response",
+      `${spec.method} ${spec.path}: response has no Success envelope`,
+    );
+  }
+
+  /** `GET /health` (no auth, no envelope). */
+  async health(signal?: AbortSignal): Promise<HealthInfo> {
+    const res = await this.send({ method: "GET", path: "/health", auth: false, signal });
+    return (await res.json()) as HealthInfo;
+  }
+
+  /** `POST /register_folder`. A folder already registered is `ApiError` 409 `conflict`. */
+  registerFolder(input: {
+    ss58Address: string;
+    folderHash: string;
+    label: string;
+    deviceName?: string | null;
+  }): Promise<RegisterFolderResult> {
+    return this.call({
+      method: "POST",
+      path: "/register_folder",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        label: input.label,
+        device_name: input.deviceName ?? null,
+      },
+    });
+  }
+
+  /** `GET /list_folders/{address}`. */
+  listFolders(address: string): Promise<ListFoldersResult> {
+    return this.call({ method: "GET", path: `/list_folders/${seg(address)}` });
+  }
+
+  /** `DELETE /unregister_folder`: removes the folder and every file in it (irreversible). */
+  unregisterFolder(input: { ss58Address: string; folderHash: string }): Promise<UnregisterFolderResult> {
+    return this.call({
+      method: "DELETE",
+      path: "/unregister_folder",
+      json: { ss58_address: input.ss58Address, folder_hash: input.folderHash },
+    });
+  }
+
+  /**
+   * `POST /upload`: single-shot upload of a whole blob (the real clients use it up to 8 MiB of
+   * ciphertext). A revision mismatch is `ApiError` 409 with `conflict` set.
+   */
+  upload(manifest: Manifest, ciphertext: Blob | Uint8Array, signal?: AbortSignal): Promise<UploadResult> {
+    const boundary = `esync-${toHex(crypto.getRandomValues(new Uint8Array(16)))}`;
+    const head = utf8(
+      `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\nContent-Type: application/json\r\n\r\n` +
+        `${JSON.stringify(manifest)}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+    const tail = utf8(`\r\n--${boundary}--\r\n`);
+    return this.call({
+      method: "POST",
+      path: "/upload",
+      headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` },
+      body: new Blob([
+        bodyBytes(head),
+        ciphertext instanceof Blob ? ciphertext : bodyBytes(ciphertext),
+        bodyBytes(tail),
+      ]),
+      signal,
+      timeout: false,
+    });
+  }
+
+  /** `POST /upload/session`: opens a chunked upload session. */
+  createSession(input: {
+    manifest: Manifest;
+    chunkCount: number;
+    chunkSize: number;
+    ciphertextSize: number;
+  }): Promise<SessionCreated> {
+    return this.call({
+      method: "POST",
+      path: "/upload/session",
+      json: {
+        manifest: input.manifest,
+        chunk_count: input.chunkCount,
+        chunk_size: input.chunkSize,
+        ciphertext_size: input.ciphertextSize,
+      },
+    });
+  }
+
+  /** `PUT /upload/session/{id}/chunk/{index}` with the raw chunk bytes. */
+  putChunk(
+    sessionId: string,
+    index: number,
+    chunk: Blob | Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<ChunkStored> {
+    return this.call({
+      method: "PUT",
+      path: `/upload/session/${seg(sessionId)}/chunk/${index}`,
+      headers: { "Content-Type": "application/octet-stream" },
+      body: chunk instanceof Blob ? chunk : bodyBytes(chunk),
+      signal,
+      timeout: false,
+    });
+  }
+
+  /** `GET /upload/session/{id}/status`. */
+  sessionStatus(sessionId: string): Promise<SessionStatus> {
+    return this.call({ method: "GET", path: `/upload/session/${seg(sessionId)}/status` });
+  }
+
+  /** `POST /upload/session/{id}/finalize`, empty body with `Content-Length: 0`. */
+  finalizeSession(sessionId: string): Promise<UploadResult> {
+    return this.call({
+      method: "POST",
+      path: `/upload/session/${seg(sessionId)}/finalize`,
+      headers: { "Content-Length": "0" },
+      body: new Uint8Array(0),
+      timeout: false,
+    });
+  }
+
+  /** `DELETE /upload/session/{id}`: aborts a session. */
+  deleteSession(sessionId: string): Promise<SessionDeleted> {
+    return this.call({ method: "DELETE", path: `/upload/session/${seg(sessionId)}` });
+  }
+
+  /** `GET /get_state/{ss58}/{folder_hash}?offset&limit`: one page of a folder's files. */
+  getState(
+    ss58: string,
+    folderHash: string,
+    page: { offset?: number; limit?: number } = {},
+  ): Promise<StateResult> {
+    return this.call({
+      method: "GET",
+      path: `/get_state/${seg(ss58)}/${seg(folderHash)}`,
+      query: { offset: intParam("offset", page.offset), limit: intParam("limit", page.limit) },
+    });
+  }
+
+  /** Every file of a folder, page by page (`pageSize` default 1000). */
+  async *iterateState(ss58: string, folderHash: string, pageSize = 1000): AsyncGenerator<RemoteFileEntry> {
+    let offset = 0;
+    for (;;) {
+      const page = await this.getState(ss58, folderHash, { offset, limit: pageSize });
+      yield* page.files;
+      offset += page.files.length;
+      if (!page.has_more || page.files.length === 0) return;
+    }
+  }
+
+  /** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (`file_id` = 64 hex of `path_hash`). */
+  deleteFile(ss58: string, folderHash: string, fileId: string): Promise<DeleteFileResult> {
+    return this.call({ method: "DELETE", path: `/delete/${seg(ss58)}/${seg(folderHash)}/${seg(fileId)}` });
+  }
+
+  /**
+   * `GET /download/{ss58}/{folder_hash}/{file_id}`, optionally one `Range`. Returns the
+   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`.
+   */
+  async download(
+    ss58: string,
+    folderHash: string,
+    fileId: string,
+    options: { range?: ByteRange; signal?: AbortSignal } = {},
+  ): Promise<DownloadResult> {
+    const headers: Record<string, string> = {};
+    const r = options.range;
+    if (r) {
+      headers.Range =
+        "suffix" in r
+          ? `bytes=-${intParam("suffix", r.suffix)}`
+          : `bytes=${intParam("start", r.start)}-${r.end === undefined ? "" : intParam("end", r.end)}`;
+    }
+    const res = await this.send({
+      method: "GET",
+      path: `/download/${seg(ss58)}/${seg(folderHash)}/${seg(fileId)}`,
+      headers,
+      signal: options.signal,
+      timeout: false,
+    });
+    const num = (name: string): number | null => {
+      const v = res.headers.get(name);
+      return v !== null && /^\d+$/.test(v) ? Number(v) : null;
+    };
+    const cr = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get("content-range") ?? "");
+    return {
+      status: res.status,
+      body: res.body ?? new Blob([]).stream(),
+      contentLength: num("content-length"),
+      contentRange: cr ? { start: Number(cr[1]), end: Number(cr[2]), total: Number(cr[3]) } : null,
+      sizeBytes: num("x-size-bytes"),
+      revisionIdHex: res.headers.get("x-revision-id"),
+      revisionSeq: num("x-revision-seq"),
+    };
+  }
+
+  /** `GET /search_files/{ss58}` with every filter of spec §4.9. */
+  searchFiles(ss58: string, filters: SearchFilters = {}): Promise<SearchResult> {
+    const headers: Record<string, string> = {};
+    if (this.options.billingBypass) headers["X-Billing-Bypass"] = this.options.billingBypass;
+    return this.call({
+      method: "GET",
+      path: `/search_files/${seg(ss58)}`,
+      headers,
+      query: {
+        q: filters.q,
+        file_type: fileTypeParam(filters.fileType),
+        size_min: intParam("sizeMin", filters.sizeMin),
+        size_max: intParam("sizeMax", filters.sizeMax),
+        date_from: intParam("dateFrom", filters.dateFrom),
+        date_to: intParam("dateTo", filters.dateTo),
+        offset: intParam("offset", filters.offset),
+        limit: intParam("limit", filters.limit),
+        sort_by: filters.sortBy,
+        sort_order: filters.sortOrder,
+      },
+    });
+  }
+
+  /** `GET /browse/{ss58}/{folder_hash}`: subfolders and files at `path`. */
+  browse(ss58: string, folderHash: string, options: BrowseOptions = {}): Promise<BrowseResult> {
+    return this.call({
+      method: "GET",
+      path: `/browse/${seg(ss58)}/${seg(folderHash)}`,
+      query: {
+        path: options.path,
+        offset: intParam("offset", options.offset),
+        limit: intParam("limit", options.limit),
+        q: options.q,
+        file_type: fileTypeParam(options.fileType),
+        sort_by: options.sortBy,
+        sort_order: options.sortOrder,
+      },
+    });
+  }
+}

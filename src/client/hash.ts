@@ -1,0 +1,91 @@
+/**
+ * @module client/hash
+ * Hash and byte helpers of the client: BLAKE3 (native, `@napi-rs/blake-hash`), SHA-256
+ * (`Bun.CryptoHasher`), hex conversion. BLAKE3 is the hash of `ciphertext_hash`, `path_hash`
+ * and `salted_hash` (complement §1, §2, §6); SHA-256 is used for `folder_hash` and the
+ * folder key derivation (complement §1, §6).
+ */
+import { Blake3Hasher } from "@napi-rs/blake-hash";
+import { forEachChunk } from "./byte-stream.ts";
+
+/** Incremental BLAKE3 (32-byte output). Feed it with `update`, read it once with `digest*`. */
+export class Blake3 {
+  private readonly hasher = new Blake3Hasher();
+
+  /** Adds bytes (or the UTF-8 bytes of a string) to the hash. Returns `this`. */
+  update(data: Uint8Array | string): this {
+    this.hasher.update(typeof data === "string" ? utf8(data) : data);
+    return this;
+  }
+
+  /** The 32-byte digest. */
+  digest(): Uint8Array {
+    return new Uint8Array(this.hasher.digestBuffer());
+  }
+
+  /** The digest as 64 lowercase hex characters. */
+  digestHex(): string {
+    return this.hasher.digest("hex");
+  }
+}
+
+/** BLAKE3 of `data` (strings are hashed as UTF-8), 32 bytes. */
+export function blake3(data: Uint8Array | string): Uint8Array {
+  return new Blake3().update(data).digest();
+}
+
+/** BLAKE3 of `data` as 64 lowercase hex characters. */
+export function blake3Hex(data: Uint8Array | string): string {
+  return new Blake3().update(data).digestHex();
+}
+
+/** BLAKE3 of a whole file, read as a stream (bounded memory); 64 lowercase hex characters. */
+export async function blake3FileHex(path: string): Promise<string> {
+  const h = new Blake3();
+  await forEachChunk(Bun.file(path).stream(), (chunk) => {
+    h.update(chunk);
+  });
+  return h.digestHex();
+}
+
+/** SHA-256 of `data` (strings as UTF-8), 32 bytes. */
+export function sha256(data: Uint8Array | string): Uint8Array {
+  return new Uint8Array(new Bun.CryptoHasher("sha256").update(data).digest());
+}
+
+/** UTF-8 bytes of `s`. */
+export function utf8(s: string): Uint8Array {
+  return new TextEncoder().encode(s);
+}
+
+/** Lowercase hex of `bytes` (no `0x`). */
+export function toHex(bytes: Uint8Array | readonly number[]): string {
+  const u8 = bytes instanceof Uint8Array ? bytes : Uint8Array.from(bytes);
+  return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString("hex");
+}
+
+/** Bytes of a hex string (an optional `0x` prefix is accepted). Throws `TypeError` on bad hex. */
+export function fromHex(hex: string): Uint8Array {
+  const h = hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex;
+  if (h.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(h)) throw new TypeError(`not a hex string: ${hex}`);
+  return new Uint8Array(Buffer.from(h, "hex"));
+}
+
+/** Concatenation of byte arrays. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** Constant-shape equality of two byte arrays. */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  let diff = 0;
+  for (let i = 0; i < a.byteLength; i++) diff |= (a[i] as number) ^ (b[i] as number);
+  return diff === 0;
+}
