@@ -5,6 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
+import { isSs58 } from "../auth/ss58.ts";
 import { fail } from "../errors/errors.ts";
 import { Folder, op } from "../http/docs.ts";
 import { success } from "../http/envelope.ts";
@@ -19,6 +20,7 @@ const MAX_LABEL = 1024;
 function bodyAddress(b: Record<string, unknown>): string {
   const a = b.ss58_address ?? b.user_id;
   if (typeof a !== "string" || a === "") throw fail("invalid_manifest", "ss58_address (alias user_id) is required and must be a string");
+  if (!isSs58(a)) throw fail("invalid_manifest", "ss58_address is not a valid SS58 address");
   return a;
 }
 
