@@ -14,9 +14,9 @@
  * an interrupted upload resume without encrypting again (`openSealedFile`). Memory stays at a
  * few frames whatever the file size.
  */
-import { open, rm, stat } from "node:fs/promises";
+import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
 import { ciphertextSize, encryptStream, randomBaseNonce } from "./frame.ts";
 import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
@@ -111,6 +111,7 @@ export async function sealFile(path: string, options: SealOptions): Promise<Seal
     ? null
     : (options.spillPath ?? join(tmpdir(), `esync-${toHex(crypto.getRandomValues(new Uint8Array(8)))}.blob`));
   const buffer = inMemory ? new Uint8Array(size) : null;
+  if (spillPath) await mkdir(dirname(spillPath), { recursive: true });
   const fh = spillPath ? await open(spillPath, "w", 0o600) : null;
   let at = 0;
   try {
