@@ -160,15 +160,32 @@ export function decryptFrame(
 }
 
 /** Options of the encryptors. */
+/** Encrypts frames elsewhere (worker threads: `EncryptPool`), several at once. */
+export interface FrameEncryptor {
+  /** Frames worth keeping in flight per slot is 2; `size` is the number of slots. */
+  readonly size: number;
+  /** Same result as `encryptFrame`; must not keep or modify `plaintext` after it returns. */
+  encryptFrame(
+    key: Uint8Array,
+    baseNonce: Uint8Array,
+    index: number,
+    plaintext: Uint8Array,
+  ): Promise<Uint8Array>;
+}
+
+/** Options of the encryptors. */
 export interface EncryptOptions {
   /** 24-byte base nonce; random by default. Reuse one only to reproduce the same blob of the same plaintext. */
   baseNonce?: Uint8Array;
+  /** Encrypt frames on these workers, `2 × size` frames ahead, instead of on this thread. */
+  pool?: FrameEncryptor;
 }
 
 /**
  * Encrypts a plaintext stream of exactly `plaintextSize` bytes into the blob, frame by frame
- * as it is read (pull-driven, bounded memory). The returned stream errors with
- * `PlaintextSizeError` when the source is shorter or longer than declared.
+ * as it is read (pull-driven, bounded memory: one frame, or `2 × pool.size` with a pool). The
+ * returned stream errors with `PlaintextSizeError` when the source is shorter or longer than
+ * declared.
  */
 export function encryptStream(
   key: Uint8Array,
@@ -180,33 +197,51 @@ export function encryptStream(
   checkKeyAndNonce(key, baseNonce);
   const frames = frameCount(plaintextSize);
   const reader = new ExactReader(plaintext);
-  let index = -1; // -1: header not sent yet
+  const pool = options.pool;
+  const depth = pool ? 2 * pool.size : 1;
+  const inflight: Promise<Uint8Array>[] = [];
+  let headerSent = false;
+  let read = 0; // frames read from the source
   let remaining = plaintextSize;
+
+  const readFrame = async (): Promise<Uint8Array> => {
+    const want = Math.min(FRAME_PLAINTEXT_SIZE, remaining);
+    const chunk = await reader.read(want);
+    if (chunk.byteLength < want) {
+      const got = plaintextSize - remaining + chunk.byteLength;
+      throw new PlaintextSizeError(`plaintext ended after ${got} of the declared ${plaintextSize} bytes`);
+    }
+    remaining -= want;
+    return chunk;
+  };
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (index === -1) {
+        if (!headerSent) {
           controller.enqueue(encodeHeader(baseNonce, frames));
-          index = 0;
+          headerSent = true;
           return;
         }
-        if (index === frames) {
-          if (!(await reader.atEnd())) {
-            await reader.cancel();
-            throw new PlaintextSizeError(`plaintext is longer than the declared ${plaintextSize} bytes`);
-          }
-          controller.close();
+        while (inflight.length < depth && read < frames) {
+          const chunk = await readFrame();
+          const frame = pool
+            ? pool.encryptFrame(key, baseNonce, read, chunk)
+            : Promise.resolve(encryptFrame(key, baseNonce, read, chunk));
+          frame.catch(() => {}); // awaited below, in order; this only silences early rejections
+          inflight.push(frame);
+          read++;
+        }
+        const next = inflight.shift();
+        if (next) {
+          controller.enqueue(await next);
           return;
         }
-        const want = Math.min(FRAME_PLAINTEXT_SIZE, remaining);
-        const chunk = await reader.read(want);
-        if (chunk.byteLength < want) {
-          const got = plaintextSize - remaining + chunk.byteLength;
-          throw new PlaintextSizeError(`plaintext ended after ${got} of the declared ${plaintextSize} bytes`);
+        if (!(await reader.atEnd())) {
+          await reader.cancel();
+          throw new PlaintextSizeError(`plaintext is longer than the declared ${plaintextSize} bytes`);
         }
-        controller.enqueue(encryptFrame(key, baseNonce, index, chunk));
-        index++;
-        remaining -= want;
+        controller.close();
       },
       cancel(reason) {
         return reader.cancel(reason);

@@ -18,7 +18,7 @@ import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
-import { ciphertextSize, encryptStream, randomBaseNonce } from "./frame.ts";
+import { ciphertextSize, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
 import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher } from "./manifest.ts";
 
@@ -68,6 +68,8 @@ export interface SealOptions {
   onProgress?: (plaintextDone: number, plaintextSize: number) => void;
   /** Stops sealing (the spill file is removed). */
   signal?: AbortSignal;
+  /** Encrypt on worker threads (`EncryptPool`); default this thread. */
+  pool?: FrameEncryptor;
 }
 
 function memoryBlob(
@@ -104,7 +106,7 @@ export async function sealFile(path: string, options: SealOptions): Promise<Seal
     done += chunk.byteLength;
     options.onProgress?.(done, plaintextSize);
   });
-  const cipher = encryptStream(options.key, plain, plaintextSize, { baseNonce });
+  const cipher = encryptStream(options.key, plain, plaintextSize, { baseNonce, pool: options.pool });
   const ctHash = new Blake3();
   const inMemory = size <= (options.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
   const spillPath = inMemory

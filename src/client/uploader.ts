@@ -26,6 +26,7 @@ import { join } from "node:path";
 import type { EsyncApi } from "./api.ts";
 import { ApiError } from "./api-error.ts";
 import type { UploadResult } from "./api-types.ts";
+import type { FrameEncryptor } from "./frame.ts";
 import { fromHex, toHex } from "./hash.ts";
 import {
   buildManifest,
@@ -104,6 +105,8 @@ export interface UploadFileOptions {
   onProgress?: (progress: UploadProgress) => void;
   /** Aborting leaves a session (and its state) in place for a later resume. */
   signal?: AbortSignal;
+  /** Encrypt on worker threads (an `EncryptPool` shared by the caller); default this thread. */
+  encryptPool?: FrameEncryptor;
   /** Injected for tests. */
   sleep?: Sleep;
   /** Device-independent clock, Unix seconds; default the wall clock. */
@@ -227,6 +230,7 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
     ),
     onProgress: (done) => ctx.progress.update({ encryptedBytes: done }),
     signal: o.signal,
+    pool: o.encryptPool,
   });
   const manifest = buildManifest(
     {
@@ -304,6 +308,7 @@ async function tryResume(
         spillPath: pending.sealed.spillPath,
         onProgress: (done) => ctx.progress.update({ encryptedBytes: done }),
         signal: ctx.o.signal,
+        pool: ctx.o.encryptPool,
       });
       if (again.ciphertextHash === pending.manifest.ciphertext_hash) sealed = again;
       else await again.dispose();
