@@ -8,6 +8,7 @@ export * from "./api.ts";
 export * from "./api-error.ts";
 export type * from "./api-types.ts";
 export * from "./byte-stream.ts";
+export * from "./downloader.ts";
 export * from "./encrypt-pool.ts";
 export * from "./frame.ts";
 export * from "./hash.ts";
