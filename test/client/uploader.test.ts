@@ -10,6 +10,7 @@ import {
   EsyncApi,
   fileId,
   identityFromMnemonic,
+  type PendingUpload,
   pathHash,
   readAll,
   toHex,
@@ -157,32 +158,42 @@ describe("sessions", () => {
   });
 });
 
+/** Starts an upload of `f` remembered in a fresh state file and aborts it once `afterChunks` chunks are stored. */
+async function interruptedUpload(
+  f: { path: string; rel: string },
+  name: string,
+  afterChunks: number,
+  parallelism = 1,
+): Promise<{ state: UploadStateFile; key: string; pending: PendingUpload }> {
+  const state = new UploadStateFile(join(dir, `${name}.json`));
+  const ctl = new AbortController();
+  const err = await uploadFile(
+    options(f, {
+      stateFile: state,
+      parallelism,
+      signal: ctl.signal,
+      onProgress: (p) => {
+        if (p.chunksDone >= afterChunks) ctl.abort(new Error("interrupted"));
+      },
+    }),
+  ).catch((e) => e);
+  expect(err).toBeInstanceOf(Error);
+  const key = uploadKey(identity.address, folder.folderHash, fileId(pathHash(f.rel)));
+  const pending = await state.get(key);
+  if (!pending) throw new Error("the interrupted upload was not remembered");
+  return { state, key, pending };
+}
+
 describe("resume", () => {
   test("an upload aborted midway resumes from status and sends only the missing chunks", async () => {
     const f = await localFile(12 * CHUNK);
-    const state = new UploadStateFile(join(dir, "resume.json"));
-    const ctl = new AbortController();
-    const first = await uploadFile(
-      options(f, {
-        stateFile: state,
-        parallelism: 2,
-        signal: ctl.signal,
-        onProgress: (p) => {
-          if (p.chunksDone >= 4) ctl.abort(new Error("interrupted"));
-        },
-      }),
-    ).catch((e) => e);
-    expect(first).toBeInstanceOf(Error);
-    const key = uploadKey(identity.address, folder.folderHash, fileId(pathHash(f.rel)));
-    const pending = await state.get(key);
-    expect(pending?.sessionId).toBeDefined();
-    const sent = server.sessions.get(pending?.sessionId as string)?.chunks.size ?? 0;
-    expect(sent).toBeGreaterThanOrEqual(4);
+    const { state, key, pending } = await interruptedUpload(f, "resume1", 4, 2);
+    expect(server.sessions.get(pending.sessionId)?.chunks.size ?? 0).toBeGreaterThanOrEqual(4);
 
     const out = await uploadFile(options(f, { stateFile: state }));
     const total = ciphertextSize(f.data.byteLength);
     expect(out.resumed).toBe(true);
-    expect(out.sessionId).toBe(pending?.sessionId as string);
+    expect(out.sessionId).toBe(pending.sessionId);
     expect(out.bytesSkipped).toBeGreaterThanOrEqual(4 * CHUNK);
     expect(out.bytesSent + out.bytesSkipped).toBe(total);
     expect(out.bytesSent).toBeLessThan(total);
@@ -192,19 +203,8 @@ describe("resume", () => {
 
   test("resumes with the spill file gone: the saved base nonce reproduces the same blob", async () => {
     const f = await localFile(6 * CHUNK);
-    const state = new UploadStateFile(join(dir, "resume2.json"));
-    const ctl = new AbortController();
-    await uploadFile(
-      options(f, {
-        stateFile: state,
-        parallelism: 1,
-        signal: ctl.signal,
-        onProgress: (p) => p.chunksDone >= 2 && ctl.abort(),
-      }),
-    ).catch(() => {});
-    const key = uploadKey(identity.address, folder.folderHash, fileId(pathHash(f.rel)));
-    const pending = await state.get(key);
-    await rm(pending?.sealed.spillPath as string);
+    const { state, pending } = await interruptedUpload(f, "resume2", 2);
+    await rm(pending.sealed.spillPath);
     const out = await uploadFile(options(f, { stateFile: state }));
     expect(out.resumed).toBe(true);
     expect(out.bytesSkipped).toBeGreaterThan(0);
@@ -213,45 +213,23 @@ describe("resume", () => {
 
   test("an expired session (404 on status) is replaced by a new one", async () => {
     const f = await localFile(4 * CHUNK);
-    const state = new UploadStateFile(join(dir, "resume3.json"));
-    const ctl = new AbortController();
-    await uploadFile(
-      options(f, {
-        stateFile: state,
-        parallelism: 1,
-        signal: ctl.signal,
-        onProgress: (p) => p.chunksDone >= 1 && ctl.abort(),
-      }),
-    ).catch(() => {});
-    const key = uploadKey(identity.address, folder.folderHash, fileId(pathHash(f.rel)));
-    const old = (await state.get(key))?.sessionId as string;
-    server.sessions.delete(old);
+    const { state, pending } = await interruptedUpload(f, "resume3", 1);
+    server.sessions.delete(pending.sessionId);
     const out = await uploadFile(options(f, { stateFile: state }));
-    expect(out.sessionId).not.toBe(old);
+    expect(out.sessionId).not.toBe(pending.sessionId);
     expect(out.bytesSent).toBe(ciphertextSize(f.data.byteLength));
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
   });
 
   test("a file changed since the interrupted run abandons the old session and starts over", async () => {
     const f = await localFile(4 * CHUNK);
-    const state = new UploadStateFile(join(dir, "resume4.json"));
-    const ctl = new AbortController();
-    await uploadFile(
-      options(f, {
-        stateFile: state,
-        parallelism: 1,
-        signal: ctl.signal,
-        onProgress: (p) => p.chunksDone >= 1 && ctl.abort(),
-      }),
-    ).catch(() => {});
-    const key = uploadKey(identity.address, folder.folderHash, fileId(pathHash(f.rel)));
-    const old = (await state.get(key))?.sessionId as string;
+    const { state, pending } = await interruptedUpload(f, "resume4", 1);
     const changed = new Uint8Array(4 * CHUNK + 7).fill(9);
     await Bun.write(f.path, changed);
     await utimes(f.path, new Date(), new Date(Date.now() + 2000));
     const out = await uploadFile(options(f, { stateFile: state }));
     expect(out.resumed).toBe(false);
-    expect(server.sessions.has(old)).toBe(false);
+    expect(server.sessions.has(pending.sessionId)).toBe(false);
     expect(Buffer.compare(await storedPlaintext(f.rel), changed)).toBe(0);
   });
 });
