@@ -34,6 +34,8 @@ export interface Config {
   storage: StorageKind;
   /** Root directory of the disk blob store (`ESYNC_BLOB_DIR`, default `<dataDir>/blobs`). */
   blobDir: string;
+  /** When the disk store fsyncs (`ESYNC_DISK_FSYNC`: `persist` (default, at finalize), `object`, `off`). */
+  diskFsync: "object" | "persist" | "off";
   /** Idle lifetime of an upload session in seconds (`ESYNC_SESSION_TTL_SECONDS`, default 86400). */
   sessionTtlSeconds: number;
   /** Interval of the background sweep (expired sessions, blob deletions), seconds (`ESYNC_SWEEP_INTERVAL_SECONDS`, default 60). */
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPath: str(env, "ESYNC_DB_PATH", `${dataDir}/esync.sqlite`),
     storage,
     blobDir: str(env, "ESYNC_BLOB_DIR", `${dataDir}/blobs`),
+    diskFsync: oneOf(env, "ESYNC_DISK_FSYNC", "persist", ["object", "persist", "off"] as const),
     sessionTtlSeconds: int(env, "ESYNC_SESSION_TTL_SECONDS", 86400, 1, 365 * 86400),
     sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),

@@ -7,7 +7,7 @@
  * ciphertext is moved into the blob store (one chunk object) and committed like a finalized
  * session, so the two are indistinguishable afterwards.
  */
-import { createReadStream, createWriteStream } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable, Transform, type Writable } from "node:stream";
@@ -15,7 +15,7 @@ import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
 import { AppError, fail } from "../errors/errors.ts";
 import { type Manifest, parseManifest } from "../manifest/manifest.ts";
-import type { BlobStore } from "../storage/blob-store.ts";
+import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import { chunkKey } from "../storage/layout.ts";
 import { createBlake3 } from "../util/blake3.ts";
 import { randomHex } from "../util/ids.ts";
@@ -70,13 +70,14 @@ export class SingleUploadService {
       const blobId = randomHex(16);
       const gen = randomHex(6);
       try {
-        await this.blobs.put(chunkKey(blobId, 0, gen), Readable.toWeb(createReadStream(spool, { highWaterMark: 1 << 20 })) as unknown as ReadableStream<Uint8Array>, size);
+        await this.blobs.put(chunkKey(blobId, 0, gen), Bun.file(spool).stream() as ReadableStream<Uint8Array>, size);
+        if (isPersistable(this.blobs)) await this.blobs.persist([chunkKey(blobId, 0, gen)]);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", { retryAfter: 1 });
       }
       try {
-        return this.files.commit(manifest, { blobId, chunkSize: size, chunkCount: 1, size, gens: [gen], ciphertextHash: hash, chunkHashes: [hash] });
+        return this.files.commit(manifest, { blobId, chunkSize: size, chunkCount: 1, size, gens: [gen], ciphertextHash: hash, chunkHashes: null });
       } catch (e) {
         await this.blobs.deletePrefix(chunkKey(blobId, 0, gen).replace(/[^/]+$/, "")).catch(() => {});
         throw e;

@@ -15,9 +15,15 @@ import type { Db } from "../db/client.ts";
 import { fail } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
 import { type Manifest, parseManifest } from "../manifest/manifest.ts";
-import { BlobLengthError, BlobNotFoundError, type BlobStore } from "../storage/blob-store.ts";
-import { type BlobLayout, blobPrefix, chunkKey, chunkLength, expectedChunkCount, hashBlob } from "../storage/layout.ts";
-import { createBlake3 } from "../util/blake3.ts";
+import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
+import {
+  type BlobLayout,
+  blobPrefix,
+  chunkKey,
+  chunkLength,
+  expectedChunkCount,
+  hashBlob,
+} from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -76,26 +82,35 @@ export class SessionEngine {
    */
   create(caller: string, input: CreateSessionInput): { session_id: string; expires_at: number } {
     const { chunk_count: count, chunk_size: size, ciphertext_size: total } = input;
-    if (input.manifest === undefined || input.manifest === null) throw fail("invalid_manifest", "manifest is required");
+    if (input.manifest === undefined || input.manifest === null)
+      throw fail("invalid_manifest", "manifest is required");
     const manifest = parseManifest(input.manifest);
-    if (!u(count) || count < 1 || count > 0xffffffff) throw fail("invalid_manifest", "chunk_count must be an integer from 1 to 2^32-1");
+    if (!u(count) || count < 1 || count > 0xffffffff)
+      throw fail("invalid_manifest", "chunk_count must be an integer from 1 to 2^32-1");
     if (!u(size) || size < 1 || size > MAX_CHUNK_BYTES) {
       throw fail("invalid_manifest", `chunk_size must be an integer from 1 to ${MAX_CHUNK_BYTES} (16 MiB)`);
     }
     if (!u(total) || total < 1) throw fail("invalid_manifest", "ciphertext_size must be a positive integer");
     const expected = expectedChunkCount(total, size);
     if (count !== expected) {
-      throw fail("invalid_manifest", `chunk_count ${count} is inconsistent with ciphertext_size ${total} and chunk_size ${size}: expected ${expected}`);
+      throw fail(
+        "invalid_manifest",
+        `chunk_count ${count} is inconsistent with ciphertext_size ${total} and chunk_size ${size}: expected ${expected}`,
+      );
     }
-    if (count > this.opts.maxChunkCount) throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
-    if (manifest.ss58Address !== caller) throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+    if (count > this.opts.maxChunkCount)
+      throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
+    if (manifest.ss58Address !== caller)
+      throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 
     return this.db.transaction(() => {
       const now = this.clock.now();
       const live = this.sessions.liveCount(caller, now);
       if (live.n >= this.opts.maxSessionsPerUser) {
         const retryAfter = Math.max(1, (live.earliest ?? now + 60) - now);
-        throw fail("session_limit", `At most ${this.opts.maxSessionsPerUser} live upload sessions per user`, { retryAfter });
+        throw fail("session_limit", `At most ${this.opts.maxSessionsPerUser} live upload sessions per user`, {
+          retryAfter,
+        });
       }
       const row: SessionRow = {
         sessionId: randomToken(18),
@@ -114,7 +129,12 @@ export class SessionEngine {
         result: null,
       };
       this.sessions.insert(row);
-      this.log.info("session.created", { session: row.sessionId, owner: caller, chunks: count, bytes: total });
+      this.log.info("session.created", {
+        session: row.sessionId,
+        owner: caller,
+        chunks: count,
+        bytes: total,
+      });
       return { session_id: row.sessionId, expires_at: row.expiresAt };
     });
   }
@@ -122,7 +142,8 @@ export class SessionEngine {
   /** Loads a live session owned by `caller`. @throws 404 `not_found`, 403 `forbidden`. */
   private owned(caller: string, sessionId: string): SessionRow {
     const s = this.sessions.get(sessionId);
-    if (!s || s.expiresAt <= this.clock.now()) throw fail("not_found", "No such upload session (never existed, expired or deleted)");
+    if (!s || s.expiresAt <= this.clock.now())
+      throw fail("not_found", "No such upload session (never existed, expired or deleted)");
     if (s.owner !== caller) throw fail("forbidden", "The token does not own this upload session");
     return s;
   }
@@ -144,32 +165,39 @@ export class SessionEngine {
   ): Promise<{ chunk_index: number }> {
     const s = this.owned(caller, sessionId);
     if (index >= s.chunkCount) {
-      throw fail("invalid_manifest", `chunk_index ${index} is out of range: the session has ${s.chunkCount} chunks (0..${s.chunkCount - 1})`);
+      throw fail(
+        "invalid_manifest",
+        `chunk_index ${index} is out of range: the session has ${s.chunkCount} chunks (0..${s.chunkCount - 1})`,
+      );
     }
     if (declaredLength !== null && declaredLength > MAX_CHUNK_BYTES) {
       throw fail("invalid_manifest", `chunk body of ${declaredLength} bytes is larger than 16 MiB`);
     }
-    if (s.state !== "receiving") throw fail("conflict", `The session is ${s.state}; chunks can no longer be uploaded`);
+    if (s.state !== "receiving")
+      throw fail("conflict", `The session is ${s.state}; chunks can no longer be uploaded`);
     const length = chunkLength(s.ciphertextSize, s.chunkSize, index);
     if (declaredLength !== null && declaredLength !== length) {
-      throw fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`);
+      throw fail(
+        "invalid_manifest",
+        `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`,
+      );
     }
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
-    const hasher = createBlake3();
     try {
-      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length, {
-        onData: (p) => hasher.update(p),
-      });
+      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length);
     } catch (e) {
       if (e instanceof BlobLengthError) {
-        throw fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, received ${e.received}${e.received > length ? " or more" : ""}`);
+        throw fail(
+          "invalid_manifest",
+          `chunk ${index} must be exactly ${length} bytes, received ${e.received}${e.received > length ? " or more" : ""}`,
+        );
       }
-      if (body && isClientAbort(e)) throw fail("invalid_manifest", `chunk ${index} body ended early: ${String((e as Error).message)}`);
+      if (body && isClientAbort(e))
+        throw fail("invalid_manifest", `chunk ${index} body ended early: ${String((e as Error).message)}`);
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
       throw fail("storage_unavailable", "The blob store failed to store the chunk; retry", { retryAfter: 1 });
     }
-    const hash = hasher.digestHex();
     const outcome = this.db.transaction(() => {
       const now = this.clock.now();
       const cur = this.sessions.get(sessionId);
@@ -179,12 +207,21 @@ export class SessionEngine {
       }
       const prev = this.sessions.chunk(sessionId, index);
       if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
-      this.sessions.putChunk({ sessionId, chunkIndex: index, gen, size: length, hash, receivedAt: now });
+      this.sessions.putChunk({
+        sessionId,
+        chunkIndex: index,
+        gen,
+        size: length,
+        hash: null,
+        receivedAt: now,
+      });
       this.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
       return "stored";
     });
-    if (outcome === "gone") throw fail("not_found", "The upload session expired or was deleted during the upload");
-    if (outcome !== "stored") throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
+    if (outcome === "gone")
+      throw fail("not_found", "The upload session expired or was deleted during the upload");
+    if (outcome !== "stored")
+      throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
     return { chunk_index: index };
   }
@@ -220,19 +257,35 @@ export class SessionEngine {
    */
   async finalize(caller: string, sessionId: string): Promise<UploadResult> {
     const s = this.owned(caller, sessionId);
-    if (s.state !== "receiving") throw fail("conflict", s.state === "finalized" ? "The session is already finalized" : "The session is being finalized by another request");
+    if (s.state !== "receiving")
+      throw fail(
+        "conflict",
+        s.state === "finalized"
+          ? "The session is already finalized"
+          : "The session is being finalized by another request",
+      );
     const now = this.clock.now();
-    if (!this.sessions.transition(sessionId, "receiving", "finalizing", { expiresAt: now + this.opts.ttlSeconds })) {
+    if (
+      !this.sessions.transition(sessionId, "receiving", "finalizing", {
+        expiresAt: now + this.opts.ttlSeconds,
+      })
+    ) {
       throw fail("conflict", "The session is being finalized by another request");
     }
-    const backToReceiving = () => this.sessions.transition(sessionId, "finalizing", "receiving", { expiresAt: this.clock.now() + this.opts.ttlSeconds });
+    const backToReceiving = () =>
+      this.sessions.transition(sessionId, "finalizing", "receiving", {
+        expiresAt: this.clock.now() + this.opts.ttlSeconds,
+      });
     try {
       const chunks = this.sessions.chunks(sessionId);
       if (chunks.length !== s.chunkCount) {
         const have = new Set(chunks.map((c) => c.chunkIndex));
         const missing: number[] = [];
         for (let i = 0; i < s.chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
-        throw fail("invalid_manifest", `Not all chunks uploaded: ${s.chunkCount - chunks.length} of ${s.chunkCount} missing (first: ${missing.join(", ")})`);
+        throw fail(
+          "invalid_manifest",
+          `Not all chunks uploaded: ${s.chunkCount - chunks.length} of ${s.chunkCount} missing (first: ${missing.join(", ")})`,
+        );
       }
       const manifest: Manifest = parseManifest(JSON.parse(s.manifest));
       const layout: BlobLayout = {
@@ -248,23 +301,46 @@ export class SessionEngine {
         actual = await hashBlob(this.blobs, layout);
       } catch (e) {
         this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
-        if (e instanceof BlobNotFoundError) throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
+        if (e instanceof BlobNotFoundError)
+          throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
         throw fail("storage_inconsistency", "The blob store failed while reading the chunks; retry finalize");
       }
       if (actual !== s.ciphertextHash) {
         this.log.warn("finalize.hash_mismatch", { session: sessionId, expected: s.ciphertextHash, actual });
-        throw fail("invalid_manifest", `Assembled ciphertext BLAKE3 ${actual} differs from manifest.ciphertext_hash ${s.ciphertextHash}`);
+        throw fail(
+          "invalid_manifest",
+          `Assembled ciphertext BLAKE3 ${actual} differs from manifest.ciphertext_hash ${s.ciphertextHash}`,
+        );
+      }
+      try {
+        if (isPersistable(this.blobs))
+          await this.blobs.persist(layout.gens.map((g, i) => chunkKey(s.blobId, i, g)));
+      } catch (e) {
+        this.log.error("finalize.persist_failed", { session: sessionId, error: e as Error });
+        throw fail(
+          "storage_inconsistency",
+          "The blob store failed to make the chunks durable; retry finalize",
+        );
       }
       const result = this.files.commit(
         manifest,
-        { ...layout, ciphertextHash: actual, chunkHashes: chunks.map((c) => c.hash ?? "") },
+        { ...layout, ciphertextHash: actual, chunkHashes: null },
         (r) => {
-          if (!this.sessions.transition(sessionId, "finalizing", "finalized", { result: JSON.stringify(r), expiresAt: this.clock.now() + this.opts.ttlSeconds })) {
+          if (
+            !this.sessions.transition(sessionId, "finalizing", "finalized", {
+              result: JSON.stringify(r),
+              expiresAt: this.clock.now() + this.opts.ttlSeconds,
+            })
+          ) {
             throw fail("conflict", "The session changed during finalize");
           }
         },
       );
-      this.log.info("session.finalized", { session: sessionId, bytes: s.ciphertextSize, hash_ms: Math.round(performance.now() - started) });
+      this.log.info("session.finalized", {
+        session: sessionId,
+        bytes: s.ciphertextSize,
+        hash_ms: Math.round(performance.now() - started),
+      });
       return result;
     } catch (e) {
       backToReceiving();
@@ -280,7 +356,8 @@ export class SessionEngine {
   abort(caller: string, sessionId: string): { deleted: true } {
     this.db.transaction(() => {
       const s = this.owned(caller, sessionId);
-      if (s.state === "finalizing") throw fail("conflict", "The session is being finalized; try again when it completes");
+      if (s.state === "finalizing")
+        throw fail("conflict", "The session is being finalized; try again when it completes");
       this.sessions.remove(sessionId);
       if (s.state === "receiving") this.deletions.enqueue([blobPrefix(s.blobId)], this.clock.now());
     });
@@ -321,6 +398,7 @@ export class SessionEngine {
 function isClientAbort(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   const m = `${e.name} ${e.message}`.toLowerCase();
-  return m.includes("abort") || m.includes("econnreset") || m.includes("premature") || m.includes("terminated");
+  return (
+    m.includes("abort") || m.includes("econnreset") || m.includes("premature") || m.includes("terminated")
+  );
 }
-

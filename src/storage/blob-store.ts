@@ -54,6 +54,21 @@ export interface BlobStore {
   close(): Promise<void>;
 }
 
+/**
+ * Optional ability of a store whose `put` is not durable by itself (the disk store, unless it
+ * fsyncs every object): `persist` makes the given objects durable. Finalize and single-shot upload
+ * call it before the file row that references the objects is committed.
+ */
+export interface Persistable {
+  /** Makes objects `keys` durable (disk: fsync each file and its directory). */
+  persist(keys: string[]): Promise<void>;
+}
+
+/** True when `store` has the `Persistable` ability. */
+export function isPersistable(store: BlobStore): store is BlobStore & Persistable {
+  return typeof (store as Partial<Persistable>).persist === "function";
+}
+
 /** The body given to `put` did not have the declared length; nothing was stored. */
 export class BlobLengthError extends Error {
   constructor(

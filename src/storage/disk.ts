@@ -5,26 +5,32 @@
  * reader sees the old object or the whole new one; a failed write leaves nothing behind.
  */
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
-import { Readable, Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import {
-  type BlobStore,
+  BlobLengthError,
   BlobNotFoundError,
+  type BlobStore,
   type ByteRange,
-  exactLength,
   isValidKey,
+  type Persistable,
   type PutOptions,
 } from "./blob-store.ts";
+
+/** See `DiskBlobStoreOptions.fsync`. */
+export type DiskFsyncMode = "object" | "persist" | "off";
 
 /** Options of the disk store. */
 export interface DiskBlobStoreOptions {
   /** Root directory; created if missing. */
   root: string;
-  /** fsync each object before the rename (default true: nothing acknowledged is lost on a crash). */
-  fsync?: boolean;
+  /**
+   * When objects reach the disk: `object` fsyncs every object before its rename; `persist`
+   * (default) leaves that to `persist()`, which finalize calls before committing a file (a process
+   * crash loses nothing either way; a power loss can lose chunks of an unfinalized session, which
+   * the finalize hash check detects); `off` never fsyncs (tests, benchmarks).
+   */
+  fsync?: DiskFsyncMode;
 }
 
 function checkKey(key: string): void {
@@ -32,14 +38,14 @@ function checkKey(key: string): void {
 }
 
 /** `BlobStore` on the local file system. */
-export class DiskBlobStore implements BlobStore {
+export class DiskBlobStore implements BlobStore, Persistable {
   readonly kind = "disk";
   private readonly root: string;
-  private readonly fsync: boolean;
+  private readonly fsync: DiskFsyncMode;
 
   constructor(opts: DiskBlobStoreOptions) {
     this.root = opts.root;
-    this.fsync = opts.fsync ?? true;
+    this.fsync = opts.fsync ?? "persist";
   }
 
   private path(key: string): string {
@@ -47,26 +53,50 @@ export class DiskBlobStore implements BlobStore {
     return join(this.root, ...key.split("/"));
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number, opts: PutOptions = {}): Promise<void> {
+  async put(
+    key: string,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts: PutOptions = {},
+  ): Promise<void> {
     const target = this.path(key);
     const dir = dirname(target);
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, `.${key.split("/").pop()}.tmp-${randomBytes(6).toString("hex")}`);
-    const checked = exactLength(body, length, opts.onData);
-    const out = createWriteStream(tmp, { flags: "wx", highWaterMark: 1 << 20 });
+    const fh = await open(tmp, "wx");
+    let closed = false;
+    const reader = body.getReader();
     try {
-      await pipeline(Readable.fromWeb(checked as never), out as Writable, { signal: opts.signal });
-      if (this.fsync) {
-        const fh = await open(tmp, "r+");
-        try {
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
+      // A plain reader loop into one file handle: about 3x the throughput of a Node stream pipeline under Bun.
+      let seen = 0;
+      for (;;) {
+        if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
+        const { done, value } = await reader.read();
+        if (done) break;
+        seen += value.byteLength;
+        if (seen > length) throw new BlobLengthError(length, seen);
+        opts.onData?.(value);
+        let off = 0;
+        while (off < value.byteLength)
+          off += (await fh.write(value, off, value.byteLength - off)).bytesWritten;
+      }
+      if (seen !== length) throw new BlobLengthError(length, seen);
+      if (this.fsync === "object") await fh.sync();
+      closed = true;
+      if (this.fsync === "persist") {
+        // Start writeback now, in the background, so that the device writes overlap with the rest
+        // of the upload and persist() at finalize finds the data already on disk.
+        void fh
+          .sync()
+          .catch(() => {})
+          .finally(() => fh.close().catch(() => {}));
+      } else {
+        await fh.close();
       }
       await rename(tmp, target);
     } catch (e) {
-      out.destroy();
+      await reader.cancel(e).catch(() => {});
+      if (!closed) await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       throw e;
     }
@@ -79,8 +109,7 @@ export class DiskBlobStore implements BlobStore {
     const start = range?.start ?? 0;
     const end = Math.min(range?.end ?? st.size, st.size);
     if (end <= start) return new ReadableStream({ start: (c) => c.close() });
-    const rs = createReadStream(p, { start, end: end - 1, highWaterMark: 1 << 20 });
-    return Readable.toWeb(rs) as unknown as ReadableStream<Uint8Array>;
+    return Bun.file(p).slice(start, end).stream() as ReadableStream<Uint8Array>;
   }
 
   async size(key: string): Promise<number | null> {
@@ -116,6 +145,32 @@ export class DiskBlobStore implements BlobStore {
     if (!prefix.endsWith("/")) throw new Error(`prefix must end in "/": ${prefix}`);
     const dir = this.path(prefix.slice(0, -1));
     await rm(dir, { recursive: true, force: true });
+  }
+
+  async persist(keys: string[]): Promise<void> {
+    if (this.fsync !== "persist") return;
+    const dirs = new Set<string>();
+    await Promise.all(
+      keys.map(async (k) => {
+        const p = this.path(k);
+        dirs.add(dirname(p));
+        const fh = await open(p, "r");
+        try {
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      }),
+    );
+    // The renames that created the objects are durable once their directories are synced.
+    for (const d of dirs) {
+      const fh = await open(d, "r");
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    }
   }
 
   async check(): Promise<void> {

@@ -33,10 +33,11 @@ export function makeTestApp(env: Record<string, string> = {}, blobs?: BlobStore)
   const dir = mkdtempSync(join(tmpdir(), "esync-test-"));
   const config = loadConfig({ ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: ":memory:", ESYNC_OPENAPI: "0", ...env });
   const db = openDb(config.dbPath);
-  const store = blobs ?? new DiskBlobStore({ root: config.blobDir, fsync: false });
+  const store = blobs ?? new DiskBlobStore({ root: config.blobDir, fsync: "off" });
   const clock = new ManualClock();
   const { app, services } = createApp({ config, db, blobs: store, clock, log: silentLogger });
-  const fetchFn = (path: string, init?: RequestInit) => app.handle(new Request(`http://127.0.0.1${path}`, init));
+  const fetchFn = (path: string, init?: RequestInit) =>
+    app.handle(new Request(`http://127.0.0.1${path}`, init));
   return {
     config,
     clock,
