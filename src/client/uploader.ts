@@ -89,7 +89,10 @@ export interface UploadFileOptions {
   localPath: string;
   /** Its path inside the folder (normalised: NFC, `/`). */
   relativePath: string;
-  /** Default a new file (seq 1, no base). */
+  /**
+   * Default a new file (seq 1, no base). A resumed session keeps the manifest (and revision)
+   * it was opened with; a Conflict at its finalize is handled by `onConflict`.
+   */
   revision?: RevisionInfo;
   /** On a 409 Conflict envelope: throw (default) or rebase onto the current revision and retry. */
   onConflict?: "fail" | "rebase";
