@@ -92,6 +92,7 @@ export class SingleUploadService {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
       let ciphertext: Promise<{ size: number; hash: string }> | null = null;
+      let ciphertextPart: Readable | null = null;
       let failed = false;
       const source = Readable.fromWeb(request.body as never);
       const bb = Busboy({
@@ -104,7 +105,12 @@ export class SingleUploadService {
         failed = true;
         source.unpipe(bb as unknown as Writable);
         source.destroy();
-        reject(e instanceof AppError ? e : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`));
+        const err = e instanceof AppError ? e : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
+        // Stop a spool write in progress and reject only once its file is closed, so that the
+        // caller's removal of the spool file cannot run before the file is created.
+        ciphertextPart?.destroy();
+        if (ciphertext) ciphertext.then(() => reject(err), () => reject(err));
+        else reject(err);
       };
       bb.on("file", (name, stream) => {
         if (failed) return void stream.resume();
@@ -115,6 +121,7 @@ export class SingleUploadService {
         } else if (name === "ciphertext") {
           if (!manifest) return abort(fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part"));
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
+          ciphertextPart = stream;
           ciphertext = this.spool(stream, spool);
           ciphertext.catch(abort);
         } else {
@@ -176,6 +183,8 @@ export class SingleUploadService {
   /** Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. */
   private async spool(stream: Readable, path: string): Promise<{ size: number; hash: string }> {
     await mkdir(this.opts.spoolDir, { recursive: true });
+    // Aborted while the directory was made: create no file (a pipeline on it would not settle).
+    if (stream.destroyed) throw fail("invalid_manifest", "The multipart body was aborted");
     const hasher = createBlake3();
     let size = 0;
     const max = this.opts.maxBytes;
@@ -187,7 +196,14 @@ export class SingleUploadService {
         cb(null, chunk);
       },
     });
-    await pipeline(stream, meter, createWriteStream(path, { highWaterMark: 1 << 20 }));
+    const out = createWriteStream(path, { highWaterMark: 1 << 20 });
+    try {
+      await pipeline(stream, meter, out);
+    } catch (e) {
+      // pipeline rejects before the destroyed file stream has closed its descriptor.
+      if (!out.closed) await new Promise((r) => out.once("close", r));
+      throw e;
+    }
     const st = await stat(path);
     if (st.size !== size) throw fail("invalid_manifest", "ciphertext part truncated");
     return { size, hash: hasher.digestHex() };
