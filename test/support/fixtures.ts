@@ -3,6 +3,7 @@
  * complement §1 sentence), random ciphertext with its BLAKE3.
  */
 import { randomBytes } from "node:crypto";
+import { u8aToHex } from "@polkadot/util";
 import {
   cryptoWaitReady,
   ed25519PairFromSeed,
@@ -11,7 +12,6 @@ import {
   sr25519PairFromSeed,
   sr25519Sign,
 } from "@polkadot/util-crypto";
-import { u8aToHex } from "@polkadot/util";
 import { signedSentence } from "../../src/manifest/manifest.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 

@@ -1,0 +1,397 @@
+/**
+ * Single-shot `POST /upload` (complement §5): multipart parsed as bytes (a ciphertext part
+ * without a filename holding invalid UTF-8 must round-trip byte for byte), part order and
+ * presence, hash and owner checks, revisions, and indistinguishability from a finalized session.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { blake3Hex } from "../../src/util/blake3.ts";
+import { makeTestApp, type TestApp } from "../support/app.ts";
+import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import {
+  authAt,
+  download,
+  ENTRY_KEYS,
+  expectConflict,
+  expectError,
+  expectSuccess,
+  FOLDER,
+  fileIdOf,
+  filesUnder,
+  snapshot,
+  stateOf,
+  UPLOAD_RESULT_KEYS,
+  uploadParts,
+  uploadSingle,
+  uploadViaSession,
+} from "./helpers.ts";
+
+let t: TestApp;
+beforeEach(() => {
+  t = makeTestApp({ ESYNC_MAX_SINGLE_UPLOAD_BYTES: String(64 * 1024) });
+});
+afterEach(() => t.close());
+
+/** Bytes that are not valid UTF-8 (lone continuation, overlong, surrogate, 0xFF), CR/LF and NUL among random bytes. */
+function binaryNotUtf8(n: number): Buffer {
+  const evil = Buffer.from([
+    0xff, 0xfe, 0x80, 0xc3, 0x28, 0xed, 0xa0, 0x80, 0xc0, 0xaf, 0x00, 0x0d, 0x0a, 0x2d, 0x2d, 0xf8,
+  ]);
+  const b = randomCiphertext(n);
+  for (let i = 0; i + evil.length <= n; i += 97) evil.copy(b, i);
+  return b;
+}
+
+async function bytesOf(u: TestUser, manifest: Record<string, unknown>): Promise<Buffer> {
+  const r = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(manifest));
+  expect(r.status).toBe(200);
+  return Buffer.from(await r.arrayBuffer());
+}
+
+describe("POST /upload", () => {
+  test("stores a ciphertext part without filename holding invalid UTF-8 byte-identically (200 UploadResult)", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(20_000);
+    expect(() => new TextDecoder("utf-8", { fatal: true }).decode(ct)).toThrow();
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    const r = expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+    expect(r.revision_id).toHaveLength(32);
+    expect([r.timestamp, r.created_at, r.updated_at]).toEqual([t.clock.now(), t.clock.now(), t.clock.now()]);
+    const back = await bytesOf(u, m);
+    expect(back.length).toBe(ct.length);
+    expect(back.equals(ct)).toBe(true);
+    const [e] = (await stateOf(t, u)).files;
+    expect(e).toMatchObject({
+      revision_id: r.revision_id,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+      store_hash: blake3Hex(ct),
+    });
+  });
+
+  test("also accepts a ciphertext part with a filename and a content type (200)", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(3000);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    const r = await uploadParts(t, authAt(t, u), [
+      { name: "manifest", data: JSON.stringify(m) },
+      { name: "ciphertext", data: ct, filename: "blob.bin", contentType: "application/octet-stream" },
+    ]);
+    expectSuccess(r, UPLOAD_RESULT_KEYS);
+    expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+  });
+
+  test("stores a 48-byte ciphertext (the encryption of an empty file)", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(48);
+    const m = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: 0 });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+    expect((await stateOf(t, u)).files[0].size_bytes).toBe(0);
+    expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+  });
+
+  const failures: [
+    string,
+    number,
+    string,
+    (u: TestUser, ct: Buffer, m: Record<string, unknown>) => Parameters<typeof uploadParts>[2],
+  ][] = [
+    [
+      "the manifest part after the ciphertext part",
+      400,
+      "invalid_manifest",
+      (_u, ct, m) => [
+        { name: "ciphertext", data: ct },
+        { name: "manifest", data: JSON.stringify(m) },
+      ],
+    ],
+    ["no manifest part", 400, "invalid_manifest", (_u, ct) => [{ name: "ciphertext", data: ct }]],
+    [
+      "no ciphertext part",
+      400,
+      "invalid_manifest",
+      (_u, _ct, m) => [{ name: "manifest", data: JSON.stringify(m) }],
+    ],
+    ["no parts at all", 400, "invalid_manifest", () => []],
+    [
+      "an empty ciphertext part",
+      400,
+      "invalid_manifest",
+      (_u, _ct, m) => [
+        { name: "manifest", data: JSON.stringify(m) },
+        { name: "ciphertext", data: new Uint8Array(0) },
+      ],
+    ],
+    [
+      "two manifest parts",
+      400,
+      "invalid_manifest",
+      (_u, ct, m) => [
+        { name: "manifest", data: JSON.stringify(m) },
+        { name: "manifest", data: JSON.stringify(m) },
+        { name: "ciphertext", data: ct },
+      ],
+    ],
+    [
+      "an unexpected extra part",
+      400,
+      "invalid_manifest",
+      (_u, ct, m) => [
+        { name: "manifest", data: JSON.stringify(m) },
+        { name: "extra", data: "x" },
+        { name: "ciphertext", data: ct },
+      ],
+    ],
+    [
+      "a manifest part that is not JSON",
+      400,
+      "invalid_manifest",
+      (_u, ct) => [
+        { name: "manifest", data: '{"ss58_address":' },
+        { name: "ciphertext", data: ct },
+      ],
+    ],
+    [
+      "a manifest with a bad signature",
+      400,
+      "invalid_manifest",
+      (_u, ct, m) => [
+        { name: "manifest", data: JSON.stringify({ ...m, signature: new Array(64).fill(3) }) },
+        { name: "ciphertext", data: ct },
+      ],
+    ],
+    [
+      "a ciphertext whose BLAKE3 differs from the manifest",
+      400,
+      "invalid_manifest",
+      (_u, ct, m) => [
+        { name: "manifest", data: JSON.stringify(m) },
+        { name: "ciphertext", data: Buffer.concat([ct, Buffer.from([0])]) },
+      ],
+    ],
+    [
+      "a manifest owned by another address",
+      403,
+      "forbidden",
+      (_u, ct) => [
+        {
+          name: "manifest",
+          data: JSON.stringify(makeManifest({ owner: newUser().address, ciphertext: ct })),
+        },
+        { name: "ciphertext", data: ct },
+      ],
+    ],
+    [
+      "a ciphertext over the single-shot limit",
+      413,
+      "payload_too_large",
+      (u) => {
+        const big = randomCiphertext(64 * 1024 + 1);
+        return [
+          { name: "manifest", data: JSON.stringify(makeManifest({ owner: u.address, ciphertext: big })) },
+          { name: "ciphertext", data: big },
+        ];
+      },
+    ],
+  ];
+  for (const [what, code, error, parts] of failures) {
+    test(`returns ${code} ${error} for ${what}, storing nothing`, async () => {
+      const u = newUser();
+      const ct = binaryNotUtf8(2000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      const before = snapshot(t);
+      expectError(await uploadParts(t, authAt(t, u), parts(u, ct, m)), code, error);
+      expect(snapshot(t)).toEqual(before);
+      expect((await stateOf(t, u)).files).toEqual([]);
+    });
+  }
+
+  test("returns 400 invalid_manifest for a body that is not multipart, storing nothing", async () => {
+    const u = newUser();
+    const before = snapshot(t);
+    const r = await t.json("/upload", {
+      method: "POST",
+      headers: { authorization: authAt(t, u), "content-type": "application/json" },
+      body: "{}",
+    });
+    expectError(r, 400, "invalid_manifest");
+    expect(snapshot(t)).toEqual(before);
+  });
+
+  test("returns 400 invalid_manifest for a truncated multipart body (no closing boundary), storing nothing", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(2000);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    const before = snapshot(t);
+    const boundary = "XyZ";
+    const body = Buffer.concat([
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m)}\r\n`,
+      ),
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`),
+      ct.subarray(0, 1000),
+    ]);
+    const r = await t.json("/upload", {
+      method: "POST",
+      headers: { authorization: authAt(t, u), "content-type": `multipart/form-data; boundary=${boundary}` },
+      body,
+    });
+    expect(r.status).toBe(400);
+    expectError(r, 400, "invalid_manifest");
+    expect(snapshot(t)).toEqual(before);
+  });
+
+  test("leaves no spool file behind after many rejected bodies cut or refused mid-ciphertext (400)", async () => {
+    const u = newUser();
+    const boundary = "cut";
+    for (let i = 0; i < 40; i++) {
+      const ct = binaryNotUtf8(4000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      const manifest = i % 2 ? m : { ...m, signature: new Array(64).fill(1) };
+      const body = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(manifest)}\r\n`,
+        ),
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`),
+        ct.subarray(0, 1000 + i * 50),
+      ]);
+      const r = await t.json("/upload", {
+        method: "POST",
+        headers: { authorization: authAt(t, u), "content-type": `multipart/form-data; boundary=${boundary}` },
+        body,
+      });
+      expectError(r, 400, "invalid_manifest");
+    }
+    await Bun.sleep(100);
+    expect(filesUnder(t.config.dataDir)).toEqual([]);
+  });
+
+  test("returns 409 with the Conflict envelope for a new file over an existing one", async () => {
+    const u = newUser();
+    const a = binaryNotUtf8(500);
+    const ma = makeManifest({ owner: u.address, ciphertext: a });
+    const ra = expectSuccess(await uploadSingle(t, authAt(t, u), ma, a), UPLOAD_RESULT_KEYS);
+    const b = binaryNotUtf8(600);
+    const before = snapshot(t);
+    const c = expectConflict(
+      await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: b }), b),
+    );
+    expect([c.current_revision_id, c.current_revision_seq]).toEqual([ra.revision_id, 1]);
+    expect(snapshot(t)).toEqual(before);
+  });
+
+  test("returns 400 stale_sequence for a revision_seq that does not grow", async () => {
+    const u = newUser();
+    const a = binaryNotUtf8(500);
+    const ra = expectSuccess(
+      await uploadSingle(
+        t,
+        authAt(t, u),
+        makeManifest({ owner: u.address, ciphertext: a, revisionSeq: 3 }),
+        a,
+      ),
+      UPLOAD_RESULT_KEYS,
+    );
+    const b = binaryNotUtf8(600);
+    const mb = makeManifest({
+      owner: u.address,
+      ciphertext: b,
+      revisionSeq: 3,
+      baseRevisionId: ra.revision_id,
+    });
+    expectError(await uploadSingle(t, authAt(t, u), mb, b), 400, "stale_sequence");
+  });
+
+  test("accepts a revision (200), keeping created_at and moving updated_at", async () => {
+    const u = newUser();
+    const a = binaryNotUtf8(500);
+    const ra = expectSuccess(
+      await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: a }), a),
+      UPLOAD_RESULT_KEYS,
+    );
+    t.clock.advance(42);
+    const b = binaryNotUtf8(700);
+    const mb = makeManifest({
+      owner: u.address,
+      ciphertext: b,
+      revisionSeq: 2,
+      baseRevisionId: ra.revision_id,
+    });
+    const rb = expectSuccess(await uploadSingle(t, authAt(t, u), mb, b), UPLOAD_RESULT_KEYS);
+    expect([rb.created_at, rb.updated_at]).toEqual([ra.created_at, ra.updated_at + 42]);
+    expect((await bytesOf(u, mb)).equals(b)).toBe(true);
+  });
+});
+
+describe("a single-shot file and a finalized session file are indistinguishable", () => {
+  test("get_state entries have the same fields and values, downloads and headers match", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(3000);
+    const salted = new Array(32).fill(9);
+    const enc = [1, 2, 3];
+    const common = { fileName: "same.txt", sizeBytes: 2952 };
+    const single = makeManifest({ owner: u.address, ciphertext: ct, path: "a/same.txt", ...common });
+    Object.assign(single, { salted_hash: salted, encrypted_path: enc });
+    const rs = expectSuccess(await uploadSingle(t, authAt(t, u), single, ct), UPLOAD_RESULT_KEYS);
+    // One chunk, so the session blob has the same layout as the single-shot one.
+    const { result: rf, session } = await uploadViaSession(t, u, ct, {
+      path: "b/same.txt",
+      chunkSize: 4096,
+      ...common,
+    });
+    void session;
+    const files = (await stateOf(t, u)).files as Record<string, unknown>[];
+    expect(files).toHaveLength(2);
+    for (const e of files) expect(Object.keys(e).sort()).toEqual([...ENTRY_KEYS].sort());
+    const bySingle = files.find((e) => JSON.stringify(e.revision_id) === JSON.stringify(rs.revision_id))!;
+    const bySession = files.find((e) => JSON.stringify(e.revision_id) === JSON.stringify(rf.revision_id))!;
+    const neutral = (e: Record<string, unknown>) => {
+      const { path_hash, revision_id, salted_hash, encrypted_path, relative_path, ...rest } = e;
+      return rest;
+    };
+    expect(neutral(bySession)).toEqual(neutral(bySingle));
+    expect(bySingle.store_hash).toBe(blake3Hex(ct));
+
+    const dl = async (m: Record<string, unknown>, range?: string) => {
+      const r = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(m), range);
+      const h: Record<string, string> = {};
+      r.headers.forEach((v, k) => {
+        if (k !== "x-revision-id") h[k] = v;
+      });
+      return { status: r.status, h, body: Buffer.from(await r.arrayBuffer()) };
+    };
+    const a = await dl(single);
+    const b = await dl(session.manifest);
+    expect(b.h).toEqual(a.h);
+    expect(b.body.equals(a.body)).toBe(true);
+    const ar = await dl(single, "bytes=100-199");
+    const br = await dl(session.manifest, "bytes=100-199");
+    expect([br.status, br.h]).toEqual([ar.status, ar.h]);
+    expect(br.body.equals(ar.body)).toBe(true);
+  });
+
+  test("a session revision over a single-shot file and a single-shot revision over a session file both work", async () => {
+    const u = newUser();
+    const v1 = binaryNotUtf8(800);
+    const m1 = makeManifest({ owner: u.address, ciphertext: v1, path: "x.bin" });
+    const r1 = expectSuccess(await uploadSingle(t, authAt(t, u), m1, v1), UPLOAD_RESULT_KEYS);
+    const v2 = binaryNotUtf8(5000);
+    const { result: r2 } = await uploadViaSession(t, u, v2, {
+      path: "x.bin",
+      chunkSize: 1024,
+      revisionSeq: 2,
+      baseRevisionId: r1.revision_id,
+    });
+    const v3 = binaryNotUtf8(900);
+    const m3 = makeManifest({
+      owner: u.address,
+      ciphertext: v3,
+      path: "x.bin",
+      revisionSeq: 3,
+      baseRevisionId: r2.revision_id,
+    });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m3, v3), UPLOAD_RESULT_KEYS);
+    expect((await bytesOf(u, m1)).equals(v3)).toBe(true);
+    const [e] = (await stateOf(t, u)).files;
+    expect(e.revision_seq).toBe(3);
+  });
+});
