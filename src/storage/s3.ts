@@ -1,0 +1,439 @@
+/**
+ * @module storage/s3
+ * S3 `BlobStore` on any S3-compatible server (Ceph RGW, MinIO, AWS S3) through the `minio` client.
+ *
+ * Object-key layout in the bucket: blob-store key `k` is the S3 object `<prefix>/<k>`, or `k`
+ * itself when the configured prefix is empty. With the layout of `src/storage/layout.ts` a chunk
+ * is therefore `<prefix>/<blob_id>/<index>`, and every chunk of one blob shares the S3 prefix
+ * `<prefix>/<blob_id>/`, which `list` and `deletePrefix` walk with ListObjectsV2. Nothing else
+ * is stored in the bucket: no temporary objects, no multipart uploads, no metadata objects.
+ *
+ * Writes are one plain PUT each, with `Content-Length` set to the declared length and the body
+ * streamed from the caller's stream (signed as `UNSIGNED-PAYLOAD`, so no hash of the body is
+ * needed up front and nothing is buffered). S3 makes a PUT atomic: readers see the old object
+ * or the new one. To make sure a body that turns out too long never completes a PUT, the last
+ * byte is held back until the source stream has ended with exactly the declared length; a body
+ * that is short, long or fails midway makes the request fail before S3 has every byte, so no
+ * object is created and an existing one is left unchanged.
+ */
+import { Agent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { addAbortSignal, Readable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { Client } from "minio";
+import type { S3Config } from "../config/config.ts";
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  type ByteRange,
+  exactLength,
+  isValidKey,
+  type PutOptions,
+} from "./blob-store.ts";
+
+/** Largest number of keys S3 accepts in one DeleteObjects request. */
+const DELETE_BATCH = 1000;
+
+/** Request options of `S3Client.makeRequestStreamAsync` that this store uses. */
+export interface S3PutRequest {
+  method: "PUT";
+  bucketName: string;
+  objectName: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The calls `S3BlobStore` makes, a structural subset of the `minio` `Client` (a real client
+ * satisfies it as is); tests pass fakes to inject faults. Errors are expected as minio throws
+ * them: objects with a string `code` (`NoSuchKey`, `NotFound`, ...) for S3 error replies.
+ */
+export interface S3Client {
+  /**
+   * Must be `false`: bodies are streamed as `UNSIGNED-PAYLOAD` because their SHA-256 is not
+   * known before they have been sent. minio sets it `true` for plain-http endpoints.
+   */
+  readonly enableSHA256: boolean;
+  /** One signed request with a streamed body; resolves with the response once the status is in `statusCodes`. */
+  makeRequestStreamAsync(
+    options: S3PutRequest,
+    body: Readable | Buffer,
+    sha256sum: string,
+    statusCodes: number[],
+    region: string,
+  ): Promise<Readable>;
+  getObject(bucketName: string, objectName: string): Promise<Readable>;
+  /** Bytes `[offset, offset + length)` of an object (`length` 0: to the end). */
+  getPartialObject(
+    bucketName: string,
+    objectName: string,
+    offset: number,
+    length?: number,
+  ): Promise<Readable>;
+  statObject(bucketName: string, objectName: string): Promise<{ size: number }>;
+  /** Every object under `prefix` when `recursive` is true. */
+  listObjectsV2(bucketName: string, prefix?: string, recursive?: boolean): AsyncIterable<{ name?: string }>;
+  /** DeleteObjects; resolves with the per-key errors S3 reported (empty when all went). */
+  removeObjects(bucketName: string, objectsList: string[]): Promise<unknown[]>;
+  bucketExists(bucketName: string): Promise<boolean>;
+  makeBucket(bucketName: string, region?: string): Promise<void>;
+}
+
+/** Options of the S3 store. */
+export interface S3BlobStoreOptions {
+  client: S3Client;
+  bucket: string;
+  /** Object-key prefix inside the bucket, without leading or trailing `/`; may be empty. */
+  prefix: string;
+  /** Region to create the bucket in and to sign requests for. */
+  region: string;
+  /** Endpoint URL, only used in error messages. */
+  endpoint: string;
+  /** How long `check` waits for the endpoint, in milliseconds (default 10,000). */
+  checkTimeoutMs?: number;
+  /** Called by `close` (e.g. to destroy the HTTP agent the client was built with). */
+  onClose?: () => void;
+}
+
+function checkKey(key: string): void {
+  if (!isValidKey(key)) throw new Error(`invalid object key: ${JSON.stringify(key)}`);
+}
+
+function errorCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** S3 replies that mean "no such object" (`NotFound` is what a HEAD gets, having no body). */
+function isNotFound(e: unknown): boolean {
+  const code = errorCode(e);
+  return code === "NoSuchKey" || code === "NotFound";
+}
+
+function emptyStream(): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+}
+
+/** `BlobStore` in one S3 bucket; see the module comment for the key layout. */
+export class S3BlobStore implements BlobStore {
+  readonly kind = "s3";
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly region: string;
+  private readonly endpoint: string;
+  private readonly checkTimeoutMs: number;
+  private readonly onClose: (() => void) | undefined;
+
+  /** @throws Error if the client signs payload hashes (`enableSHA256`), which streaming cannot. */
+  constructor(opts: S3BlobStoreOptions) {
+    if (opts.client.enableSHA256) {
+      throw new Error(
+        "S3BlobStore streams unsigned bodies: create the minio Client with enableSHA256 = false",
+      );
+    }
+    if (opts.prefix !== "" && !isValidKey(opts.prefix)) {
+      throw new Error(`invalid S3 key prefix: ${JSON.stringify(opts.prefix)}`);
+    }
+    this.client = opts.client;
+    this.bucket = opts.bucket;
+    this.prefix = opts.prefix;
+    this.region = opts.region;
+    this.endpoint = opts.endpoint;
+    this.checkTimeoutMs = opts.checkTimeoutMs ?? 10_000;
+    this.onClose = opts.onClose;
+  }
+
+  /** S3 object name of blob-store key (or key prefix) `key`. */
+  private objectName(key: string): string {
+    return this.prefix === "" ? key : `${this.prefix}/${key}`;
+  }
+
+  /**
+   * Streams `body` into one PUT of exactly `length` bytes (0 to 5 GiB; no multipart).
+   * @throws BlobLengthError if the body is shorter or longer (no object is created).
+   * @throws the body stream's own error if it fails, `signal.reason` if aborted, else the S3 or
+   *   network error of the request; in every case no object is created by this call.
+   */
+  async put(
+    key: string,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts: PutOptions = {},
+  ): Promise<void> {
+    checkKey(key);
+    if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length: ${length}`);
+    opts.signal?.throwIfAborted();
+    const checked = exactLength(body, length, opts.onData);
+    const request: S3PutRequest = {
+      method: "PUT",
+      bucketName: this.bucket,
+      objectName: this.objectName(key),
+      headers: { "Content-Length": String(length) },
+    };
+    if (length === 0) {
+      // An empty PUT is complete as soon as its headers are sent, so check the body first.
+      await drain(checked, opts.signal);
+      const res = await this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
+      await consume(res);
+      return;
+    }
+    const source = new HeldBackSource(checked.getReader(), length);
+    const readable = Readable.from(source.pieces(), { objectMode: false });
+    if (opts.signal) addAbortSignal(opts.signal, readable);
+    try {
+      const res = await this.client.makeRequestStreamAsync(request, readable, "", [200], "");
+      await consume(res);
+    } catch (e) {
+      readable.destroy();
+      // The transport reports a cut body in its own way ("socket hang up"); report the cause:
+      // the body's own error (BlobLengthError, or the caller's stream failing), or the abort.
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (source.failure !== undefined) throw source.failure;
+      throw e;
+    }
+  }
+
+  /**
+   * Streams object `key`, or bytes `[range.start, range.end)` of it with `end` clamped to the
+   * object size (an empty range, or one starting at or past the end, yields no bytes).
+   * @throws BlobNotFoundError when there is no such object; other S3 errors propagate.
+   */
+  async get(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
+    checkKey(key);
+    const name = this.objectName(key);
+    let stream: Readable;
+    try {
+      if (!range) {
+        stream = await this.client.getObject(this.bucket, name);
+      } else {
+        const { start, end } = range;
+        if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0) {
+          throw new RangeError(`invalid byte range: [${start}, ${end})`);
+        }
+        if (end <= start) {
+          if ((await this.size(key)) === null) throw new BlobNotFoundError(key);
+          return emptyStream();
+        }
+        stream = await this.client.getPartialObject(this.bucket, name, start, end - start);
+      }
+    } catch (e) {
+      if (isNotFound(e)) throw new BlobNotFoundError(key);
+      // A range starting at or past the end of the object (or any range of an empty one).
+      if (errorCode(e) === "InvalidRange") {
+        if ((await this.size(key)) === null) throw new BlobNotFoundError(key);
+        return emptyStream();
+      }
+      throw e;
+    }
+    return Readable.toWeb(stream) as unknown as ReadableStream<Uint8Array>;
+  }
+
+  /** Size in bytes of object `key` (HEAD), or null when it does not exist. */
+  async size(key: string): Promise<number | null> {
+    checkKey(key);
+    try {
+      return (await this.client.statObject(this.bucket, this.objectName(key))).size;
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
+  /** Keys (without the bucket prefix) of every object whose key starts with `prefix`. */
+  async list(prefix: string): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const key of this.walk(prefix)) keys.push(key);
+    return keys;
+  }
+
+  private async *walk(prefix: string): AsyncGenerator<string> {
+    const strip = this.prefix === "" ? 0 : this.prefix.length + 1;
+    const full = this.prefix === "" ? prefix : `${this.prefix}/${prefix}`;
+    for await (const item of this.client.listObjectsV2(this.bucket, full, true)) {
+      if (item.name !== undefined) yield item.name.slice(strip);
+    }
+  }
+
+  /**
+   * Deletes the objects `keys` with DeleteObjects, at most 1000 per request; missing keys are
+   * ignored. @throws Error naming the first key S3 failed to delete.
+   */
+  async delete(keys: string[]): Promise<void> {
+    for (const k of keys) checkKey(k);
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+      await this.deleteBatch(keys.slice(i, i + DELETE_BATCH));
+    }
+  }
+
+  private async deleteBatch(keys: string[]): Promise<void> {
+    if (keys.length === 0) return;
+    const errors = await this.client.removeObjects(
+      this.bucket,
+      keys.map((k) => this.objectName(k)),
+    );
+    for (const raw of errors) {
+      // minio returns the <Error> entries of the reply, either bare or under `Error`.
+      const entry = (raw as { Error?: unknown } | null)?.Error ?? raw;
+      const { Code, Key, Message } = (entry ?? {}) as { Code?: string; Key?: string; Message?: string };
+      if (!Code || Code === "NoSuchKey") continue;
+      throw new Error(`S3 DeleteObjects failed for ${Key ?? "?"}: ${Code}${Message ? ` (${Message})` : ""}`);
+    }
+  }
+
+  /**
+   * Deletes every object under `prefix` (which ends in `/`), listing and deleting in batches of
+   * 1000 so memory stays bounded; idempotent.
+   */
+  async deletePrefix(prefix: string): Promise<void> {
+    if (!prefix.endsWith("/")) throw new Error(`prefix must end in "/": ${prefix}`);
+    checkKey(prefix.slice(0, -1));
+    let batch: string[] = [];
+    for await (const key of this.walk(prefix)) {
+      batch.push(key);
+      if (batch.length === DELETE_BATCH) {
+        await this.deleteBatch(batch);
+        batch = [];
+      }
+    }
+    await this.deleteBatch(batch);
+  }
+
+  /**
+   * Checks that the endpoint answers and the bucket exists, creating the bucket if it is missing.
+   * @throws Error naming the endpoint and bucket when S3 is unreachable, too slow, or refuses.
+   */
+  async check(): Promise<void> {
+    const where = `S3 endpoint ${this.endpoint} (bucket ${this.bucket})`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${where} did not answer within ${this.checkTimeoutMs} ms`)),
+        this.checkTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.ensureBucket(), timeout]);
+    } catch (e) {
+      if (e instanceof Error && e.message.startsWith(where)) throw e;
+      const code = errorCode(e);
+      const message = e instanceof Error ? e.message : String(e);
+      const isS3Reply = code !== undefined && !/^E[A-Z]+$/.test(code) && !/^Connection/.test(code);
+      throw new Error(
+        isS3Reply
+          ? `${where} refused the request: ${code} ${message}`
+          : `${where} is unreachable: ${message}`,
+        { cause: e },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async ensureBucket(): Promise<void> {
+    if (await this.client.bucketExists(this.bucket)) return;
+    try {
+      await this.client.makeBucket(this.bucket, this.region);
+    } catch (e) {
+      // Another node created it between the two calls.
+      if (errorCode(e) !== "BucketAlreadyOwnedByYou") throw e;
+    }
+  }
+
+  /** Releases the client's HTTP agent when the store built it. */
+  async close(): Promise<void> {
+    this.onClose?.();
+  }
+}
+
+/**
+ * Pieces of a checked body, passed on as they come except the final byte, which waits until
+ * the source has ended: S3 cannot complete the PUT before then, so a body that turns out too
+ * long (the error comes with the next piece) never leaves an object. Records the source's error.
+ */
+class HeldBackSource {
+  failure: unknown;
+
+  constructor(
+    private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
+    private readonly length: number,
+  ) {}
+
+  async *pieces(): AsyncGenerator<Uint8Array> {
+    let seen = 0;
+    let held: Uint8Array | undefined;
+    let ended = false;
+    try {
+      for (;;) {
+        const { done, value } = await this.reader.read();
+        if (done) break;
+        if (value.byteLength === 0) continue;
+        seen += value.byteLength;
+        if (seen === this.length) {
+          if (value.byteLength > 1) yield value.subarray(0, value.byteLength - 1);
+          held = value.subarray(value.byteLength - 1);
+        } else {
+          yield value;
+        }
+      }
+      ended = true;
+    } catch (e) {
+      this.failure = e;
+      throw e;
+    } finally {
+      // Stopped early (request failed or aborted): release the caller's body.
+      if (!ended && this.failure === undefined) await this.reader.cancel().catch(() => {});
+    }
+    if (held) yield held;
+  }
+}
+
+/** Reads `stream` to its end, discarding the bytes. */
+async function drain(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<void> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      if ((await reader.read()).done) return;
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e;
+  }
+}
+
+/** Reads and discards a response body so its connection can be reused. */
+async function consume(res: Readable): Promise<void> {
+  res.resume();
+  await finished(res);
+}
+
+/**
+ * Builds the S3 store of `cfg` with a real minio client: path-style requests (as Ceph RGW and
+ * MinIO want), no automatic retries (a streamed body cannot be replayed; callers retry),
+ * keep-alive connections, and payload signing off so bodies can be streamed.
+ */
+export function createS3BlobStore(cfg: S3Config): S3BlobStore {
+  const url = new URL(cfg.endpoint);
+  const useSSL = url.protocol === "https:";
+  const agent = useSSL ? new HttpsAgent({ keepAlive: true }) : new Agent({ keepAlive: true });
+  const client = new Client({
+    endPoint: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port ? Number(url.port) : useSSL ? 443 : 80,
+    useSSL,
+    accessKey: cfg.accessKey,
+    secretKey: cfg.secretKey,
+    region: cfg.region,
+    pathStyle: true,
+    transportAgent: agent,
+    retryOptions: { disableRetry: true },
+  });
+  client.enableSHA256 = false;
+  return new S3BlobStore({
+    client,
+    bucket: cfg.bucket,
+    prefix: cfg.prefix,
+    region: cfg.region,
+    endpoint: cfg.endpoint,
+    onClose: () => agent.destroy(),
+  });
+}
