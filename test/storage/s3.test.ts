@@ -1,0 +1,424 @@
+/**
+ * The S3 backend against a real S3 server (Ceph RGW, see test/support/s3-server.ts): the shared
+ * BlobStore conformance suite, then S3-specific cases: the key layout in the bucket, object
+ * sizes at both ends, a connection cut mid-PUT, bucket creation and start-up errors, and faults
+ * injected through a fake minio client.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createServer, type Server, Socket } from "node:net";
+import { Readable } from "node:stream";
+import type { S3Config } from "../../src/config/config.ts";
+import { BlobNotFoundError } from "../../src/storage/blob-store.ts";
+import { createS3BlobStore, S3BlobStore, type S3Client, type S3PutRequest } from "../../src/storage/s3.ts";
+import { removeTestBucket, s3TestConfig, skipS3, testClient } from "../support/s3-server.ts";
+import {
+  blobStoreConformance,
+  bodyOf,
+  digestOf,
+  generatedBody,
+  generatedDigest,
+  pattern,
+  readAll,
+  rejection,
+  SETUP_TIMEOUT_MS,
+} from "./conformance.ts";
+
+const MiB = 1024 * 1024;
+
+/** Builds a store on a fresh bucket of the test server; `cleanup` removes the bucket. */
+async function realStore(label: string, prefix: string, patch: Partial<S3Config> = {}) {
+  const cfg = { ...(await s3TestConfig(label, prefix)), ...patch };
+  const store = createS3BlobStore(cfg);
+  await store.check();
+  return {
+    cfg,
+    store,
+    cleanup: async () => {
+      await store.close();
+      await removeTestBucket(cfg);
+    },
+  };
+}
+
+if (skipS3) {
+  test.skip("S3 backend suites (skipped: ESYNC_TEST_SKIP_S3=1)", () => {});
+} else {
+  blobStoreConformance("s3 on Ceph RGW, key prefix 'blobs'", () => realStore("conformance", "blobs"));
+
+  describe("S3BlobStore on Ceph RGW", () => {
+    let ctx: Awaited<ReturnType<typeof realStore>>;
+    beforeAll(async () => {
+      ctx = await realStore("s3-edge", "");
+    }, SETUP_TIMEOUT_MS);
+    afterAll(async () => {
+      await ctx?.cleanup();
+    }, 60_000);
+
+    test("with an empty prefix, key k is the object k in the bucket", async () => {
+      await ctx.store.put("blob1/0", bodyOf(pattern(3, 1)), 3);
+      const names: string[] = [];
+      for await (const item of testClient(ctx.cfg).listObjectsV2(ctx.cfg.bucket, "blob1/", true))
+        names.push(item.name!);
+      expect(names).toEqual(["blob1/0"]);
+    });
+
+    test("with prefix p, key k is the object p/k and list returns k without p", async () => {
+      const cfg = { ...ctx.cfg, prefix: "tenant/blobs" };
+      const store = createS3BlobStore(cfg);
+      await store.put("blob2/7", bodyOf(pattern(4, 2)), 4);
+      const stat = await testClient(cfg).statObject(cfg.bucket, "tenant/blobs/blob2/7");
+      expect(stat.size).toBe(4);
+      expect(await store.list("blob2/")).toEqual(["blob2/7"]);
+      expect(await ctx.store.list("tenant/")).toEqual(["tenant/blobs/blob2/7"]);
+      await store.deletePrefix("blob2/");
+      expect(await ctx.store.list("tenant/")).toEqual([]);
+      await store.close();
+    });
+
+    test("a 1-byte object is stored as a single PUT and read back whole and by range", async () => {
+      await ctx.store.put("one/0", bodyOf(new Uint8Array([42])), 1);
+      expect(await ctx.store.size("one/0")).toBe(1);
+      expect(await readAll(await ctx.store.get("one/0"))).toEqual(new Uint8Array([42]));
+      expect(await readAll(await ctx.store.get("one/0", { start: 0, end: 1 }))).toEqual(new Uint8Array([42]));
+      expect((await readAll(await ctx.store.get("one/0", { start: 1, end: 2 }))).byteLength).toBe(0);
+    });
+
+    test("16 MiB objects (above S3's 5 MiB multipart minimum, no multipart used) round-trip intact", async () => {
+      const size = 16 * MiB;
+      await Promise.all(
+        [0, 1].map((i) => ctx.store.put(`big/${i}`, generatedBody(size, 50 + i, 64 * 1024), size)),
+      );
+      for (const i of [0, 1]) {
+        expect(await digestOf(await ctx.store.get(`big/${i}`))).toEqual({
+          size,
+          sha256: generatedDigest(size, 50 + i, 64 * 1024),
+        });
+      }
+      // Exactly one object per key: no multipart upload was left open.
+      const uploads: unknown[] = [];
+      for await (const u of testClient(ctx.cfg).listIncompleteUploads(ctx.cfg.bucket, "big/", true))
+        uploads.push(u);
+      expect(uploads).toEqual([]);
+    });
+
+    test("a PUT whose connection is cut mid-body fails and leaves the previous object unchanged", async () => {
+      const original = pattern(1000, 60);
+      await ctx.store.put("cut/0", bodyOf(original), 1000);
+      // A TCP proxy to RGW that drops both connections after 2 MiB of request bytes.
+      const url = new URL(ctx.cfg.endpoint);
+      const proxy = await cuttingProxy(url.hostname, Number(url.port), 2 * MiB);
+      const viaProxy = createS3BlobStore({ ...ctx.cfg, endpoint: `http://127.0.0.1:${proxy.port}` });
+      try {
+        const err = await rejection(viaProxy.put("cut/0", generatedBody(8 * MiB, 61), 8 * MiB));
+        expect(err).toBeInstanceOf(Error);
+        expect(proxy.cut()).toBe(true);
+        const err2 = await rejection(viaProxy.put("cut/1", generatedBody(8 * MiB, 62), 8 * MiB));
+        expect(err2).toBeInstanceOf(Error);
+      } finally {
+        await viaProxy.close();
+        await proxy.close();
+      }
+      expect(await readAll(await ctx.store.get("cut/0"))).toEqual(original);
+      expect(await ctx.store.size("cut/1")).toBeNull();
+      expect((await ctx.store.list("cut/")).sort()).toEqual(["cut/0"]);
+    });
+
+    test("check creates the bucket when it is missing", async () => {
+      const cfg = await s3TestConfig("check-create");
+      const store = createS3BlobStore(cfg);
+      try {
+        expect(await testClient(cfg).bucketExists(cfg.bucket)).toBe(false);
+        await store.check();
+        expect(await testClient(cfg).bucketExists(cfg.bucket)).toBe(true);
+        await store.check();
+      } finally {
+        await store.close();
+        await removeTestBucket(cfg);
+      }
+    });
+
+    test("check fails with an error naming the endpoint when the credentials are wrong", async () => {
+      const store = createS3BlobStore({ ...ctx.cfg, secretKey: "wrong-secret" });
+      const err = (await rejection(store.check())) as Error;
+      expect(err.message).toContain(ctx.cfg.endpoint);
+      expect(err.message).toContain("refused");
+      await store.close();
+    });
+
+    test("operations on a missing bucket propagate NoSuchBucket instead of reporting not found", async () => {
+      const store = createS3BlobStore({ ...ctx.cfg, bucket: "esync-no-such-bucket-here" });
+      const err = await rejection(store.get("a/0"));
+      expect(err).not.toBeInstanceOf(BlobNotFoundError);
+      expect((err as { code?: string }).code).toBe("NoSuchBucket");
+      await store.close();
+    });
+  });
+}
+
+test("check fails with an error naming the endpoint when nothing listens there", async () => {
+  const port = closedPort();
+  const store = createS3BlobStore({
+    endpoint: `http://127.0.0.1:${port}`,
+    bucket: "esync-unreachable",
+    accessKey: "a",
+    secretKey: "b",
+    region: "us-east-1",
+    prefix: "",
+  });
+  const err = (await rejection(store.check())) as Error;
+  expect(err.message).toContain(
+    `S3 endpoint http://127.0.0.1:${port} (bucket esync-unreachable) is unreachable`,
+  );
+  await store.close();
+});
+
+describe("S3BlobStore with a fake minio client", () => {
+  test("the store refuses a client that signs payload hashes (bodies could not be streamed)", () => {
+    const fake = new FakeS3();
+    (fake as { enableSHA256: boolean }).enableSHA256 = true;
+    expect(() => fakeStore(fake)).toThrow(/enableSHA256/);
+  });
+
+  test("a request failing mid-body rejects put with the S3 error, cancels the body, and stores nothing", async () => {
+    const fake = new FakeS3();
+    fake.failPutAfter = 256 * 1024;
+    const store = fakeStore(fake);
+    await store.put("k/0", bodyOf(pattern(10, 1)), 10);
+    let cancelled = false;
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += 64 * 1024;
+        c.enqueue(pattern(64 * 1024, pulled));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const err = await rejection(store.put("k/0", body, 4 * MiB));
+    expect((err as { code?: string }).code).toBe("ECONNRESET");
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(4 * MiB);
+    expect(fake.objects.get("k/0")).toEqual(pattern(10, 1));
+    expect([...fake.objects.keys()]).toEqual(["k/0"]);
+  });
+
+  test("put streams: the source is read only as fast as the request sends it", async () => {
+    const fake = new FakeS3();
+    fake.stallPutAfter = 1 * MiB;
+    const store = fakeStore(fake);
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += 64 * 1024;
+        c.enqueue(new Uint8Array(64 * 1024));
+      },
+    });
+    const put = store.put("k/big", body, 64 * MiB).catch(() => {});
+    await Bun.sleep(300);
+    expect(pulled).toBeGreaterThanOrEqual(1 * MiB);
+    expect(pulled).toBeLessThan(2 * MiB);
+    fake.release?.();
+    await put;
+  });
+
+  test("the final byte is sent only once the body has ended with exactly the declared length", async () => {
+    const fake = new FakeS3();
+    const store = fakeStore(fake);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let step = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (step++ === 0) return c.enqueue(pattern(1000, 2));
+        await gate;
+        c.close();
+      },
+    });
+    const put = store.put("k/held", body, 1000);
+    await Bun.sleep(50);
+    expect(fake.received).toBe(999);
+    release();
+    await put;
+    expect(fake.objects.get("k/held")).toEqual(pattern(1000, 2));
+  });
+
+  test("S3 errors other than NoSuchKey/NotFound propagate from get, size and list unchanged", async () => {
+    const fake = new FakeS3();
+    const denied = Object.assign(new Error("Access Denied"), { code: "AccessDenied" });
+    fake.failReads = denied;
+    const store = fakeStore(fake);
+    expect(await rejection(store.get("k/0"))).toBe(denied);
+    expect(await rejection(store.get("k/0", { start: 0, end: 5 }))).toBe(denied);
+    expect(await rejection(store.size("k/0"))).toBe(denied);
+    expect(await rejection(store.list("k/"))).toBe(denied);
+  });
+
+  test("delete sends at most 1000 keys per DeleteObjects request", async () => {
+    const fake = new FakeS3();
+    const store = fakeStore(fake, "pre");
+    await store.delete(Array.from({ length: 2500 }, (_, i) => `b/${i}`));
+    expect(fake.deleteBatches.map((b) => b.length)).toEqual([1000, 1000, 500]);
+    expect(fake.deleteBatches[0]![0]).toBe("pre/b/0");
+  });
+
+  test("delete throws when DeleteObjects reports a per-key error", async () => {
+    const fake = new FakeS3();
+    fake.deleteErrors = [{ Code: "AccessDenied", Key: "b/1", Message: "Access Denied" }];
+    const err = (await rejection(fakeStore(fake).delete(["b/1"]))) as Error;
+    expect(err.message).toContain("AccessDenied");
+    expect(err.message).toContain("b/1");
+  });
+
+  test("deletePrefix deletes a large prefix in batches of at most 1000", async () => {
+    const fake = new FakeS3();
+    for (let i = 0; i < 2100; i++) fake.objects.set(`x/${i}`, new Uint8Array(0));
+    fake.objects.set("y/0", new Uint8Array(0));
+    await fakeStore(fake).deletePrefix("x/");
+    expect(fake.deleteBatches.map((b) => b.length)).toEqual([1000, 1000, 100]);
+    expect([...fake.objects.keys()]).toEqual(["y/0"]);
+  });
+});
+
+/** An in-memory stand-in for the minio client with fault switches. */
+class FakeS3 implements S3Client {
+  enableSHA256 = false;
+  readonly objects = new Map<string, Uint8Array>();
+  readonly deleteBatches: string[][] = [];
+  /** Bytes of the body the last PUT has read. */
+  received = 0;
+  /** Fail a PUT with ECONNRESET after reading this many body bytes. */
+  failPutAfter?: number;
+  /** Stop reading a PUT's body after this many bytes until `release` is called. */
+  stallPutAfter?: number;
+  release?: () => void;
+  failReads?: Error;
+  deleteErrors: unknown[] = [];
+
+  async makeRequestStreamAsync(req: S3PutRequest, body: Readable | Buffer): Promise<Readable> {
+    const pieces: Uint8Array[] = [];
+    this.received = 0;
+    if (Buffer.isBuffer(body)) {
+      pieces.push(body);
+    } else {
+      for await (const piece of body as AsyncIterable<Uint8Array>) {
+        pieces.push(piece);
+        this.received += piece.byteLength;
+        if (this.failPutAfter !== undefined && this.received >= this.failPutAfter) {
+          body.destroy();
+          throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+        }
+        if (this.stallPutAfter !== undefined && this.received >= this.stallPutAfter) {
+          await new Promise<void>((r) => {
+            this.release = r;
+          });
+          body.destroy();
+          throw new Error("released");
+        }
+      }
+    }
+    const bytes = new Uint8Array(Buffer.concat(pieces));
+    if (bytes.byteLength !== Number(req.headers["Content-Length"])) throw new Error("incomplete body");
+    this.objects.set(req.objectName, bytes);
+    return Readable.from([]);
+  }
+
+  private read(name: string): Uint8Array {
+    if (this.failReads) throw this.failReads;
+    const o = this.objects.get(name);
+    if (!o) throw Object.assign(new Error("NoSuchKey"), { code: "NoSuchKey" });
+    return o;
+  }
+
+  async getObject(_bucket: string, name: string): Promise<Readable> {
+    return Readable.from([Buffer.from(this.read(name))]);
+  }
+
+  async getPartialObject(_bucket: string, name: string, offset: number, length = 0): Promise<Readable> {
+    const o = this.read(name);
+    if (offset >= o.byteLength) throw Object.assign(new Error("InvalidRange"), { code: "InvalidRange" });
+    return Readable.from([Buffer.from(o.subarray(offset, length ? offset + length : undefined))]);
+  }
+
+  async statObject(_bucket: string, name: string): Promise<{ size: number }> {
+    return { size: this.read(name).byteLength };
+  }
+
+  async *listObjectsV2(_bucket: string, prefix = ""): AsyncGenerator<{ name: string }> {
+    if (this.failReads) throw this.failReads;
+    for (const name of [...this.objects.keys()]) if (name.startsWith(prefix)) yield { name };
+  }
+
+  async removeObjects(_bucket: string, names: string[]): Promise<unknown[]> {
+    this.deleteBatches.push(names);
+    for (const n of names) this.objects.delete(n);
+    return this.deleteErrors;
+  }
+
+  async bucketExists(): Promise<boolean> {
+    return true;
+  }
+
+  async makeBucket(): Promise<void> {}
+}
+
+function fakeStore(fake: FakeS3, prefix = ""): S3BlobStore {
+  return new S3BlobStore({
+    client: fake,
+    bucket: "fake",
+    prefix,
+    region: "us-east-1",
+    endpoint: "http://fake",
+  });
+}
+
+/** A port on 127.0.0.1 with nothing listening (bound, then released). */
+function closedPort(): number {
+  const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = l.port;
+  l.stop(true);
+  return port;
+}
+
+/** A TCP proxy to host:port that destroys both sides once `limit` request bytes have passed. */
+async function cuttingProxy(host: string, port: number, limit: number) {
+  let didCut = false;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    sockets.add(client);
+    sockets.add(upstream);
+    let sent = 0;
+    upstream.connect(port, host);
+    client.on("data", (d: Buffer) => {
+      sent += d.byteLength;
+      if (sent >= limit) {
+        didCut = true;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(d);
+    });
+    upstream.on("data", (d: Buffer) => client.write(d));
+    for (const s of [client, upstream]) {
+      s.on("error", () => {});
+      s.on("close", () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const address = server.address();
+  return {
+    port: typeof address === "object" && address ? address.port : 0,
+    cut: () => didCut,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,315 @@
+/**
+ * @module test/support/s3-server
+ * S3 settings for tests, always backed by a real S3 server (Ceph RGW from `scripts/s3/`).
+ *
+ * Where the server comes from, first match wins:
+ * 1. `ESYNC_TEST_S3_ENDPOINT` (with `ESYNC_TEST_S3_ACCESS_KEY`, `ESYNC_TEST_S3_SECRET_KEY`,
+ *    `ESYNC_TEST_S3_REGION`, defaulting to the keys `scripts/s3/start.sh` creates): a server
+ *    someone else runs. It must answer, or the S3 tests fail.
+ * 2. A server already running in the shared directory `ESYNC_TEST_S3_DIR` (default
+ *    `/tmp/esync-rgw`), started there by `.ci/s3.sh` or by another test process.
+ * 3. Otherwise this helper starts one there with `scripts/s3/start.sh` (after
+ *    `scripts/s3/install.sh` when the packages are missing and we are root). Every test file
+ *    and every test process of the run shares it (a lock file serialises the start); the last
+ *    process using a server that this helper started stops it when it exits. A server started
+ *    by `.ci/s3.sh` is left running (`bash .ci/s3.sh stop` stops it).
+ *
+ * When no server can be had, `s3TestServer()` rejects with a message saying why: the S3 tests
+ * fail, they never skip silently. `ESYNC_TEST_SKIP_S3=1` skips them loudly, for developers
+ * only: it is ignored when `CI` is set.
+ */
+import { randomBytes } from "node:crypto";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Client } from "minio";
+import type { S3Config } from "../../src/config/config.ts";
+
+/** Where and how to reach the test S3 server. */
+export interface S3TestServer {
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+  region: string;
+}
+
+/** The keys `scripts/s3/start.sh` gives its test user unless told otherwise. */
+const DEFAULT_ACCESS_KEY = "ESYNCTESTACCESSKEY";
+const DEFAULT_SECRET_KEY = "esync-test-secret-key";
+
+const ROOT = process.env.ESYNC_TEST_S3_DIR || "/tmp/esync-rgw";
+const SERVER_DIR = join(ROOT, "server");
+const LOCK = join(ROOT, "lock");
+/** Present (holding a pid) when this helper started the server, so tests should stop it. */
+const MANAGED = join(ROOT, "managed");
+/** One empty file per live test process using the server, named by its pid. */
+const CLIENTS = join(ROOT, "clients");
+const SCRIPTS = resolve(import.meta.dir, "../../scripts/s3");
+
+function log(message: string): void {
+  process.stderr.write(`[s3-server] ${message}\n`);
+}
+
+/**
+ * True when the S3 tests are to be skipped (`ESYNC_TEST_SKIP_S3=1` outside CI); says so loudly.
+ * Under `CI` the variable is ignored, so CI always runs them.
+ */
+export const skipS3: boolean = (() => {
+  if (process.env.ESYNC_TEST_SKIP_S3 !== "1") return false;
+  if (process.env.CI) {
+    log("ESYNC_TEST_SKIP_S3=1 is ignored because CI is set: the S3 tests run");
+    return false;
+  }
+  log("!!! ESYNC_TEST_SKIP_S3=1: the S3 tests are SKIPPED. They are not optional in CI. !!!");
+  return true;
+})();
+
+function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/** One attempt at the lock file; clears a lock whose holder is gone. */
+function tryLock(): boolean {
+  try {
+    const fd = openSync(LOCK, "wx");
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (e) {
+    if ((e as { code?: string }).code !== "EEXIST") throw e;
+  }
+  let holder = "";
+  try {
+    holder = readFileSync(LOCK, "utf8").trim();
+  } catch {
+    return false;
+  }
+  const stale = holder === "" ? Date.now() - statSync(LOCK).mtimeMs > 10_000 : !isAlive(Number(holder));
+  if (stale) rmSync(LOCK, { force: true });
+  return false;
+}
+
+function unlock(): void {
+  rmSync(LOCK, { force: true });
+}
+
+async function lock(timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!tryLock()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for the lock ${LOCK}`);
+    await Bun.sleep(200);
+  }
+}
+
+function readEnvFile(): S3TestServer | null {
+  let text: string;
+  try {
+    text = readFileSync(join(SERVER_DIR, "s3.env"), "utf8");
+  } catch {
+    return null;
+  }
+  const vars = Object.fromEntries(
+    text
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).trim()]),
+  );
+  if (!vars.ENDPOINT || !vars.ACCESS_KEY || !vars.SECRET_KEY) return null;
+  return {
+    endpoint: vars.ENDPOINT,
+    accessKey: vars.ACCESS_KEY,
+    secretKey: vars.SECRET_KEY,
+    region: vars.REGION || "us-east-1",
+  };
+}
+
+/** A minio client for `server` (no retries, payload signing as minio does by default). */
+export function testClient(server: S3TestServer): Client {
+  const url = new URL(server.endpoint);
+  return new Client({
+    endPoint: url.hostname,
+    port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+    useSSL: url.protocol === "https:",
+    accessKey: server.accessKey,
+    secretKey: server.secretKey,
+    region: server.region,
+    pathStyle: true,
+    retryOptions: { disableRetry: true },
+  });
+}
+
+/** Whether `server` answers an authenticated ListBuckets within 5 s; the error otherwise. */
+async function probe(server: S3TestServer): Promise<Error | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      testClient(server).listBuckets(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error("no answer within 5 s")), 5000);
+      }),
+    ]);
+    return null;
+  } catch (e) {
+    return e instanceof Error ? e : new Error(String(e));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function freePort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = listener.port;
+  listener.stop(true);
+  return port;
+}
+
+async function run(cmd: string[], what: string): Promise<void> {
+  const proc = Bun.spawn(cmd, { stdout: "ignore", stderr: "inherit" });
+  const code = await proc.exited;
+  if (code !== 0) throw new Error(`${what} failed (${cmd.join(" ")} exited with ${code})`);
+}
+
+async function startServer(): Promise<S3TestServer> {
+  if (!Bun.which("radosgw") || !Bun.which("ceph-mon")) {
+    if (process.getuid?.() !== 0) {
+      throw new Error(
+        "Ceph RGW is not installed and this is not root: run `sudo scripts/s3/install.sh`, " +
+          "or point ESYNC_TEST_S3_ENDPOINT at a running S3 server",
+      );
+    }
+    log("installing Ceph RGW (scripts/s3/install.sh)");
+    await run(["bash", join(SCRIPTS, "install.sh")], "installing Ceph RGW");
+  }
+  const started = Date.now();
+  log(`starting Ceph RGW in ${SERVER_DIR} (scripts/s3/start.sh)`);
+  await run(
+    ["bash", join(SCRIPTS, "start.sh"), SERVER_DIR, String(freePort())],
+    `starting RGW (logs in ${SERVER_DIR}/log)`,
+  );
+  const server = readEnvFile();
+  if (!server) throw new Error(`scripts/s3/start.sh succeeded but wrote no ${SERVER_DIR}/s3.env`);
+  log(`RGW ready at ${server.endpoint} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return server;
+}
+
+/**
+ * Bash run by the watchdog: waits for test process $1 to exit, then, holding the lock, stops
+ * the server if this helper started it and no other test process uses it any more.
+ */
+const WATCHDOG = `
+pid=$1 root=$2 stop=$3
+while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+rm -f "$root/clients/$pid"
+[ -f "$root/managed" ] || exit 0
+for _ in $(seq 1 600); do
+  if (set -o noclobber; echo $$ >"$root/lock") 2>/dev/null; then break; fi
+  holder=$(cat "$root/lock" 2>/dev/null)
+  if [ -n "$holder" ] && ! kill -0 "$holder" 2>/dev/null; then rm -f "$root/lock"; fi
+  sleep 0.2
+done
+[ "$(cat "$root/lock" 2>/dev/null)" = "$$" ] || exit 1
+for f in "$root"/clients/*; do
+  [ -e "$f" ] || continue
+  if kill -0 "\${f##*/}" 2>/dev/null; then rm -f "$root/lock"; exit 0; fi
+done
+if [ -f "$root/managed" ]; then
+  bash "$stop" "$root/server"
+  rm -f "$root/managed" "$root"/clients/*
+fi
+rm -f "$root/lock"
+`;
+
+/**
+ * bun test runs no "exit" handlers, so a detached watchdog process (outside the test runner's
+ * process tree) does the release once this process has gone, however it ends.
+ */
+function releaseWhenGone(): void {
+  const proc = Bun.spawn(
+    ["setsid", "-f", "bash", "-c", WATCHDOG, "watchdog", String(process.pid), ROOT, join(SCRIPTS, "stop.sh")],
+    { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
+  );
+  proc.unref();
+}
+
+async function acquire(): Promise<S3TestServer> {
+  const env = process.env;
+  if (env.ESYNC_TEST_S3_ENDPOINT) {
+    const server = {
+      endpoint: env.ESYNC_TEST_S3_ENDPOINT,
+      accessKey: env.ESYNC_TEST_S3_ACCESS_KEY || DEFAULT_ACCESS_KEY,
+      secretKey: env.ESYNC_TEST_S3_SECRET_KEY || DEFAULT_SECRET_KEY,
+      region: env.ESYNC_TEST_S3_REGION || "us-east-1",
+    };
+    const err = await probe(server);
+    if (err) throw new Error(`ESYNC_TEST_S3_ENDPOINT=${server.endpoint} does not answer: ${err.message}`);
+    return server;
+  }
+  mkdirSync(CLIENTS, { recursive: true });
+  await lock(10 * 60_000);
+  try {
+    let server = readEnvFile();
+    const err = server ? await probe(server) : new Error("none running");
+    if (server && !err) {
+      log(`using the RGW already running at ${server.endpoint}`);
+    } else {
+      if (server) log(`the RGW in ${SERVER_DIR} does not answer (${err?.message}); starting a new one`);
+      server = await startServer();
+      const fd = openSync(MANAGED, "w");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+    }
+    closeSync(openSync(join(CLIENTS, String(process.pid)), "w"));
+    releaseWhenGone();
+    return server;
+  } finally {
+    unlock();
+  }
+}
+
+const MEMO = Symbol.for("esync.test.s3Server");
+type Memo = { [MEMO]?: Promise<S3TestServer> };
+
+/**
+ * The test S3 server, found or started once per process (see the module comment).
+ * @throws Error saying why when no server can be had (the S3 tests then fail).
+ */
+export function s3TestServer(): Promise<S3TestServer> {
+  const g = globalThis as Memo;
+  g[MEMO] ??= acquire().catch((e: unknown) => {
+    const why = e instanceof Error ? e.message : String(e);
+    throw new Error(`no real S3 server for the S3 tests: ${why}`, { cause: e });
+  });
+  return g[MEMO];
+}
+
+/**
+ * S3 settings for a new bucket (not yet created; `S3BlobStore.check` creates it) on the test
+ * server. `label` goes into the bucket name (lowercase letters, digits, `-`).
+ */
+export async function s3TestConfig(label: string, prefix = ""): Promise<S3Config> {
+  const server = await s3TestServer();
+  const safe = label
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .slice(0, 30);
+  return { ...server, bucket: `esync-${safe}-${randomBytes(5).toString("hex")}`, prefix };
+}
+
+/** Deletes every object of `cfg.bucket` and the bucket; a missing bucket is fine. */
+export async function removeTestBucket(cfg: S3Config): Promise<void> {
+  const client = testClient(cfg);
+  try {
+    const names: string[] = [];
+    for await (const item of client.listObjectsV2(cfg.bucket, "", true)) if (item.name) names.push(item.name);
+    for (let i = 0; i < names.length; i += 1000)
+      await client.removeObjects(cfg.bucket, names.slice(i, i + 1000));
+    await client.removeBucket(cfg.bucket);
+  } catch (e) {
+    if ((e as { code?: string }).code !== "NoSuchBucket") throw e;
+  }
+}
