@@ -12,6 +12,7 @@ import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
 import { errorResponse } from "./http/envelope.ts";
+import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { BlobNotFoundError } from "./storage/blob-store.ts";
@@ -49,7 +50,8 @@ export function createApp(deps: AppDeps) {
     .use(healthController(s))
     .use(foldersController(s))
     .use(sessionsController(s))
-    .use(filesController(s));
+    .use(filesController(s))
+    .use(searchController(s));
   if (deps.config.openApi) {
     app.use(
       swagger({

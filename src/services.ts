@@ -13,6 +13,9 @@ import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
+import { BrowseService } from "./search/browse.service.ts";
+import { SearchRepository } from "./search/search.repository.ts";
+import { SearchService } from "./search/search.service.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
@@ -38,6 +41,8 @@ export interface Services {
   sessions: SessionEngine;
   singleUpload: SingleUploadService;
   deletions: DeletionQueueRepository;
+  search: SearchService;
+  browse: BrowseService;
 }
 
 /** Wires repositories and services on `deps`. */
@@ -47,6 +52,7 @@ export function buildServices(deps: AppDeps): Services {
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
   const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
+  const searchRepo = new SearchRepository(db);
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
@@ -62,5 +68,7 @@ export function buildServices(deps: AppDeps): Services {
       maxBytes: config.maxSingleUploadBytes,
     }),
     deletions,
+    search: new SearchService(searchRepo),
+    browse: new BrowseService(searchRepo),
   };
 }

@@ -72,12 +72,9 @@ export const files = sqliteTable(
     chunkGens: text("chunk_gens").notNull(),
   },
   (t) => [
+    // Search and browse indexes live on the compact `search_entries` table that triggers keep in
+    // step with this one (drizzle/0002_search_index.sql, src/search/README in search.repository.ts).
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
-    index("files_owner_created").on(t.owner, t.createdAt, t.pathHash),
-    index("files_owner_updated").on(t.owner, t.updatedAt, t.pathHash),
-    index("files_owner_size").on(t.owner, t.sizeBytes, t.pathHash),
-    index("files_owner_name").on(t.owner, t.fileName, t.pathHash),
-    index("files_owner_ext").on(t.owner, t.ext),
   ],
 );
 

@@ -1,0 +1,98 @@
+/**
+ * @module search/browse.service
+ * `GET /browse/{ss58}/{folder_hash}` (issue 3): one directory of a folder, as a file manager shows
+ * it. The immediate sub-folders of `path` come first (alphabetical, case-insensitive), each with
+ * the recursive file count and bytes under it; then the files directly in `path`, sorted as
+ * search sorts (`path_hash` tiebreak). One offset space runs over both; `total_count` is folders
+ * plus files. `file_type` (and `q`) filter the files and hide the folders. Files without a
+ * `relative_path` have no place in the tree and are never listed.
+ *
+ * Directories come from `relative_path`: everything before its last `/`, without leading or
+ * trailing `/`. Folder counts are kept per directory by triggers (`search_dirs`), so a folder
+ * root with 300,000 files below it costs one small range read, not a scan.
+ */
+import { type RemoteFileEntry, toRemoteFileEntry } from "../files/file-entry.ts";
+import type { BrowseQuery } from "./search.query.ts";
+import type { Cond, SearchRepository } from "./search.repository.ts";
+
+/** A sub-folder of a browse listing; counts are recursive. */
+export interface BrowseFolderEntry {
+  /** The sub-folder's own name (one path segment). */
+  name: string;
+  file_count: number;
+  /** Plaintext bytes of every file below it. */
+  total_bytes: number;
+}
+
+/** The `Success` body of `/browse`. */
+export interface BrowseResult {
+  ss58_address: string;
+  folder_hash: string;
+  /** The directory listed, normalised (no leading or trailing `/`; `""` = root). */
+  path: string;
+  folders: BrowseFolderEntry[];
+  files: RemoteFileEntry[];
+  /** Sub-folders plus files, across all pages. */
+  total_count: number;
+  has_more: boolean;
+  offset: number;
+  limit: number;
+}
+
+/** Case-insensitive alphabetical order, ties broken by the exact (binary) name. */
+function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {
+  const x = a.name.toLowerCase();
+  const y = b.name.toLowerCase();
+  if (x !== y) return x < y ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** Directory listings of a folder. */
+export class BrowseService {
+  constructor(private readonly repo: SearchRepository) {}
+
+  /** Lists one directory of `owner`'s folder `folderHash` (the caller has checked ownership). */
+  browse(owner: string, folderHash: string, query: BrowseQuery): BrowseResult {
+    return this.repo.snapshot(() => {
+      const { path, offset, limit } = query;
+      const oid = this.repo.ownerId(owner);
+      const filtering = query.exts !== null || query.q !== null;
+      const prefix = path === "" ? "" : `${path}/`;
+      const folders =
+        oid === null || filtering
+          ? []
+          : this.repo
+              .subdirs(oid, folderHash, path)
+              .map((d) => ({
+                name: d.path.slice(prefix.length),
+                file_count: d.fileCount,
+                total_bytes: d.totalBytes,
+              }))
+              .sort(byName);
+      const conds: Cond[] = [{ kind: "dir", folderHash, dir: path }];
+      if (query.exts) conds.push({ kind: "exts", exts: query.exts });
+      if (query.q !== null) conds.push({ kind: "substr", q: query.q });
+      const fileTotal = oid === null ? 0 : this.repo.count(oid, "dir", conds);
+      const pageFolders = folders.slice(offset, offset + limit);
+      const fileOffset = Math.max(0, offset - folders.length);
+      const fileLimit = limit - pageFolders.length;
+      const keys =
+        oid === null || fileLimit === 0 || fileOffset >= fileTotal
+          ? []
+          : this.repo.page(oid, "dir", conds, query.sortBy, query.descending, fileOffset, fileLimit);
+      const files = this.repo.hits(owner, keys).map(toRemoteFileEntry);
+      const total = folders.length + fileTotal;
+      return {
+        ss58_address: owner,
+        folder_hash: folderHash,
+        path,
+        folders: pageFolders,
+        files,
+        total_count: total,
+        has_more: offset + pageFolders.length + files.length < total,
+        offset,
+        limit,
+      };
+    });
+  }
+}

@@ -1,0 +1,310 @@
+/**
+ * @module search/search.repository
+ * The queries of search and browse, on the tables of drizzle/0002_search_index.sql:
+ *
+ * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
+ *   size, times), `id = (oid << 36) + sequence`, so one owner's rows are one id range. Indexes:
+ *   `search_by_{created,updated,size,name}` = (oid, sort column, path_hash, then the filter
+ *   columns ext/size/created), so a walk in sort order evaluates every filter but `q` from the
+ *   index alone; `search_by_ext` (oid, ext, created_at, size_bytes); `search_by_dir` (browse).
+ * - `search_fts`: trigram FTS5 over `name`, rowid = entry id.
+ * - `search_stats`: counts per (oid, dim, ext, bucket) (see `buckets.ts`).
+ * - `search_dirs`: recursive file count and bytes per directory.
+ *
+ * Triggers on `files` keep all of them in the transaction of every file write. This module only
+ * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
+ * are beyond Drizzle's builder.
+ */
+import type { SQLQueryBindings } from "bun:sqlite";
+import type { Db } from "../db/client.ts";
+import type { FileEntryRow } from "../files/file-entry.ts";
+import { ALL_EXTS, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
+import type { SortColumn } from "./search.query.ts";
+
+/** Bits of an entry id below the owner id. */
+const OWNER_SHIFT = 2 ** 36;
+
+/** The id range `[lo, hi]` of an owner's `search_entries` rows and `search_fts` rowids. */
+export function idRange(oid: number): [number, number] {
+  return [oid * OWNER_SHIFT, (oid + 1) * OWNER_SHIFT - 1];
+}
+
+/** A condition on `search_entries` rows; a list of them is combined with AND. */
+export type Cond =
+  /** `ext` is one of these (lower-case, with the dot). */
+  | { kind: "exts"; exts: readonly string[] }
+  /** `lo <= col <= hi`. */
+  | { kind: "range"; col: HistogramColumn; lo: number; hi: number }
+  /** `name` contains `q` (already case-folded): `instr`, any length. */
+  | { kind: "substr"; q: string }
+  /** `name` contains `q` (3+ characters), answered by the trigram FTS index. */
+  | { kind: "fts"; q: string }
+  /** Files directly in directory `dir` of folder `folderHash` (browse). */
+  | { kind: "dir"; folderHash: string; dir: string };
+
+/**
+ * How a query reaches the rows: walk one of the sort indexes (in sort order), the ext index, the
+ * browse index, the owner's id range in the table itself (`rows`), or the FTS hits (`fts`,
+ * needs an `fts` condition).
+ */
+export type Access = SortColumn | "ext" | "dir" | "rows" | "fts";
+
+const INDEX: Record<Exclude<Access, "rows" | "fts">, string> = {
+  created_at: "INDEXED BY search_by_created",
+  updated_at: "INDEXED BY search_by_updated",
+  size_bytes: "INDEXED BY search_by_size",
+  file_name: "INDEXED BY search_by_name",
+  ext: "INDEXED BY search_by_ext",
+  dir: "INDEXED BY search_by_dir",
+};
+
+/** The FTS5 query for a substring: one quoted string (the trigram tokenizer makes it a phrase). */
+export function ftsPhrase(q: string): string {
+  return `"${q.replaceAll('"', '""')}"`;
+}
+
+/** A page entry: the entry and the key of its `files` row. */
+export interface PageKey {
+  folderHash: string;
+  pathHash: Uint8Array;
+}
+
+/** A file row for a hit: the RemoteFileEntry columns plus its folder and label. */
+export interface HitRow extends FileEntryRow {
+  folderHash: string;
+  /** `""` when the folder is not registered. */
+  folderLabel: string;
+}
+
+/** A sub-folder of a browsed directory. */
+export interface DirRow {
+  /** Full directory path inside the folder. */
+  path: string;
+  fileCount: number;
+  totalBytes: number;
+}
+
+/** Read-only queries of search and browse. */
+export class SearchRepository {
+  constructor(private readonly db: Db) {}
+
+  private get sql() {
+    return this.db.$client;
+  }
+
+  /** Runs `fn` in one read transaction, so that counts and rows come from one snapshot. */
+  snapshot<T>(fn: () => T): T {
+    return this.sql.transaction(fn).deferred();
+  }
+
+  /** The small integer id of an owner, or null when it never had a file. */
+  ownerId(owner: string): number | null {
+    const r = this.sql
+      .query<{ id: number }, [string]>("SELECT id FROM search_owners WHERE owner = ?")
+      .get(owner);
+    return r?.id ?? null;
+  }
+
+  /** The `search_stats.ext` keys of an ext filter: the list itself, or `*` for every file. */
+  private extKeys(exts: readonly string[] | null): { sql: string; params: string[] } {
+    const keys = exts ?? [ALL_EXTS];
+    return { sql: `ext IN (${keys.map(() => "?").join(", ")})`, params: [...keys] };
+  }
+
+  /** Files of an owner with one of `exts` (null = every file), from the histogram totals. */
+  total(oid: number, exts: readonly string[] | null): number {
+    const k = this.extKeys(exts);
+    const r = this.sql
+      .query<{ n: number | null }, SQLQueryBindings[]>(
+        `SELECT sum(n) AS n FROM search_stats WHERE oid = ? AND dim = ? AND ${k.sql}`,
+      )
+      .get(oid, TOTAL_DIM, ...k.params);
+    return r?.n ?? 0;
+  }
+
+  /** Non-empty buckets `bLo..bHi` of a histogram level, summed over `exts`, in bucket order. */
+  cells(
+    oid: number,
+    dim: number,
+    exts: readonly string[] | null,
+    bLo: number,
+    bHi: number,
+  ): { bucket: number; n: number }[] {
+    const k = this.extKeys(exts);
+    const group = exts === null ? "" : " GROUP BY bucket";
+    const n = exts === null ? "n" : "sum(n)";
+    return this.sql
+      .query<{ bucket: number; n: number }, SQLQueryBindings[]>(
+        `SELECT bucket, ${n} AS n FROM search_stats WHERE oid = ? AND dim = ? AND ${k.sql} AND bucket BETWEEN ? AND ?${group} ORDER BY bucket`,
+      )
+      .all(oid, dim, ...k.params, bLo, bHi)
+      .filter((c) => c.n > 0);
+  }
+
+  /**
+   * Sums of a histogram level over `exts`: the buckets strictly between `bLo` and `bHi`, and the
+   * buckets `bLo` and `bHi` themselves (each counted once when they are equal).
+   */
+  cellSums(
+    oid: number,
+    dim: number,
+    exts: readonly string[] | null,
+    bLo: number,
+    bHi: number,
+  ): { inner: number; first: number; last: number } {
+    const k = this.extKeys(exts);
+    const r = this.sql
+      .query<{ inner: number; first: number; last: number }, SQLQueryBindings[]>(
+        `SELECT coalesce(sum(n) FILTER (WHERE bucket > ? AND bucket < ?), 0) AS inner,
+           coalesce(sum(n) FILTER (WHERE bucket = ?), 0) AS first,
+           coalesce(sum(n) FILTER (WHERE bucket = ?), 0) AS last
+         FROM search_stats WHERE oid = ? AND dim = ? AND ${k.sql} AND bucket BETWEEN ? AND ?`,
+      )
+      .get(bLo, bHi, bLo, bHi, oid, dim, ...k.params, bLo, bHi);
+    return r ?? { inner: 0, first: 0, last: 0 };
+  }
+
+  /** The FROM and WHERE of a query on an owner's entries. */
+  private from(
+    oid: number,
+    access: Access,
+    conds: readonly Cond[],
+  ): { sql: string; params: SQLQueryBindings[] } {
+    const [lo, hi] = idRange(oid);
+    const where: string[] = [];
+    const params: SQLQueryBindings[] = [];
+    if (access === "rows" || access === "fts") {
+      where.push("id BETWEEN ? AND ?", "oid = ?");
+      params.push(lo, hi, oid);
+    } else {
+      where.push("oid = ?");
+      params.push(oid);
+    }
+    for (const c of conds) {
+      switch (c.kind) {
+        case "exts":
+          where.push(`ext IN (${c.exts.map(() => "?").join(", ")})`);
+          params.push(...c.exts);
+          break;
+        case "range":
+          where.push(`${c.col} BETWEEN ? AND ?`);
+          params.push(c.lo, c.hi);
+          break;
+        case "substr":
+          where.push("instr(name, ?) > 0");
+          params.push(c.q);
+          break;
+        case "fts":
+          where.push(
+            "id IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?)",
+          );
+          params.push(ftsPhrase(c.q), lo, hi);
+          break;
+        case "dir":
+          where.push("folder_hash = ?", "dir = ?");
+          params.push(c.folderHash, c.dir);
+          break;
+      }
+    }
+    const index = access === "rows" || access === "fts" ? "NOT INDEXED" : INDEX[access];
+    return { sql: `FROM search_entries ${index} WHERE ${where.join(" AND ")}`, params };
+  }
+
+  /** Number of an owner's entries that meet `conds`, reached through `access`. */
+  count(oid: number, access: Access, conds: readonly Cond[]): number {
+    const f = this.from(oid, access, conds);
+    return (
+      this.sql.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n ${f.sql}`).get(...f.params)
+        ?.n ?? 0
+    );
+  }
+
+  /**
+   * One page of an owner's entries that meet `conds`, ordered by `sortBy` then `path_hash`, both
+   * descending or both ascending, reached through `access`.
+   */
+  page(
+    oid: number,
+    access: Access,
+    conds: readonly Cond[],
+    sortBy: SortColumn,
+    descending: boolean,
+    offset: number,
+    limit: number,
+  ): PageKey[] {
+    const f = this.from(oid, access, conds);
+    const dir = descending ? "DESC" : "ASC";
+    return this.sql
+      .query<{ folder_hash: string; path_hash: Uint8Array }, SQLQueryBindings[]>(
+        `SELECT folder_hash, path_hash ${f.sql} ORDER BY ${sortBy} ${dir}, path_hash ${dir} LIMIT ? OFFSET ?`,
+      )
+      .all(...f.params, limit, offset)
+      .map((r) => ({ folderHash: r.folder_hash, pathHash: r.path_hash }));
+  }
+
+  /** How many FTS hits `q` has among an owner's entries, counting at most `cap`. */
+  ftsHits(oid: number, q: string, cap: number): number {
+    const [lo, hi] = idRange(oid);
+    return (
+      this.sql
+        .query<{ n: number }, SQLQueryBindings[]>(
+          "SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?)",
+        )
+        .get(ftsPhrase(q), lo, hi, cap)?.n ?? 0
+    );
+  }
+
+  /** The `files` rows of page keys, in the keys' order, with their folder labels. */
+  hits(owner: string, keys: readonly PageKey[]): HitRow[] {
+    if (keys.length === 0) return [];
+    const json = JSON.stringify(keys.map((k) => [k.folderHash, Buffer.from(k.pathHash).toString("hex")]));
+    return this.sql
+      .query<Record<string, unknown>, [string, string]>(
+        `SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
+           f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
+           f.chunk_hashes, f.created_at, f.updated_at
+         FROM json_each(?) AS j
+         JOIN files AS f ON f.owner = ? AND f.folder_hash = j.value ->> 0 AND f.path_hash = unhex(j.value ->> 1)
+         LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+         ORDER BY j.key`,
+      )
+      .all(json, owner)
+      .map((r) => ({
+        folderHash: r.folder_hash as string,
+        folderLabel: r.folder_label as string,
+        pathHash: r.path_hash as Buffer,
+        saltedHash: r.salted_hash as Buffer,
+        sizeBytes: r.size_bytes as number,
+        revisionSeq: r.revision_seq as number,
+        revisionId: r.revision_id as Buffer,
+        encryptedPath: r.encrypted_path as Buffer,
+        fileName: r.file_name as string | null,
+        relativePath: r.relative_path as string | null,
+        storeHash: r.store_hash as string | null,
+        chunkHashes: r.chunk_hashes as string | null,
+        createdAt: r.created_at as number,
+        updatedAt: r.updated_at as number,
+      }));
+  }
+
+  /**
+   * The immediate sub-directories of `path` (`""` = the folder root) in a folder, with recursive
+   * file counts and bytes, in no particular order.
+   */
+  subdirs(oid: number, folderHash: string, path: string): DirRow[] {
+    const rows =
+      path === ""
+        ? this.sql
+            .query<{ path: string; file_count: number; total_bytes: number }, SQLQueryBindings[]>(
+              "SELECT path, file_count, total_bytes FROM search_dirs WHERE oid = ? AND folder_hash = ? AND instr(path, '/') = 0",
+            )
+            .all(oid, folderHash)
+        : this.sql
+            .query<{ path: string; file_count: number; total_bytes: number }, SQLQueryBindings[]>(
+              `SELECT path, file_count, total_bytes FROM search_dirs
+               WHERE oid = ? AND folder_hash = ? AND path > ? AND path < ? AND instr(substr(path, length(?) + 2), '/') = 0`,
+            )
+            .all(oid, folderHash, `${path}/`, `${path}0`, path);
+    return rows.map((r) => ({ path: r.path, fileCount: r.file_count, totalBytes: r.total_bytes }));
+  }
+}

@@ -1,0 +1,353 @@
+/**
+ * @module search/search.service
+ * `GET /search_files/{ss58}` (spec §4.9, complement §4): every filter combined with AND, sort by
+ * one column with `path_hash` as tiebreaker, exact `total_count`, offset paging; and the query
+ * planning that keeps it fast on accounts of a million files.
+ *
+ * Planning. The count comes first and is exact; the page plan then knows the selectivity.
+ * - No `q`: totals come from the `search_stats` histograms (`Histogram`): no filter, `file_type`
+ *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges are
+ *   counted by scanning whichever index range is smallest (a range, or the complement of one,
+ *   subtracted from a histogram count).
+ * - `q` of 3+ characters: the trigram FTS index. Rare terms (≤ `RARE_HITS` hits) are answered from
+ *   the hits alone. A common term alone is counted in the FTS index; with other filters the
+ *   cheapest of FTS hits, the other filters' candidates or the owner's rows is checked row by row.
+ * - `q` of 1–2 characters: no index helps; the other filters' candidates or all the owner's rows
+ *   are scanned with `instr`.
+ * - Page: walk the sort index (`path_hash` is its last key column, and ext/size/created are in
+ *   it, so every filter but `q` is decided in the index), starting at a histogram-found bucket
+ *   for deep offsets where the filters allow, and from the far end when the offset is past the
+ *   middle; or, when the walk would visit more rows, sort the candidates (FTS hits, an index range).
+ */
+import { type RemoteFileEntry, toRemoteFileEntry } from "../files/file-entry.ts";
+import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
+import { Histogram } from "./histogram.ts";
+import type { SearchQuery } from "./search.query.ts";
+import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
+
+/** One search result (spec §2.5): `folder_hash`, `folder_label`, then the RemoteFileEntry fields. */
+export interface SearchFileHit extends RemoteFileEntry {
+  folder_hash: string;
+  /** `""` when the folder was never registered. */
+  folder_label: string;
+}
+
+/** The `Success` body of `/search_files` (spec §4.9). */
+export interface SearchResult {
+  ss58_address: string;
+  files: SearchFileHit[];
+  /** Matches across all pages, exact. */
+  total_count: number;
+  /** `offset + files.length < total_count`. */
+  has_more: boolean;
+  offset: number;
+  limit: number;
+}
+
+/** FTS terms with at most this many hits are answered from the hits alone. */
+export const RARE_HITS = 5000;
+
+/**
+ * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
+ * an index entry, looking a row up by id, scanning a table row, reading an FTS hit, and taking a
+ * candidate into a sort.
+ */
+const COST = { index: 0.08, lookup: 1, row: 0.15, fts: 0.08, candidate: 1 } as const;
+
+/** A search hit row in wire form (spec §2.5 field order). */
+export function toSearchHit(r: HitRow): SearchFileHit {
+  return { folder_hash: r.folderHash, folder_label: r.folderLabel, ...toRemoteFileEntry(r) };
+}
+
+/** An inclusive range filter on a histogram column. */
+interface Range {
+  col: HistogramColumn;
+  lo: number;
+  hi: number;
+}
+
+/** The filters of a query in planning form. */
+interface Filters {
+  exts: readonly string[] | null;
+  ranges: Range[];
+  /** Case-folded `q` and whether the FTS index can answer it (3+ characters). */
+  text: { q: string; fts: boolean } | null;
+  /** True when a range is empty (min > max): nothing matches. */
+  empty: boolean;
+}
+
+/** A way to reach candidate rows: how, and how many rows it visits. */
+interface Route {
+  access: Access;
+  conds: Cond[];
+  rows: number;
+  what: string;
+}
+
+/** Estimated µs to visit a route's rows, deciding the index-covered filters (and `q` when `text`). */
+function visitCost(r: Route, text: boolean): number {
+  if (r.access === "fts") return r.rows * (COST.fts + COST.lookup);
+  if (r.access === "rows") return r.rows * COST.row;
+  return r.rows * (text ? COST.index + COST.lookup : COST.index);
+}
+
+/** What a search did: its total, its page and the plan steps chosen (for tests and the bench). */
+export interface SearchOutcome {
+  total: number;
+  keys: PageKey[];
+  plan: string[];
+}
+
+function filtersOf(q: SearchQuery): Filters {
+  const ranges: Range[] = [];
+  if (q.sizeMin !== null || q.sizeMax !== null)
+    ranges.push({ col: "size_bytes", lo: q.sizeMin ?? 0, hi: q.sizeMax ?? MAX_VALUE });
+  if (q.dateFrom !== null || q.dateTo !== null)
+    ranges.push({ col: "created_at", lo: q.dateFrom ?? MIN_VALUE, hi: q.dateTo ?? MAX_VALUE });
+  return {
+    exts: q.exts,
+    ranges,
+    text: q.q === null ? null : { q: q.q, fts: [...q.q].length >= 3 },
+    empty: ranges.some((r) => r.lo > r.hi),
+  };
+}
+
+function baseConds(f: Filters): Cond[] {
+  const conds: Cond[] = f.ranges.map((r) => ({ kind: "range", ...r }));
+  if (f.exts) conds.unshift({ kind: "exts", exts: f.exts });
+  return conds;
+}
+
+/** Cross-folder search (spec §4.9). */
+export class SearchService {
+  constructor(private readonly repo: SearchRepository) {}
+
+  /**
+   * Searches `owner`'s files (the caller has checked ownership and parsed `query`).
+   * Counts and rows come from one read snapshot.
+   */
+  search(owner: string, query: SearchQuery): SearchResult {
+    const { hits } = this.run(owner, query);
+    return hits;
+  }
+
+  /** `search` plus the plan it chose (tests, bench). */
+  run(owner: string, query: SearchQuery): { hits: SearchResult; outcome: SearchOutcome } {
+    return this.repo.snapshot(() => {
+      const oid = this.repo.ownerId(owner);
+      const outcome: SearchOutcome =
+        oid === null ? { total: 0, keys: [], plan: ["no files"] } : this.plan(oid, query);
+      const files = this.repo.hits(owner, outcome.keys).map(toSearchHit);
+      return {
+        outcome,
+        hits: {
+          ss58_address: owner,
+          files,
+          total_count: outcome.total,
+          has_more: query.offset + files.length < outcome.total,
+          offset: query.offset,
+          limit: query.limit,
+        },
+      };
+    });
+  }
+
+  private plan(oid: number, query: SearchQuery): SearchOutcome {
+    const f = filtersOf(query);
+    const plan: string[] = [];
+    if (f.empty) return { total: 0, keys: [], plan: ["empty range"] };
+    const nAll = this.repo.total(oid, null);
+    const base = baseConds(f);
+    const routes = this.baseRoutes(oid, f, nAll);
+    let total: number;
+    let candidates: Route | null;
+    if (f.text === null) {
+      total = this.countBase(oid, f, nAll, routes, plan);
+      candidates = routes[0] ?? null;
+    } else {
+      const r = this.countText(oid, f.text, nAll, base, routes, plan);
+      total = r.total;
+      candidates = r.candidates;
+    }
+    plan.push(`total ${total}`);
+    const keys = this.page(oid, query, f, nAll, total, candidates, plan);
+    return { total, keys, plan };
+  }
+
+  /**
+   * Ways to reach the rows the non-`q` filters allow, cheapest first: an index range of each
+   * range filter, or the ext index, or else all rows. Row counts are exact, from the histograms.
+   */
+  private baseRoutes(oid: number, f: Filters, nAll: number): Route[] {
+    const base = baseConds(f);
+    const routes: Route[] = [];
+    for (const r of f.ranges) {
+      const n = new Histogram(this.repo, oid, r.col, null).count(r.lo, r.hi);
+      routes.push({ access: r.col, conds: base, rows: n, what: `${r.col} index range (${n} rows)` });
+    }
+    if (f.exts) {
+      const date = f.ranges.find((r) => r.col === "created_at");
+      const n = date
+        ? new Histogram(this.repo, oid, "created_at", f.exts).count(date.lo, date.hi)
+        : this.repo.total(oid, f.exts);
+      routes.push({ access: "ext", conds: base, rows: n, what: `ext index (${n} rows)` });
+    }
+    if (routes.length === 0)
+      routes.push({ access: "rows", conds: base, rows: nAll, what: `all rows (${nAll})` });
+    return routes.sort((a, b) => a.rows - b.rows);
+  }
+
+  /** Exact count without `q`. */
+  private countBase(oid: number, f: Filters, nAll: number, routes: Route[], plan: string[]): number {
+    const [first, second] = f.ranges;
+    if (!first) {
+      plan.push("count: histogram total");
+      return f.exts ? this.repo.total(oid, f.exts) : nAll;
+    }
+    if (!second) {
+      plan.push(`count: histogram of ${first.col}`);
+      return new Histogram(this.repo, oid, first.col, f.exts).count(first.lo, first.hi);
+    }
+    // Two ranges: scan the smallest index range, or count one range from its histogram and
+    // subtract the rows of it that fall outside the other range (scanning that complement).
+    const best = routes[0]!;
+    let complement: { cost: number; run: () => number; what: string } | null = null;
+    for (const [inRange, other] of [
+      [first, second],
+      [second, first],
+    ] as const) {
+      const outside = [
+        { lo: other.col === "size_bytes" ? 0 : MIN_VALUE, hi: other.lo - 1 },
+        { lo: other.hi + 1, hi: MAX_VALUE },
+      ].filter((o) => o.lo <= o.hi);
+      const hist = new Histogram(this.repo, oid, other.col, null);
+      const cost = outside.reduce((s, o) => s + hist.count(o.lo, o.hi), 0);
+      if (complement === null || cost < complement.cost) {
+        const keep: Cond[] = [{ kind: "range", ...inRange }];
+        if (f.exts) keep.push({ kind: "exts", exts: f.exts });
+        complement = {
+          cost,
+          what: `count: histogram of ${inRange.col} minus ${cost} rows outside the ${other.col} range`,
+          run: () =>
+            new Histogram(this.repo, oid, inRange.col, f.exts).count(inRange.lo, inRange.hi) -
+            outside.reduce(
+              (s, o) =>
+                s + this.repo.count(oid, other.col, [...keep, { kind: "range", col: other.col, ...o }]),
+              0,
+            ),
+        };
+      }
+    }
+    if (complement && complement.cost < best.rows) {
+      plan.push(complement.what);
+      return complement.run();
+    }
+    plan.push(`count: scan ${best.what}`);
+    return this.repo.count(oid, best.access, best.conds);
+  }
+
+  /** Exact count with `q`, and the candidate route for a sorted page. */
+  private countText(
+    oid: number,
+    text: { q: string; fts: boolean },
+    nAll: number,
+    base: Cond[],
+    routes: Route[],
+    plan: string[],
+  ): { total: number; candidates: Route } {
+    const substr: Cond = { kind: "substr", q: text.q };
+    const fts: Cond = { kind: "fts", q: text.q };
+    if (text.fts) {
+      const hits = this.repo.ftsHits(oid, text.q, RARE_HITS + 1);
+      if (hits <= RARE_HITS) {
+        const route: Route = { access: "fts", conds: [fts, ...base], rows: hits, what: `${hits} FTS hits` };
+        plan.push(`count: rare term, ${route.what}`);
+        return {
+          total: base.length === 0 ? hits : this.repo.count(oid, "fts", route.conds),
+          candidates: route,
+        };
+      }
+      if (base.length === 0) {
+        plan.push("count: common term, FTS index");
+        const total = this.repo.ftsHits(oid, text.q, -1);
+        return { total, candidates: { access: "fts", conds: [fts], rows: total, what: `${total} FTS hits` } };
+      }
+    }
+    // Check the substring row by row on the cheapest set of rows: the other filters' candidates,
+    // all of the owner's rows, or (for a 3+ character term) the FTS hits if fewer.
+    const options: Route[] = [
+      { access: "rows", conds: [...base, substr], rows: nAll, what: `all ${nAll} rows` },
+    ];
+    const best = routes[0];
+    if (best && best.access !== "rows") options.push({ ...best, conds: [...base, substr] });
+    options.sort((a, b) => visitCost(a, true) - visitCost(b, true));
+    let chosen = options[0]!;
+    if (text.fts) {
+      const cap = Math.floor(visitCost(chosen, true) / (COST.fts + COST.lookup));
+      const hits = this.repo.ftsHits(oid, text.q, cap + 1);
+      if (hits <= cap)
+        chosen = { access: "fts", conds: [fts, ...base], rows: hits, what: `${hits} FTS hits` };
+    }
+    plan.push(`count: check q on ${chosen.what}`);
+    return { total: this.repo.count(oid, chosen.access, chosen.conds), candidates: chosen };
+  }
+
+  /** The page: a walk of the sort index (maybe seeked, maybe from the far end) or sorted candidates. */
+  private page(
+    oid: number,
+    query: SearchQuery,
+    f: Filters,
+    nAll: number,
+    total: number,
+    candidates: Route | null,
+    plan: string[],
+  ): PageKey[] {
+    const { sortBy, descending, offset, limit } = query;
+    if (offset >= total || total === 0) return [];
+    const end = Math.min(offset + limit, total);
+    const fromEnd = offset > total - end;
+    const pos = fromEnd ? total - end : offset;
+    const count = end - offset;
+    const dir = descending !== fromEnd;
+    const textCond: Cond[] = f.text ? [{ kind: "substr", q: f.text.q }] : [];
+    const perWalked = f.text ? COST.index + COST.lookup : COST.index;
+
+    // Walk plan: seek with the histogram of the sort column when every range filter is on it.
+    let walk: { conds: Cond[]; skip: number; cost: number; what: string } = {
+      conds: [...baseConds(f), ...textCond],
+      skip: pos,
+      cost: ((pos + count) * nAll * perWalked) / total,
+      what: `walk ${sortBy} index${fromEnd ? " from the far end" : ""}, skipping ${pos}`,
+    };
+    const seekable = sortBy in HISTOGRAMS && f.text === null && f.ranges.every((r) => r.col === sortBy);
+    if (seekable && pos > 1000) {
+      const col = sortBy as HistogramColumn;
+      const range = f.ranges[0] ?? { col, lo: col === "size_bytes" ? 0 : MIN_VALUE, hi: MAX_VALUE };
+      const s = new Histogram(this.repo, oid, col, f.exts).seek(range.lo, range.hi, pos, dir);
+      if (s) {
+        const narrowed: Cond = dir
+          ? { kind: "range", col, lo: range.lo, hi: s.from }
+          : { kind: "range", col, lo: s.from, hi: range.hi };
+        const share = f.exts ? Math.max(this.repo.total(oid, f.exts), 1) / Math.max(nAll, 1) : 1;
+        walk = {
+          conds: [...(f.exts ? [{ kind: "exts", exts: f.exts } as Cond] : []), narrowed],
+          skip: s.skip,
+          cost: ((s.skip + count) * COST.index) / share,
+          what: `walk ${sortBy} index from bucket at ${s.from}${fromEnd ? " (far end)" : ""}, skipping ${s.skip}`,
+        };
+      }
+    }
+    const sortCost = candidates
+      ? visitCost(candidates, f.text !== null) + total * COST.candidate
+      : Number.POSITIVE_INFINITY;
+    let keys: PageKey[];
+    if (sortCost < walk.cost && candidates) {
+      plan.push(`page: sort candidates of ${candidates.what}`);
+      keys = this.repo.page(oid, candidates.access, candidates.conds, sortBy, dir, pos, count);
+    } else {
+      plan.push(`page: ${walk.what}`);
+      keys = this.repo.page(oid, sortBy, walk.conds, sortBy, dir, walk.skip, count);
+    }
+    return fromEnd ? keys.reverse() : keys;
+  }
+}
