@@ -48,6 +48,13 @@ export interface Config {
   maxSingleUploadBytes: number;
   /** Most chunks one session may declare (`ESYNC_MAX_CHUNK_COUNT`, default 1,048,576). */
   maxChunkCount: number;
+  /**
+   * HTTP server engine (`ESYNC_HTTP_ENGINE`, default `node`): `node` serves through node:http (via
+   * @whatwg-node/server), which sends `Content-Length` on streamed downloads as complement §5
+   * requires; `bun` uses Bun.serve, about 30% faster chunk ingest here, but Bun strips
+   * `Content-Length` from streamed bodies, so multi-chunk downloads go out chunked.
+   */
+  httpEngine: "node" | "bun";
   /** Log level (`ESYNC_LOG_LEVEL`: `debug`, `info`, `warn`, `error`; default `info`). */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
@@ -151,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),
     maxChunkCount: int(env, "ESYNC_MAX_CHUNK_COUNT", 1_048_576, 1, 2 ** 32 - 1),
+    httpEngine: oneOf(env, "ESYNC_HTTP_ENGINE", "node", ["node", "bun"] as const),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     s3,

@@ -30,5 +30,5 @@ export function createBlobStore(config: Config): BlobStore {
     if (!config.s3) throw new Error("ESYNC_STORAGE=s3 but no S3 settings were loaded");
     return createS3BlobStore(config.s3);
   }
-  return new DiskBlobStore({ root: config.blobDir });
+  return new DiskBlobStore({ root: config.blobDir, fsync: config.diskFsync });
 }
