@@ -5,7 +5,7 @@
  * lifecycle through the deletion queue.
  */
 import type { Db } from "../db/client.ts";
-import { fail } from "../errors/errors.ts";
+import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
@@ -78,8 +78,20 @@ export class FilesService {
       throw conflict("base_revision_id does not match the current revision");
     }
     if (m.revisionSeq <= current.revisionSeq) {
-      throw fail("stale_sequence", `revision_seq ${m.revisionSeq} must be greater than the current ${current.revisionSeq}`);
+      throw fail(
+        "stale_sequence",
+        `revision_seq ${m.revisionSeq} must be greater than the current ${current.revisionSeq}`,
+      );
     }
+  }
+
+  /** The current revision at a path, as carried by the Conflict envelope (null/0 when no file). */
+  currentRevision(owner: string, folderHash: string, pathHash: Uint8Array): ConflictDetails {
+    const current = this.filesRepo.get(owner, folderHash, pathHash);
+    return {
+      currentRevisionId: current ? new Uint8Array(current.revisionId) : null,
+      currentRevisionSeq: current?.revisionSeq ?? 0,
+    };
   }
 
   /**
@@ -124,8 +136,15 @@ export class FilesService {
         chunkGens: JSON.stringify(blob.gens),
       };
       this.filesRepo.upsert(row);
-      this.foldersRepo.applyFileChange(m.ss58Address, m.folderHash, current ? 0 : 1, m.sizeBytes - (current?.sizeBytes ?? 0), now);
-      if (current && current.blobId !== blob.blobId) this.deletions.enqueue([blobPrefix(current.blobId)], now);
+      this.foldersRepo.applyFileChange(
+        m.ss58Address,
+        m.folderHash,
+        current ? 0 : 1,
+        m.sizeBytes - (current?.sizeBytes ?? 0),
+        now,
+      );
+      if (current && current.blobId !== blob.blobId)
+        this.deletions.enqueue([blobPrefix(current.blobId)], now);
       const result: UploadResult = {
         upload_id: row.uploadId,
         timestamp: now,
@@ -139,7 +158,12 @@ export class FilesService {
   }
 
   /** A page of a folder's files for `/get_state` (complement §5). */
-  state(owner: string, folderHash: string, offset: number, limit: number): { rows: FileRow[]; total: number } {
+  state(
+    owner: string,
+    folderHash: string,
+    offset: number,
+    limit: number,
+  ): { rows: FileRow[]; total: number } {
     return this.filesRepo.page(owner, folderHash, offset, limit);
   }
 
@@ -163,7 +187,12 @@ export class FilesService {
    * @param range the `Range` header value, or null.
    * @throws AppError `not_found`; `range_not_satisfiable` (416) for an unsatisfiable range.
    */
-  async download(owner: string, folderHash: string, pathHash: Uint8Array, range: string | null): Promise<Download> {
+  async download(
+    owner: string,
+    folderHash: string,
+    pathHash: Uint8Array,
+    range: string | null,
+  ): Promise<Download> {
     const row = this.filesRepo.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
     const size = row.ciphertextSize;

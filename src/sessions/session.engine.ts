@@ -257,20 +257,23 @@ export class SessionEngine {
    */
   async finalize(caller: string, sessionId: string): Promise<UploadResult> {
     const s = this.owned(caller, sessionId);
-    if (s.state !== "receiving")
-      throw fail(
-        "conflict",
+    // Every 409 from finalize uses the Conflict envelope (complement §1), with the current revision.
+    const conflict = (message: string) =>
+      fail("conflict", message, { conflict: this.files.currentRevision(s.owner, s.folderHash, s.pathHash) });
+    if (s.state !== "receiving") {
+      throw conflict(
         s.state === "finalized"
           ? "The session is already finalized"
           : "The session is being finalized by another request",
       );
+    }
     const now = this.clock.now();
     if (
       !this.sessions.transition(sessionId, "receiving", "finalizing", {
         expiresAt: now + this.opts.ttlSeconds,
       })
     ) {
-      throw fail("conflict", "The session is being finalized by another request");
+      throw conflict("The session is being finalized by another request");
     }
     const backToReceiving = () =>
       this.sessions.transition(sessionId, "finalizing", "receiving", {
@@ -332,7 +335,7 @@ export class SessionEngine {
               expiresAt: this.clock.now() + this.opts.ttlSeconds,
             })
           ) {
-            throw fail("conflict", "The session changed during finalize");
+            throw conflict("The session changed during finalize");
           }
         },
       );

@@ -19,6 +19,7 @@ import { makeManifest, newUser, randomCiphertext, type TestUser } from "../suppo
 import {
   authAt,
   createSessionRaw,
+  expectConflict,
   expectError,
   expectSuccess,
   FOLDER,
@@ -418,7 +419,7 @@ describe("order of checks 401 → 400 → 403 → 404 → 409", () => {
     await putChunks(t, s, ct);
     expect((await finalize(t, s.auth, s.sessionId)).status).toBe(200);
     expectError(await finalize(t, authAt(t, b), s.sessionId), 403, "forbidden");
-    expectError(await finalize(t, s.auth, s.sessionId), 409, "conflict");
+    expectConflict(await finalize(t, s.auth, s.sessionId));
   });
 
   test("404 before 409: finalizing a deleted session is 404, not 409", async () => {

@@ -283,7 +283,10 @@ describe("repeated and concurrent finalize", () => {
     const s = await openSession(t, u, ct);
     await putChunks(t, s, ct);
     const r = expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
-    expectError(await finalize(t, s.auth, s.sessionId), 409, "conflict");
+    // Complement §1: a 409 from finalize uses the Conflict envelope, naming the committed revision.
+    const c = expectConflict(await finalize(t, s.auth, s.sessionId));
+    expect(c.current_revision_id).toEqual(r.revision_id);
+    expect(c.current_revision_seq).toBe(1);
     expect((await statusOf(s)).state).toBe("finalized");
     const [e] = (await stateOf(t, u)).files;
     expect(e.revision_id).toEqual(r.revision_id);
@@ -297,7 +300,7 @@ describe("repeated and concurrent finalize", () => {
     const rs = await Promise.all([...Array(5)].map(() => finalize(t, s.auth, s.sessionId)));
     const ok = rs.filter((r) => r.status === 200);
     expect(ok).toHaveLength(1);
-    for (const r of rs.filter((x) => x.status !== 200)) expectError(r, 409, "conflict");
+    for (const r of rs.filter((x) => x.status !== 200)) expectConflict(r);
     const state = await stateOf(t, u);
     expect(state.files).toHaveLength(1);
     expect(state.files[0].revision_id).toEqual(ok[0]!.body.Success.revision_id);
