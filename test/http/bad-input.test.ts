@@ -40,6 +40,7 @@ describe("GET /health", () => {
   test("returns 200 {status: healthy, version, capabilities} without authentication", async () => {
     const r = await t.json("/health");
     expect(r.status).toBe(200);
+    expect(Object.keys(r.body).sort()).toEqual(["capabilities", "status", "version"]);
     expect(r.body.status).toBe("healthy");
     expect(typeof r.body.version).toBe("string");
     expect(Array.isArray(r.body.capabilities)).toBe(true);
