@@ -1,0 +1,234 @@
+/**
+ * @module cli/commands/pull
+ * `esync pull --folder LABEL DEST`: downloads every file of a folder into DEST, recreating
+ * relative paths. Each file is decrypted while it streams, checked (every frame's
+ * Poly1305 tag, the plaintext size and the `salted_hash` of the listing) and written
+ * atomically (temporary file, fsync, rename), so a file at its destination is either the
+ * old one or the complete verified new one (`downloadFile`).
+ *
+ * The server is not trusted with paths either: a `relative_path` that is absolute, has a
+ * `..` segment, does not hash to the entry's `path_hash`, or leads (through a symbolic link)
+ * outside DEST is refused. Files already identical locally are not downloaded again.
+ */
+import { mkdir, stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { ApiError } from "../../client/api-error.ts";
+import type { RemoteFileEntry } from "../../client/api-types.ts";
+import { downloadFile, IntegrityError } from "../../client/downloader.ts";
+import { ciphertextSize } from "../../client/frame.ts";
+import { bytesEqual } from "../../client/hash.ts";
+import { pathHash } from "../../client/manifest.ts";
+import type { GlobalOptions } from "../config.ts";
+import { type CommandContext, loadContext } from "../context.ts";
+import { safeDestination, sameContent } from "../local-files.ts";
+import {
+  CliError,
+  describeError,
+  EXIT,
+  type ExitCode,
+  exitCodeOf,
+  formatDuration,
+  formatRate,
+  formatSize,
+  isAbort,
+  printJson,
+  println,
+  usageError,
+} from "../output.ts";
+import { progressMode, transferProgress } from "../progress.ts";
+import { checkLabel } from "./folder.ts";
+import { positiveInt } from "./push.ts";
+
+interface PullOptions {
+  folder: string;
+  jobs: string;
+  verbose?: boolean;
+}
+
+/** What happened to one remote file, as the `--json` summary lists it. */
+export interface PullFileResult {
+  path: string;
+  action: "downloaded" | "up_to_date" | "failed" | "interrupted" | "no_path";
+  size: number;
+  bytes_received?: number;
+  error?: string;
+  exit_code?: ExitCode;
+}
+
+interface PlannedDownload {
+  entry: RemoteFileEntry;
+  rel: string;
+  dest: string;
+}
+
+/** Registers `esync pull` on `program`. */
+export function registerPull(program: Command): void {
+  program
+    .command("pull")
+    .description("download, decrypt and verify every file of a folder into DEST")
+    .argument("<dest>", "destination directory (created if missing)")
+    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-j, --jobs <n>", "files downloaded at once", "3")
+    .option("-v, --verbose", "also list files already up to date")
+    .addHelpText(
+      "after",
+      `
+Files already identical in DEST are skipped; others are replaced atomically. Local files the
+server does not have are left alone.
+
+Example:
+  esync pull --folder documents ~/restore/documents`,
+    )
+    .action(async (dest: string, opts: PullOptions, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      await pull(ctx, dest, opts);
+    });
+}
+
+async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Promise<void> {
+  const label = checkLabel(opts.folder);
+  const jobs = positiveInt("--jobs", opts.jobs);
+  const keys = ctx.identity.folder(label);
+  const dest = resolve(destArg);
+  const st = await stat(dest).catch(() => null);
+  if (st && !st.isDirectory()) throw usageError(`${destArg}: exists and is not a directory`);
+  await mkdir(dest, { recursive: true });
+  const say = (line: string) => {
+    if (!ctx.json) println(line);
+  };
+  const started = performance.now();
+
+  const entries: RemoteFileEntry[] = [];
+  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
+  const results: PullFileResult[] = [];
+  const todo: PlannedDownload[] = [];
+  for (const entry of entries) {
+    ctx.signal.throwIfAborted();
+    const rel = entry.relative_path;
+    if (rel === null) {
+      results.push({ path: "", action: "no_path", size: entry.size_bytes });
+      say(`skipping a file without a relative path (${entry.size_bytes} bytes)`);
+      continue;
+    }
+    try {
+      if (!bytesEqual(pathHash(rel), Uint8Array.from(entry.path_hash)))
+        throw new IntegrityError(`${JSON.stringify(rel)} does not hash to its path_hash`);
+      const target = await safeDestination(dest, rel);
+      if (await sameContent(target, ctx.address, entry.size_bytes, entry.salted_hash)) {
+        results.push({ path: rel, action: "up_to_date", size: entry.size_bytes });
+        if (opts.verbose) say(`up to date ${rel}`);
+      } else {
+        todo.push({ entry, rel, dest: target });
+      }
+    } catch (e) {
+      results.push({
+        path: rel,
+        action: "failed",
+        size: entry.size_bytes,
+        error: describeError(e),
+        exit_code: EXIT.local,
+      });
+      if (!ctx.json) println(`FAILED    ${rel}: ${describeError(e)}`);
+    }
+  }
+  if (entries.length === 0) say(`folder "${label}" has no files on the server`);
+
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.entry.size_bytes), 0);
+  const progress = transferProgress(progressMode(ctx.json), `pull ${label}`, totalBytes, todo.length);
+  const recvStart = performance.now();
+  let doneTotal = 0;
+  let filesDone = 0;
+  let fatal = false;
+  let next = 0;
+
+  const downloadOne = async (p: PlannedDownload) => {
+    const bar = progress.file(p.rel, p.entry.size_bytes);
+    const ctSize = ciphertextSize(p.entry.size_bytes);
+    let fileDone = 0;
+    try {
+      const out = await downloadFile({
+        api: ctx.api,
+        ss58Address: ctx.address,
+        folder: keys,
+        entry: p.entry,
+        destPath: p.dest,
+        signal: ctx.signal,
+        onProgress: (n, total) => {
+          doneTotal += n - fileDone;
+          fileDone = n;
+          bar.update(n / (total ?? ctSize), "receiving", n);
+          progress.overall(doneTotal, filesDone);
+        },
+      });
+      filesDone++;
+      results.push({
+        path: p.rel,
+        action: "downloaded",
+        size: out.bytes,
+        bytes_received: out.ciphertextBytes,
+      });
+      bar.done(`downloaded ${p.rel}  ${formatSize(out.bytes)}  verified`);
+    } catch (e) {
+      if (ctx.signal.aborted || isAbort(e)) {
+        results.push({ path: p.rel, action: "interrupted", size: p.entry.size_bytes });
+        bar.done(`interrupted ${p.rel}`);
+        return;
+      }
+      filesDone++;
+      results.push({
+        path: p.rel,
+        action: "failed",
+        size: p.entry.size_bytes,
+        error: describeError(e),
+        exit_code: exitCodeOf(e),
+      });
+      bar.done(`FAILED    ${p.rel}: ${describeError(e)}`);
+      if (e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403)) fatal = true;
+    }
+  };
+  const worker = async () => {
+    while (!fatal && !ctx.signal.aborted && next < todo.length)
+      await downloadOne(todo[next++] as PlannedDownload);
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
+  } finally {
+    progress.stop();
+  }
+
+  const recvMs = performance.now() - recvStart;
+  const downloaded = results.filter((r) => r.action === "downloaded");
+  const failed = results.filter((r) => r.action === "failed");
+  const bytesReceived = downloaded.reduce((n, r) => n + (r.bytes_received ?? 0), 0);
+  const s = {
+    folder: label,
+    folder_hash: keys.folderHash,
+    dest,
+    files: entries.length,
+    downloaded: downloaded.length,
+    up_to_date: results.filter((r) => r.action === "up_to_date").length,
+    failed: failed.length,
+    bytes_downloaded: downloaded.reduce((n, r) => n + r.size, 0),
+    bytes_received: bytesReceived,
+    elapsed_ms: Math.round(performance.now() - started),
+    rate_bytes_per_sec: recvMs > 0 ? Math.round(bytesReceived / (recvMs / 1000)) : 0,
+    interrupted: ctx.signal.aborted,
+    results: results.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+  };
+  if (ctx.json) printJson(s);
+  else if (entries.length > 0) {
+    const parts = [
+      `pulled ${s.downloaded} file(s) (${formatSize(s.bytes_downloaded)}) from "${label}" into ${dest} in ${formatDuration(s.elapsed_ms)}`,
+    ];
+    if (s.downloaded > 0) parts.push(formatRate(s.rate_bytes_per_sec));
+    parts.push(`${s.up_to_date} up to date`);
+    if (s.failed > 0) parts.push(`${s.failed} failed`);
+    println(parts.join("; "));
+  }
+  if (ctx.signal.aborted) throw new CliError("interrupted", EXIT.interrupted);
+  if (failed.length > 0) {
+    const code = failed.some((r) => r.exit_code === EXIT.local) ? EXIT.local : EXIT.server;
+    throw new CliError(`${failed.length} file(s) failed to download or verify`, code);
+  }
+}

@@ -1,0 +1,378 @@
+/**
+ * @module cli/commands/push
+ * `esync push DIR --folder LABEL`: uploads the new and changed files of a directory tree.
+ *
+ * 1. Walk DIR (regular files; symbolic links are not followed and are reported).
+ * 2. Register the folder if the server does not list it yet.
+ * 3. Read the folder's state (`/get_state`, every page). A local file is unchanged when the
+ *    server has its path with the same `size_bytes` and `salted_hash` (which the client
+ *    computes from the plaintext, complement §6); unchanged files are not sent.
+ * 4. Upload the rest with `uploadFile`, `--jobs` files at a time, each with `--parallel`
+ *    chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
+ *    the server's (rebased if the server moved on meanwhile).
+ * 5. Sessions are remembered in `<config-dir>/uploads.json` with their encrypted spill files
+ *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
+ *    each file from the server's `status`, sending only the chunks it lacks.
+ */
+import { rm, stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import type { EsyncApi } from "../../client/api.ts";
+import { ApiError } from "../../client/api-error.ts";
+import type { RemoteFileEntry } from "../../client/api-types.ts";
+import { EncryptPool } from "../../client/encrypt-pool.ts";
+import { ciphertextSize } from "../../client/frame.ts";
+import { toHex } from "../../client/hash.ts";
+import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
+import { UploadStateFile } from "../../client/upload-state.ts";
+import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import type { GlobalOptions } from "../config.ts";
+import { type CommandContext, loadContext } from "../context.ts";
+import { type LocalFile, sameContent, walkDirectory } from "../local-files.ts";
+import {
+  CliError,
+  describeError,
+  EXIT,
+  type ExitCode,
+  exitCodeOf,
+  formatDuration,
+  formatRate,
+  formatSize,
+  isAbort,
+  parseSize,
+  printJson,
+  println,
+  usageError,
+} from "../output.ts";
+import { progressMode, transferProgress } from "../progress.ts";
+import { Throttle, ThrottledApi } from "../throttle.ts";
+import { checkLabel } from "./folder.ts";
+
+interface PushOptions {
+  folder: string;
+  jobs: string;
+  parallel: string;
+  limitRate?: string;
+  dryRun?: boolean;
+  verbose?: boolean;
+}
+
+/** What happened to one file, as the `--json` summary lists it. */
+export interface PushFileResult {
+  path: string;
+  action: "uploaded" | "unchanged" | "failed" | "interrupted" | "would_upload";
+  size: number;
+  /** `new` or `changed` for files that were (or would be) sent. */
+  reason?: "new" | "changed";
+  mode?: "single" | "session";
+  resumed?: boolean;
+  /** Ciphertext bytes sent in this run. */
+  bytes_sent?: number;
+  /** Ciphertext bytes already on the server from an interrupted run. */
+  bytes_resumed?: number;
+  revision_seq?: number;
+  error?: string;
+  exit_code?: ExitCode;
+}
+
+/** A positive integer option, or a usage error naming it. */
+export function positiveInt(name: string, value: string, max = 64): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw usageError(`${name} must be an integer 1..${max}`);
+  return n;
+}
+
+/** Errors after which starting more files is pointless: no server, bad auth, server failing. */
+function isFatal(e: unknown): boolean {
+  return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
+}
+
+interface PlannedFile {
+  file: LocalFile;
+  id: string;
+  entry: RemoteFileEntry | undefined;
+}
+
+/** Forgets remembered sessions of this folder whose file is gone or already on the server. */
+async function dropStalePending(
+  ctx: CommandContext,
+  state: UploadStateFile,
+  folderHash: string,
+  keep: Set<string>,
+): Promise<void> {
+  const prefix = `${ctx.address}/${folderHash}/`;
+  for (const [key, pending] of Object.entries(await state.all())) {
+    if (!key.startsWith(prefix) || keep.has(key.slice(prefix.length))) continue;
+    await ctx.api.deleteSession(pending.sessionId).catch(() => {});
+    await state.delete(key);
+    await rm(pending.sealed.spillPath, { force: true });
+  }
+}
+
+/** Registers `esync push` on `program`. */
+export function registerPush(program: Command): void {
+  program
+    .command("push")
+    .description("upload new and changed files of DIR to a folder (resumes interrupted uploads)")
+    .argument("<dir>", "local directory to push")
+    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .option("-j, --jobs <n>", "files uploaded at once", "3")
+    .option("--parallel <n>", "chunks of one file in flight", "4")
+    .option("--limit-rate <rate>", "average upload bandwidth cap per second, e.g. 20MiB")
+    .option("-n, --dry-run", "only show what would be uploaded")
+    .option("-v, --verbose", "also list unchanged files")
+    .addHelpText(
+      "after",
+      `
+Unchanged files (same size and salted_hash as on the server) are skipped. Files removed
+locally are not deleted on the server (use \`esync rm\`). Interrupted with Ctrl-C or by a crash,
+the same command resumes each large file where it stopped.
+
+Examples:
+  esync push ~/Documents --folder documents
+  esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
+    )
+    .action(async (dir: string, opts: PushOptions, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      await push(ctx, dir, opts);
+    });
+}
+
+async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promise<void> {
+  const label = checkLabel(opts.folder);
+  const jobs = positiveInt("--jobs", opts.jobs);
+  const parallel = positiveInt("--parallel", opts.parallel);
+  const limit = opts.limitRate === undefined ? undefined : parseSize(opts.limitRate);
+  if (limit === 0) throw usageError("--limit-rate must be above 0");
+  const root = resolve(dir);
+  const st = await stat(root).catch(() => null);
+  if (!st?.isDirectory()) throw usageError(`${dir}: not a directory`);
+  const keys = ctx.identity.folder(label);
+  const say = (line: string) => {
+    if (!ctx.json) println(line);
+  };
+  const started = performance.now();
+
+  const walk = await walkDirectory(root);
+  for (const s of walk.skipped) say(`skipping ${s} (not a regular file)`);
+
+  let registered = false;
+  const { folders } = await ctx.api.listFolders(ctx.address);
+  if (!opts.dryRun && !folders.some((f) => f.folder_hash === keys.folderHash)) {
+    try {
+      await ctx.api.registerFolder({
+        ss58Address: ctx.address,
+        folderHash: keys.folderHash,
+        label,
+        deviceName: ctx.config.device_name,
+      });
+      registered = true;
+      say(`registered folder "${label}" (${keys.folderHash})`);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 409)) throw e;
+    }
+  }
+
+  const remote = new Map<string, RemoteFileEntry>();
+  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) remote.set(toHex(e.path_hash), e);
+
+  if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
+  const results: PushFileResult[] = [];
+  const todo: PlannedFile[] = [];
+  for (const file of walk.files) {
+    ctx.signal.throwIfAborted();
+    const id = fileId(pathHash(file.rel));
+    const entry = remote.get(id);
+    if (entry && (await sameContent(file.abs, ctx.address, file.size, entry.salted_hash))) {
+      results.push({ path: file.rel, action: "unchanged", size: file.size });
+      if (opts.verbose) say(`unchanged ${file.rel}`);
+    } else {
+      todo.push({ file, id, entry });
+    }
+  }
+
+  const state = new UploadStateFile(ctx.paths.uploads);
+  if (opts.dryRun) {
+    for (const p of todo) {
+      results.push({
+        path: p.file.rel,
+        action: "would_upload",
+        size: p.file.size,
+        reason: p.entry ? "changed" : "new",
+      });
+      say(`would upload ${p.file.rel} (${p.entry ? "changed" : "new"}, ${formatSize(p.file.size)})`);
+    }
+    const bytes = todo.reduce((n, p) => n + p.file.size, 0);
+    if (ctx.json) printJson(summary(label, keys.folderHash, walk, results, false, 0, started, true));
+    else
+      println(
+        `dry run: ${todo.length} file(s), ${formatSize(bytes)} to upload; ${results.length - todo.length} unchanged`,
+      );
+    return;
+  }
+  await dropStalePending(ctx, state, keys.folderHash, new Set(todo.map((p) => p.id)));
+
+  if (todo.length === 0) {
+    if (ctx.json) printJson(summary(label, keys.folderHash, walk, results, registered, 0, started, false));
+    else println(`everything up to date: ${results.length} file(s) unchanged in "${label}"`);
+    return;
+  }
+
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
+  const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
+  const api: EsyncApi =
+    limit === undefined
+      ? ctx.api
+      : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
+  const pool = todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool() : undefined;
+  const sendStart = performance.now();
+  let doneTotal = 0;
+  let filesDone = 0;
+  let fatal = false;
+  let next = 0;
+
+  const uploadOne = async (p: PlannedFile) => {
+    const { file } = p;
+    const bar = progress.file(file.rel, file.size);
+    let fileDone = 0;
+    const setDone = (n: number) => {
+      doneTotal += n - fileDone;
+      fileDone = n;
+      progress.overall(doneTotal, filesDone);
+    };
+    const onProgress = (u: UploadProgress) => {
+      if (u.phase === "encrypting") {
+        bar.update(u.plaintextSize ? u.encryptedBytes / u.plaintextSize : 1, "encrypting", u.encryptedBytes);
+      } else {
+        bar.update(u.bytesTotal ? u.bytesDone / u.bytesTotal : 1, u.phase, u.bytesDone);
+        setDone(u.bytesDone);
+      }
+    };
+    try {
+      const out = await uploadFile({
+        api,
+        ss58Address: ctx.address,
+        folder: keys,
+        localPath: file.abs,
+        relativePath: file.rel,
+        revision: nextRevision(p.entry),
+        onConflict: "rebase",
+        stateFile: state,
+        spillDir: ctx.paths.spill,
+        parallelism: parallel,
+        encryptPool: pool,
+        signal: ctx.signal,
+        onProgress,
+      });
+      setDone(ciphertextSize(file.size));
+      filesDone++;
+      results.push({
+        path: file.rel,
+        action: "uploaded",
+        size: file.size,
+        reason: p.entry ? "changed" : "new",
+        mode: out.mode,
+        resumed: out.resumed,
+        bytes_sent: out.bytesSent,
+        bytes_resumed: out.bytesSkipped,
+        revision_seq: out.manifest.revision_seq,
+      });
+      const resumed = out.resumed ? `, resumed: ${formatSize(out.bytesSkipped)} already on the server` : "";
+      bar.done(`uploaded  ${file.rel}  ${formatSize(file.size)}${p.entry ? " (changed)" : ""}${resumed}`);
+    } catch (e) {
+      if (ctx.signal.aborted || isAbort(e)) {
+        results.push({ path: file.rel, action: "interrupted", size: file.size, bytes_sent: 0 });
+        bar.done(`interrupted ${file.rel} (resumable)`);
+        return;
+      }
+      filesDone++;
+      results.push({
+        path: file.rel,
+        action: "failed",
+        size: file.size,
+        error: describeError(e),
+        exit_code: exitCodeOf(e),
+      });
+      bar.done(`FAILED    ${file.rel}: ${describeError(e)}`);
+      if (isFatal(e)) fatal = true;
+    }
+  };
+
+  const worker = async () => {
+    while (!fatal && !ctx.signal.aborted && next < todo.length) await uploadOne(todo[next++] as PlannedFile);
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
+  } finally {
+    progress.stop();
+    pool?.close();
+  }
+
+  const interrupted = ctx.signal.aborted;
+  const s = summary(
+    label,
+    keys.folderHash,
+    walk,
+    results,
+    registered,
+    performance.now() - sendStart,
+    started,
+    false,
+  );
+  if (ctx.json) printJson({ ...s, interrupted });
+  else {
+    const parts = [
+      `pushed ${s.uploaded} file(s) (${formatSize(s.bytes_uploaded)}) to "${label}" in ${formatDuration(s.elapsed_ms)}`,
+      `${formatSize(s.bytes_sent)} sent at ${formatRate(s.rate_bytes_per_sec)}`,
+    ];
+    if (s.bytes_resumed > 0) parts.push(`${formatSize(s.bytes_resumed)} resumed`);
+    parts.push(`${s.unchanged} unchanged`);
+    if (s.failed > 0) parts.push(`${s.failed} failed`);
+    println(parts.join("; "));
+  }
+  if (interrupted)
+    throw new CliError(
+      "interrupted; run the same command again to resume where it stopped",
+      EXIT.interrupted,
+    );
+  const failed = results.filter((r) => r.action === "failed");
+  if (failed.length > 0) {
+    const code = failed.some((r) => r.exit_code === EXIT.server) ? EXIT.server : EXIT.local;
+    throw new CliError(`${failed.length} file(s) failed to upload`, code);
+  }
+}
+
+/** The `--json` summary of a push. */
+function summary(
+  label: string,
+  folderHash: string,
+  walk: { files: LocalFile[]; skipped: string[] },
+  results: PushFileResult[],
+  registered: boolean,
+  sendMs: number,
+  started: number,
+  dryRun: boolean,
+) {
+  const uploaded = results.filter((r) => r.action === "uploaded");
+  const bytesSent = uploaded.reduce((n, r) => n + (r.bytes_sent ?? 0), 0);
+  return {
+    folder: label,
+    folder_hash: folderHash,
+    dry_run: dryRun,
+    registered_folder: registered,
+    files_scanned: walk.files.length,
+    uploaded: uploaded.length,
+    unchanged: results.filter((r) => r.action === "unchanged").length,
+    failed: results.filter((r) => r.action === "failed").length,
+    /** Plaintext bytes of the files uploaded. */
+    bytes_uploaded: uploaded.reduce((n, r) => n + r.size, 0),
+    /** Ciphertext bytes sent in this run. */
+    bytes_sent: bytesSent,
+    /** Ciphertext bytes found already on the server (resumed sessions). */
+    bytes_resumed: uploaded.reduce((n, r) => n + (r.bytes_resumed ?? 0), 0),
+    elapsed_ms: Math.round(performance.now() - started),
+    rate_bytes_per_sec: sendMs > 0 ? Math.round(bytesSent / (sendMs / 1000)) : 0,
+    not_regular: walk.skipped,
+    files: results.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * @module cli/config
+ * The `esync` configuration directory: where the master mnemonic, the server URL and the
+ * upload state live. The only module of the CLI that reads the environment.
+ *
+ * Directory (mode 0700): `--config-dir`, else `$ESYNC_CONFIG_DIR`, else
+ * `$XDG_CONFIG_HOME/esync`, else `~/.config/esync`.
+ *
+ * | file | mode | content |
+ * |---|---|---|
+ * | `mnemonic` | 0600 | the BIP39 master mnemonic, one line: the only secret, back it up |
+ * | `config.json` | 0600 | `{version, server_url, address, device_name, created_at}` |
+ * | `uploads.json` | 0600 | sessions of interrupted pushes (`UploadStateFile`), for resume |
+ * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done) |
+ *
+ * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s.
+ */
+import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { CliError, EXIT, usageError } from "./output.ts";
+
+/** Server URL used when `init` is given none. */
+export const DEFAULT_SERVER_URL = "http://127.0.0.1:8080";
+
+/** `config.json`. */
+export interface CliConfigFile {
+  version: 1;
+  server_url: string;
+  /** SS58 address of the mnemonic, for display (recomputed from the mnemonic when used). */
+  address: string;
+  /** Sent as `device_name` when a folder is registered. */
+  device_name: string;
+  /** Unix seconds. */
+  created_at: number;
+}
+
+/** Options shared by every command (commander's global options). */
+export interface GlobalOptions {
+  configDir?: string;
+  server?: string;
+  json?: boolean;
+}
+
+/** Resolved paths of a configuration directory. */
+export interface ConfigPaths {
+  dir: string;
+  mnemonic: string;
+  config: string;
+  uploads: string;
+  spill: string;
+}
+
+/** The configuration directory chosen by `--config-dir`, `ESYNC_CONFIG_DIR`, XDG or `~/.config/esync`. */
+export function configDir(flag?: string): string {
+  if (flag) return resolve(flag);
+  const env = process.env.ESYNC_CONFIG_DIR;
+  if (env) return resolve(env);
+  const xdg = process.env.XDG_CONFIG_HOME;
+  return join(xdg ? resolve(xdg) : join(homedir(), ".config"), "esync");
+}
+
+/** The files of configuration directory `dir`. */
+export function configPaths(dir: string): ConfigPaths {
+  return {
+    dir,
+    mnemonic: join(dir, "mnemonic"),
+    config: join(dir, "config.json"),
+    uploads: join(dir, "uploads.json"),
+    spill: join(dir, "spill"),
+  };
+}
+
+/** The server URL from `--server` or `ESYNC_SERVER`, if either is set. */
+export function serverOverride(flag?: string): string | undefined {
+  return flag ?? (process.env.ESYNC_SERVER || undefined);
+}
+
+/** A default device name: the host name. */
+export function defaultDeviceName(): string {
+  return hostname();
+}
+
+/** Checks that `url` is an http(s) URL and returns it without a trailing slash. Usage error otherwise. */
+export function normalizeServerUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw usageError(`not a URL: ${url}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    throw usageError(`server URL must be http:// or https://, got ${url}`);
+  return url.replace(/\/+$/, "");
+}
+
+async function writePrivate(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text, { mode: 0o600 });
+  await chmod(tmp, 0o600); // whatever the umask
+  await rename(tmp, path);
+}
+
+/** Creates the directory (mode 0700) if needed. */
+export async function ensureConfigDir(paths: ConfigPaths): Promise<void> {
+  await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+}
+
+/** Writes the mnemonic file (mode 0600, atomically). */
+export async function writeMnemonic(paths: ConfigPaths, mnemonic: string): Promise<void> {
+  await ensureConfigDir(paths);
+  await writePrivate(paths.mnemonic, `${mnemonic}\n`);
+}
+
+/** Writes `config.json` (mode 0600, atomically). */
+export async function writeConfig(paths: ConfigPaths, config: CliConfigFile): Promise<void> {
+  await ensureConfigDir(paths);
+  await writePrivate(paths.config, `${JSON.stringify(config, null, 2)}\n`);
+}
+
+/** True when a mnemonic is stored in `paths`. */
+export async function hasMnemonic(paths: ConfigPaths): Promise<boolean> {
+  return Bun.file(paths.mnemonic).exists();
+}
+
+/** The stored mnemonic. Usage error (exit 1) when `esync init` has not been run. */
+export async function readMnemonic(paths: ConfigPaths): Promise<string> {
+  const file = Bun.file(paths.mnemonic);
+  if (!(await file.exists()))
+    throw usageError(`no identity in ${paths.dir}: run \`esync init\` first (or pass --config-dir)`);
+  const st = await file.stat();
+  if ((st.mode & 0o077) !== 0) {
+    throw new CliError(
+      `${paths.mnemonic} is readable by others (mode ${(st.mode & 0o777).toString(8)}): run \`chmod 600 ${paths.mnemonic}\``,
+      EXIT.local,
+    );
+  }
+  return (await file.text()).trim();
+}
+
+/** The stored `config.json`. Usage error (exit 1) when it is missing or unreadable. */
+export async function readConfig(paths: ConfigPaths): Promise<CliConfigFile> {
+  const file = Bun.file(paths.config);
+  if (!(await file.exists()))
+    throw usageError(`no configuration in ${paths.dir}: run \`esync init\` first (or pass --config-dir)`);
+  let parsed: Partial<CliConfigFile>;
+  try {
+    parsed = (await file.json()) as Partial<CliConfigFile>;
+  } catch {
+    throw usageError(`${paths.config} is not valid JSON: fix it or run \`esync init --force\``);
+  }
+  if (typeof parsed.server_url !== "string")
+    throw usageError(`${paths.config} has no server_url: run \`esync init --server URL --force\``);
+  return {
+    version: 1,
+    server_url: parsed.server_url,
+    address: String(parsed.address ?? ""),
+    device_name: String(parsed.device_name ?? defaultDeviceName()),
+    created_at: Number(parsed.created_at ?? 0),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * @module cli/context
+ * What a command that talks to the server needs, built once from the global options: the
+ * configuration directory, the identity of the stored mnemonic, an `EsyncApi` that signs
+ * `sig1.` tokens with it, and the Ctrl-C signal.
+ */
+import { EsyncApi } from "../client/api.ts";
+import { type Identity, identityFromMnemonic } from "../client/keys.ts";
+import { WalletTokenSource } from "../client/token.ts";
+import {
+  type CliConfigFile,
+  type ConfigPaths,
+  configDir,
+  configPaths,
+  type GlobalOptions,
+  normalizeServerUrl,
+  readConfig,
+  readMnemonic,
+  serverOverride,
+} from "./config.ts";
+import { InterruptedError } from "./output.ts";
+
+/** Everything a command needs to act for the configured account. */
+export interface CommandContext {
+  paths: ConfigPaths;
+  config: CliConfigFile;
+  identity: Identity;
+  /** The account's SS58 address. */
+  address: string;
+  serverUrl: string;
+  /** Signs `sig1.` tokens for the account (for a second `EsyncApi`, e.g. a throttled one). */
+  tokens: WalletTokenSource;
+  api: EsyncApi;
+  json: boolean;
+  /** Aborted on the first Ctrl-C (SIGINT) or SIGTERM. */
+  signal: AbortSignal;
+}
+
+let interrupt: AbortController | null = null;
+
+/**
+ * The signal aborted by the first SIGINT/SIGTERM; a second one exits at once with 130.
+ * Commands pass it down so uploads stop cleanly and keep their session for a resume.
+ */
+export function interruptSignal(): AbortSignal {
+  if (!interrupt) {
+    const controller = new AbortController();
+    interrupt = controller;
+    const onSignal = () => {
+      if (controller.signal.aborted) process.exit(130);
+      controller.abort(new InterruptedError());
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  }
+  return interrupt.signal;
+}
+
+/** Loads configuration, mnemonic and identity; usage error (exit 1) when `esync init` was not run. */
+export async function loadContext(opts: GlobalOptions): Promise<CommandContext> {
+  const paths = configPaths(configDir(opts.configDir));
+  const config = await readConfig(paths);
+  const mnemonic = await readMnemonic(paths);
+  const identity = await identityFromMnemonic(mnemonic);
+  const serverUrl = normalizeServerUrl(serverOverride(opts.server) ?? config.server_url);
+  const tokens = new WalletTokenSource(identity);
+  const api = new EsyncApi({ baseUrl: serverUrl, token: tokens });
+  return {
+    paths,
+    config,
+    identity,
+    address: identity.address,
+    serverUrl,
+    tokens,
+    api,
+    json: opts.json === true,
+    signal: interruptSignal(),
+  };
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bun
+/**
+ * @module cli/esync
+ * The `esync` command: back up folders to an esync server end-to-end encrypted and restore
+ * them. Every command takes `--json` for scripts; errors are one line on stderr
+ * (`esync: 409 conflict: ...`) and the exit code says what kind of failure it was
+ * (`EXIT` in `output.ts`, listed in `esync --help`).
+ *
+ *   esync init [--import] [--server URL]      create or import the master mnemonic
+ *   esync folder add|list|rm LABEL            the server's folder registry
+ *   esync push DIR --folder LABEL             upload new and changed files (resumable)
+ *   esync pull --folder LABEL DEST            download, decrypt and verify a folder
+ *   esync search [Q] [filters]                search files across folders
+ *   esync rm --folder LABEL PATH...           delete files on the server
+ */
+import { Command, CommanderError } from "commander";
+import pkg from "../../package.json" with { type: "json" };
+import { registerFolder } from "./commands/folder.ts";
+import { registerInit } from "./commands/init.ts";
+import { registerPull } from "./commands/pull.ts";
+import { registerPush } from "./commands/push.ts";
+import { registerRm } from "./commands/rm.ts";
+import { registerSearch } from "./commands/search.ts";
+import { describeError, EXIT, EXIT_CODES_HELP, eprintln, exitCodeOf } from "./output.ts";
+
+/** The `esync` program with every command registered; `exitOverride` lets `main` choose exit codes. */
+export function buildProgram(): Command {
+  const program = new Command("esync")
+    .description("End-to-end-encrypted file sync: files are encrypted on this machine before they are sent")
+    .version(pkg.version, "-V, --version")
+    .option("--config-dir <dir>", "configuration directory (default $ESYNC_CONFIG_DIR or ~/.config/esync)")
+    .option("--server <url>", "server URL for this run (default $ESYNC_SERVER or the one from init)")
+    .option("--json", "machine-readable JSON output (one document on stdout)")
+    .showHelpAfterError("(run with --help for usage)")
+    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .configureOutput({ outputError: (text, write) => write(`esync: ${text.replace(/^error: /, "")}`) })
+    .exitOverride()
+    .addHelpText(
+      "after",
+      `
+Quick start:
+  esync init --server http://127.0.0.1:8080
+  esync push ~/Documents --folder documents
+  esync search report --type pdf
+  esync pull --folder documents ~/restore
+
+${EXIT_CODES_HELP}`,
+    );
+  registerInit(program);
+  registerFolder(program);
+  registerPush(program);
+  registerPull(program);
+  registerSearch(program);
+  registerRm(program);
+  for (const cmd of program.commands) {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+/** Runs `esync` with `argv` (as `process.argv`) and returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return EXIT.ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Help and version end with exit code 0; any other parse error was printed by commander.
+      return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    eprintln(`esync: ${describeError(e)}`);
+    return exitCodeOf(e);
+  }
+}
+
+if (import.meta.main) {
+  const code = await main(process.argv);
+  process.exit(code);
+}

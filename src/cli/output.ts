@@ -1,0 +1,208 @@
+/**
+ * @module cli/output
+ * What the `esync` command prints and how it ends: human-readable sizes, rates, durations and
+ * dates, plain-text tables, JSON for scripts, and the exit codes with the one-line error
+ * messages they come with.
+ *
+ * Exit codes (also in `esync --help` and the README):
+ *
+ * | code | meaning |
+ * |---|---|
+ * | 0 | success |
+ * | 1 | usage: bad arguments or options, missing configuration (`esync init` not run) |
+ * | 2 | the server answered with an error, or could not be reached |
+ * | 3 | local I/O or crypto: unreadable or unwritable files, tampered or undecryptable ciphertext |
+ * | 130 | interrupted (Ctrl-C); a push resumes where it stopped on the next run |
+ */
+import { ApiError } from "../client/api-error.ts";
+import { IntegrityError } from "../client/downloader.ts";
+import { CiphertextError, PlaintextSizeError } from "../client/frame.ts";
+import { InvalidMnemonicError } from "../client/keys.ts";
+import { InvalidRelativePathError } from "../client/manifest.ts";
+import { FileChangedError } from "../client/seal.ts";
+
+/** Process exit codes of `esync`. */
+export const EXIT = {
+  ok: 0,
+  usage: 1,
+  server: 2,
+  local: 3,
+  interrupted: 130,
+} as const;
+
+/** One of the `EXIT` codes. */
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** The `--help` epilogue listing the exit codes. */
+export const EXIT_CODES_HELP = `Exit codes:
+  0    success
+  1    usage error (bad arguments, no configuration: run \`esync init\`)
+  2    server or API error (the server's code is printed: \`esync: 409 conflict: ...\`), or server unreachable
+  3    local I/O or crypto error (unreadable/unwritable file, tampered or undecryptable ciphertext)
+  130  interrupted (Ctrl-C); \`esync push\` resumes where it stopped on the next run`;
+
+/** An error the CLI reports as one line and ends with `code`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code: ExitCode,
+  ) {
+    super(message);
+    this.name = "CliError";
+  }
+}
+
+/** A usage error (exit 1). */
+export function usageError(message: string): CliError {
+  return new CliError(message, EXIT.usage);
+}
+
+/** The exit code an error ends the program with. */
+export function exitCodeOf(e: unknown): ExitCode {
+  if (e instanceof CliError) return e.code;
+  if (e instanceof ApiError) return EXIT.server;
+  if (isAbort(e)) return EXIT.interrupted;
+  if (e instanceof InvalidMnemonicError) return EXIT.usage;
+  return EXIT.local;
+}
+
+/** True for the error an aborted signal throws. */
+export function isAbort(e: unknown): boolean {
+  return e instanceof Error && (e.name === "AbortError" || e.name === "InterruptedError");
+}
+
+/** The error raised when the user presses Ctrl-C. */
+export class InterruptedError extends Error {
+  constructor() {
+    super("interrupted");
+    this.name = "InterruptedError";
+  }
+}
+
+/**
+ * One line describing `e`, without the `esync: ` prefix: `409 conflict: message` for a server
+ * error, `cannot reach the server: ...` for a network failure, the message otherwise.
+ */
+export function describeError(e: unknown): string {
+  if (e instanceof CliError) return e.message;
+  if (e instanceof ApiError) {
+    if (e.status === 0) return `cannot reach the server: ${e.message}`;
+    return `${e.status} ${e.code}: ${e.message || "(no message)"}`;
+  }
+  if (e instanceof CiphertextError) return `ciphertext rejected (${e.reason}): ${e.message}`;
+  if (e instanceof IntegrityError) return `integrity check failed: ${e.message}`;
+  if (e instanceof PlaintextSizeError) return `integrity check failed: ${e.message}`;
+  if (e instanceof FileChangedError || e instanceof InvalidRelativePathError) return e.message;
+  if (e instanceof Error) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const line = e.message.split("\n")[0] ?? "";
+    return typeof code === "string" && !line.includes(code) ? `${code}: ${line}` : line;
+  }
+  return String(e);
+}
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+/** Human-readable binary size: `0 B`, `512 B`, `1.5 MiB`, `12 GiB`. */
+export function formatSize(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return "-";
+  let v = bytes;
+  let u = 0;
+  while (v >= 1024 && u < UNITS.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  if (u === 0) return `${v} B`;
+  const digits = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  return `${Number(v.toFixed(digits))} ${UNITS[u]}`;
+}
+
+/** Rate in decimal megabytes per second (the unit throughput is usually quoted in): `123.4 MB/s`. */
+export function formatRate(bytesPerSec: number): string {
+  if (!Number.isFinite(bytesPerSec) || bytesPerSec <= 0) return "- MB/s";
+  const mb = bytesPerSec / 1e6;
+  return `${mb >= 100 ? mb.toFixed(0) : mb.toFixed(1)} MB/s`;
+}
+
+/** Duration: `850ms`, `42s`, `3m05s`, `1h02m`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "-";
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+}
+
+/** ISO 8601 date-time in UTC without milliseconds, from Unix seconds: `2026-11-22T00:19:48Z`. */
+export function formatDate(unixSeconds: number): string {
+  if (!Number.isFinite(unixSeconds)) return "-";
+  return new Date(unixSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** Parses a size: bytes (`1048576`) or with a unit (`10k`, `1.5MiB`, `2GB`, `512 KiB`); binary multiples. */
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$/i.exec(text);
+  if (!m) throw usageError(`not a size: ${JSON.stringify(text)} (try 1048576, 500K, 1.5MiB, 2G)`);
+  const power = " kmgtp".indexOf((m[2] ?? "").toLowerCase() || " ");
+  const value = Number(m[1]) * 1024 ** power;
+  if (!Number.isSafeInteger(Math.round(value))) throw usageError(`size too large: ${text}`);
+  return Math.round(value);
+}
+
+/**
+ * Parses a point in time into Unix seconds: an ISO date or date-time (`2026-11-01`,
+ * `2026-11-01T12:00:00Z`; a date alone is midnight UTC), Unix seconds (`1767225600`), or an
+ * age (`30m`, `12h`, `7d`, `2w` ago from `now`).
+ */
+export function parseTime(text: string, now: number = Date.now()): number {
+  const t = text.trim();
+  const age = /^(\d+)\s*([smhdw])$/i.exec(t);
+  if (age) {
+    const mult = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[(age[2] as string).toLowerCase() as "s"];
+    return Math.floor(now / 1000) - Number(age[1]) * mult;
+  }
+  if (/^\d{9,}$/.test(t)) return Number(t);
+  if (/^\d{4}-\d{2}-\d{2}/.test(t)) {
+    const ms = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(t) ? `${t}T00:00:00Z` : t);
+    if (!Number.isNaN(ms)) return Math.floor(ms / 1000);
+  }
+  throw usageError(`not a date: ${JSON.stringify(text)} (try 2026-11-01, 2026-11-01T12:00:00Z, 7d, 12h)`);
+}
+
+/** A column of `table`: header and alignment. */
+export interface Column {
+  header: string;
+  align?: "left" | "right";
+}
+
+/** Renders rows as a plain-text table with a header line; cells are padded to the widest entry. */
+export function table(columns: Column[], rows: string[][]): string {
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => {
+        const w = widths[i] as number;
+        if (i === cells.length - 1 && columns[i]?.align !== "right") return cell;
+        return columns[i]?.align === "right" ? cell.padStart(w) : cell.padEnd(w);
+      })
+      .join("  ")
+      .trimEnd();
+  return [line(columns.map((c) => c.header)), ...rows.map(line)].join("\n");
+}
+
+/** Writes one line to stdout. */
+export function println(text = ""): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** Writes one line to stderr. */
+export function eprintln(text = ""): void {
+  process.stderr.write(`${text}\n`);
+}
+
+/** Writes `value` as one line of JSON to stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}

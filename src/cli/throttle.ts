@@ -1,0 +1,62 @@
+/**
+ * @module cli/throttle
+ * `--limit-rate`: an average upload bandwidth cap. Each chunk (or single-shot body) reserves
+ * its bytes on a shared schedule and starts only when the schedule allows, so the average
+ * rate stays at or under the cap while each request itself goes at full speed.
+ */
+
+import type { ApiClientOptions } from "../client/api.ts";
+import { EsyncApi } from "../client/api.ts";
+import type { ChunkStored, UploadResult } from "../client/api-types.ts";
+import type { Manifest } from "../client/manifest.ts";
+import { realSleep } from "../client/retry.ts";
+
+/** A schedule of bytes at `bytesPerSec`. */
+export class Throttle {
+  private next = 0;
+
+  constructor(readonly bytesPerSec: number) {
+    if (!(bytesPerSec > 0)) throw new RangeError(`rate must be positive, got ${bytesPerSec}`);
+  }
+
+  /** Waits until `bytes` more may be sent without exceeding the average rate. */
+  async take(bytes: number, signal?: AbortSignal): Promise<void> {
+    const now = performance.now();
+    const start = Math.max(now, this.next);
+    this.next = start + (bytes / this.bytesPerSec) * 1000;
+    if (start > now) await realSleep(start - now, signal);
+  }
+}
+
+const sizeOf = (b: Blob | Uint8Array) => (b instanceof Blob ? b.size : b.byteLength);
+
+/** An `EsyncApi` whose chunk and single-shot uploads share one `Throttle`. */
+export class ThrottledApi extends EsyncApi {
+  constructor(
+    options: ApiClientOptions,
+    private readonly throttle: Throttle,
+  ) {
+    super(options);
+  }
+
+  /** `putChunk`, started when the throttle allows. */
+  override async putChunk(
+    sessionId: string,
+    index: number,
+    chunk: Blob | Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<ChunkStored> {
+    await this.throttle.take(sizeOf(chunk), signal);
+    return super.putChunk(sessionId, index, chunk, signal);
+  }
+
+  /** `upload`, started when the throttle allows. */
+  override async upload(
+    manifest: Manifest,
+    ciphertext: Blob | Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<UploadResult> {
+    await this.throttle.take(sizeOf(ciphertext), signal);
+    return super.upload(manifest, ciphertext, signal);
+  }
+}
