@@ -1,0 +1,289 @@
+/**
+ * The `esync` command end to end: the real CLI process against the real server process, each
+ * with temporary directories. init (new, import, 0600), folder add/list/rm, push of a tree of
+ * real files of this machine and pull back byte for byte, unchanged files skipped, a changed
+ * file sent as a new revision, search, rm, and the exit codes of failures.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ciphertextSize } from "../../src/client/frame.ts";
+import { folderHash, identityFromMnemonic } from "../../src/client/keys.ts";
+import { type ServerProcess, startServer } from "../support/server.ts";
+import { buildRealTree, expectSameTree, listTree, runCli } from "./helpers.ts";
+
+const MNEMONIC = `${"abandon ".repeat(11)}about`;
+const work = mkdtempSync(join(tmpdir(), "esync-cli-"));
+const cfg = join(work, "config");
+let server: ServerProcess;
+
+beforeAll(async () => {
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+interface PushSummary {
+  uploaded: number;
+  unchanged: number;
+  failed: number;
+  files_scanned: number;
+  bytes_sent: number;
+  bytes_resumed: number;
+  files: Array<{
+    path: string;
+    action: string;
+    mode?: string;
+    reason?: string;
+    revision_seq?: number;
+    size: number;
+  }>;
+}
+
+interface PullSummary {
+  downloaded: number;
+  up_to_date: number;
+  failed: number;
+}
+
+describe("esync init", () => {
+  test("creates a 24-word mnemonic, stored with mode 0600 in a 0700 directory, and the server URL", async () => {
+    const r = await runCli(cfg, ["init", "--server", server.url, "--json"]);
+    expect(r.code).toBe(0);
+    const out = r.json<{ created: boolean; mnemonic: string; address: string; server_ok: boolean }>();
+    expect(out.created).toBe(true);
+    expect(out.server_ok).toBe(true);
+    expect(out.mnemonic.split(" ")).toHaveLength(24);
+    expect(out.address).toBe((await identityFromMnemonic(out.mnemonic)).address);
+    expect((await Bun.file(join(cfg, "mnemonic")).text()).trim()).toBe(out.mnemonic);
+    expect(statSync(join(cfg, "mnemonic")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(cfg, "config.json")).mode & 0o777).toBe(0o600);
+    expect(statSync(cfg).mode & 0o777).toBe(0o700);
+    const config = (await Bun.file(join(cfg, "config.json")).json()) as { server_url: string };
+    expect(config.server_url).toBe(server.url);
+  });
+
+  test("imports a mnemonic piped on stdin and derives the same account as the library", async () => {
+    const dir = join(work, "imported");
+    const r = await runCli(dir, ["init", "--import", "--server", server.url, "--json"], `  ${MNEMONIC}\n`);
+    expect(r.code).toBe(0);
+    const out = r.json<{ imported: boolean; address: string; mnemonic?: string }>();
+    expect(out.imported).toBe(true);
+    expect(out.mnemonic).toBeUndefined(); // an imported secret is not echoed back
+    expect(out.address).toBe((await identityFromMnemonic(MNEMONIC)).address);
+    expect(statSync(join(dir, "mnemonic")).mode & 0o777).toBe(0o600);
+  });
+
+  test("rejects an invalid mnemonic with exit 1 and stores nothing", async () => {
+    const dir = join(work, "invalid");
+    const r = await runCli(dir, ["init", "--import", "--server", server.url], "abandon abandon banana\n");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("esync: not a valid English BIP39 mnemonic");
+    expect(await Bun.file(join(dir, "mnemonic")).exists()).toBe(false);
+  });
+
+  test("refuses to replace an existing mnemonic without --force (exit 1), but updates the server URL", async () => {
+    const before = await Bun.file(join(cfg, "mnemonic")).text();
+    const r = await runCli(cfg, ["init", "--import"], `${MNEMONIC}\n`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("--force");
+    const again = await runCli(cfg, ["init", "--server", `${server.url}/`]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("already initialised");
+    expect(await Bun.file(join(cfg, "mnemonic")).text()).toBe(before);
+  });
+
+  test("a command before init exits 1 and says to run esync init", async () => {
+    const r = await runCli(join(work, "never-initialised"), ["folder", "list"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^esync: no configuration in .*run `esync init` first/);
+  });
+});
+
+describe("esync folder", () => {
+  test("add registers a folder; adding it again reports it as already registered (exit 0)", async () => {
+    const r = await runCli(cfg, ["folder", "add", "photos", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ label: "photos", folder_hash: folderHash("photos"), registered: true });
+    const again = await runCli(cfg, ["folder", "add", "photos"]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("already registered");
+  });
+
+  test("list shows registered folders (JSON and a table)", async () => {
+    const r = await runCli(cfg, ["folder", "list", "--json"]);
+    expect(r.code).toBe(0);
+    const folders = r.json<Array<{ label: string; folder_hash: string; file_count: number }>>();
+    expect(folders.find((f) => f.label === "photos")).toMatchObject({
+      folder_hash: folderHash("photos"),
+      file_count: 0,
+    });
+    const table = await runCli(cfg, ["folder", "list"]);
+    expect(table.stdout).toMatch(/^LABEL\s+HASH\s+FILES\s+SIZE\s+UPDATED\s+DEVICE/);
+    expect(table.stdout).toMatch(/photos\s+[0-9a-f]{16}\s+0\s+0 B\s+\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
+  });
+
+  test("rm needs --yes (exit 1), then unregisters; a second rm is the server's 404 (exit 2)", async () => {
+    const refused = await runCli(cfg, ["folder", "rm", "photos"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("--yes");
+    const r = await runCli(cfg, ["folder", "rm", "photos", "--yes", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ label: "photos", files_deleted: 0 });
+    const list = await runCli(cfg, ["folder", "list", "--json"]);
+    expect(list.json<Array<{ label: string }>>().some((f) => f.label === "photos")).toBe(false);
+    const again = await runCli(cfg, ["folder", "rm", "photos", "--yes"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+  });
+});
+
+describe("esync push / pull of a real directory tree", () => {
+  const tree = join(work, "tree");
+  let fileCount = 0;
+
+  test("push uploads every file (the large one through a session) and registers the folder", async () => {
+    buildRealTree(tree);
+    fileCount = listTree(tree).size;
+    expect(fileCount).toBeGreaterThan(10);
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--json"]);
+    expect(r.code).toBe(0);
+    const s = r.json<PushSummary & { registered_folder: boolean }>();
+    expect(s.registered_folder).toBe(true);
+    expect(s).toMatchObject({ files_scanned: fileCount, uploaded: fileCount, unchanged: 0, failed: 0 });
+    const large = s.files.find((f) => f.path === "large/real-over-8MiB.bin");
+    expect(large).toMatchObject({ action: "uploaded", mode: "session", reason: "new" });
+    expect(s.files.find((f) => f.path === "deep/er/still/empty.txt")).toMatchObject({
+      size: 0,
+      mode: "single",
+    });
+    expect(s.files.some((f) => f.path === "deep/Résumé final.json")).toBe(true);
+    const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSize(statSync(p).size), 0);
+    expect(s.bytes_sent).toBe(total);
+  });
+
+  test("pull into a fresh directory gives back every file byte for byte", async () => {
+    const dest = join(work, "restored");
+    const r = await runCli(cfg, ["pull", "--folder", "backup", dest, "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json<PullSummary>()).toMatchObject({ downloaded: fileCount, failed: 0 });
+    expect(await expectSameTree(tree, dest)).toBe(fileCount);
+  });
+
+  test("a second push sends nothing: every file is unchanged", async () => {
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json<PushSummary>()).toMatchObject({
+      uploaded: 0,
+      bytes_sent: 0,
+      unchanged: fileCount,
+      failed: 0,
+    });
+  });
+
+  test("a changed file goes up as revision 2, and pull replaces only that file", async () => {
+    writeFileSync(join(tree, "deep/er/still/empty.txt"), "not empty any more\n");
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--json"]);
+    expect(r.code).toBe(0);
+    const s = r.json<PushSummary>();
+    expect(s).toMatchObject({ uploaded: 1, unchanged: fileCount - 1 });
+    expect(s.files.find((f) => f.action === "uploaded")).toMatchObject({
+      path: "deep/er/still/empty.txt",
+      reason: "changed",
+      revision_seq: 2,
+    });
+    const dest = join(work, "restored");
+    const pulled = await runCli(cfg, ["pull", "--folder", "backup", dest, "--json"]);
+    expect(pulled.json<PullSummary>()).toMatchObject({ downloaded: 1, up_to_date: fileCount - 1, failed: 0 });
+    expect(await expectSameTree(tree, dest)).toBe(fileCount);
+  });
+
+  test("plain output (stdout not a terminal) has one line per file and a summary", async () => {
+    writeFileSync(join(tree, "new note.txt"), "hello\n");
+    fileCount++;
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("uploaded  new note.txt  6 B");
+    expect(r.stdout).toMatch(/pushed 1 file\(s\) \(6 B\) to "backup" in .*; \d+ unchanged/);
+  });
+
+  test("search finds pushed files, as JSON and as a table with sizes and ISO dates", async () => {
+    const r = await runCli(cfg, ["search", "real-over", "--json"]);
+    expect(r.code).toBe(0);
+    const found = r.json<{
+      files: Array<{ relative_path: string; folder_label: string; size_bytes: number }>;
+    }>();
+    expect(found.files).toHaveLength(1);
+    expect(found.files[0]).toMatchObject({
+      relative_path: "large/real-over-8MiB.bin",
+      folder_label: "backup",
+      size_bytes: statSync(join(tree, "large/real-over-8MiB.bin")).size,
+    });
+    const table = await runCli(cfg, ["search", "--min-size", "8MiB", "--sort", "size"]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^\s*SIZE\s+CREATED\s+UPDATED\s+FOLDER\s+PATH/);
+    expect(table.stdout).toMatch(
+      /\d+(\.\d+)? MiB\s+\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\s+\S+\s+backup\s+large\/real-over-8MiB\.bin/,
+    );
+    expect(table.stdout).toContain("1-1 of 1");
+    const byName = async (...extra: string[]) =>
+      (await runCli(cfg, ["search", "--type", ".json", "--sort", "name", "--json", ...extra]))
+        .json<{ files: Array<{ file_name: string }> }>()
+        .files.map((f) => f.file_name);
+    const asc = await byName("--asc");
+    expect(asc).toContain("Résumé final.json");
+    expect(asc.length).toBeGreaterThan(1);
+    expect(await byName()).toEqual([...asc].reverse());
+  });
+
+  test("search rejects a bad filter: the server's code with exit 2, a bad size with exit 1", async () => {
+    const bad = await runCli(cfg, ["search", "--type", "bogus"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^esync: 400 invalid_file_type: /);
+    const usage = await runCli(cfg, ["search", "--min-size", "lots"]);
+    expect(usage.code).toBe(1);
+  });
+
+  test("rm deletes one file by its path; it is gone from search and from the next pull", async () => {
+    const r = await runCli(cfg, ["rm", "--folder", "backup", "new note.txt"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("deleted new note.txt");
+    const search = await runCli(cfg, ["search", "new note", "--json"]);
+    expect(search.json<{ total_count: number }>().total_count).toBe(0);
+    const dest = join(work, "restored-after-rm");
+    const pulled = await runCli(cfg, ["pull", "--folder", "backup", dest, "--json"]);
+    expect(pulled.json<PullSummary>()).toMatchObject({ downloaded: fileCount - 1, failed: 0 });
+    expect(listTree(dest).has("new note.txt")).toBe(false);
+    const again = await runCli(cfg, ["rm", "--folder", "backup", "new note.txt"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+  });
+});
+
+describe("exit codes", () => {
+  test("usage errors exit 1: unknown command, missing --folder, not a directory", async () => {
+    expect((await runCli(cfg, ["frobnicate"])).code).toBe(1);
+    const missing = await runCli(cfg, ["push", work]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("--folder");
+    expect((await runCli(cfg, ["push", join(work, "nope"), "--folder", "x"])).code).toBe(1);
+  });
+
+  test("an unreachable server exits 2 with one line", async () => {
+    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/^esync: cannot reach the server: /);
+  });
+
+  test("--help lists the commands and the exit codes", async () => {
+    const r = await runCli(cfg, ["--help"]);
+    expect(r.code).toBe(0);
+    for (const c of ["init", "folder", "push", "pull", "search", "rm"]) expect(r.stdout).toContain(`  ${c}`);
+    expect(r.stdout).toContain("Exit codes:");
+    expect(r.stdout).toContain("130");
+  });
+});
