@@ -210,8 +210,31 @@ export class FilesService {
       size,
       gens: JSON.parse(row.chunkGens) as string[],
     };
-    return { row, start, end, partial: r !== null, body: readBlobRange(this.blobs, layout, start, end) };
+    // Read the first piece before answering, so that a store failure is a 500, not a truncated 200.
+    const body = await primed(readBlobRange(this.blobs, layout, start, end));
+    return { row, start, end, partial: r !== null, body };
   }
+}
+
+/**
+ * Reads the first piece of `stream` now (rejecting with its error) and returns a stream of all
+ * of its pieces, that piece included.
+ */
+async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array>> {
+  const reader = stream.getReader();
+  let first: ReadableStreamReadResult<Uint8Array> | null = await reader.read();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const r = first ?? (await reader.read());
+        first = null;
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /**
