@@ -1,0 +1,235 @@
+/**
+ * Transient failures (spec §4.1, §4.3, §4.7, §7): a failing database gives 500 `database_error`
+ * and a failing blob store 500 `storage_inconsistency` (finalize) or 503 `storage_unavailable`
+ * (chunk PUT), each in the error envelope with a generic message naming a request id, leaving
+ * nothing half-written; the same request succeeds once the fault is gone.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { BlobStore, ByteRange, PutOptions } from "../../src/storage/blob-store.ts";
+import { DiskBlobStore } from "../../src/storage/disk.ts";
+import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import {
+  authAt,
+  download,
+  expectError,
+  expectSuccess,
+  FOLDER,
+  fileIdOf,
+  finalize,
+  type JsonAnswer,
+  openSession,
+  putChunk,
+  putChunks,
+  rowsOf,
+  STATUS_KEYS,
+  snapshot,
+  status,
+  UPLOAD_RESULT_KEYS,
+  uploadSingle,
+  uploadViaSession,
+} from "./helpers.ts";
+
+/** A disk store whose `put` or `get` can be made to fail like a broken disk. */
+class FaultyStore implements BlobStore {
+  readonly kind = "disk";
+  failPut = false;
+  failGet = false;
+  constructor(private readonly inner: DiskBlobStore) {}
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions): Promise<void> {
+    if (this.failPut) {
+      await body.cancel();
+      throw new Error("EIO: i/o error, write (injected)");
+    }
+    return this.inner.put(key, body, length, opts);
+  }
+  async get(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
+    if (this.failGet) throw new Error("EIO: i/o error, read (injected)");
+    return this.inner.get(key, range);
+  }
+  size(key: string) {
+    return this.inner.size(key);
+  }
+  list(prefix: string) {
+    return this.inner.list(prefix);
+  }
+  delete(keys: string[]) {
+    return this.inner.delete(keys);
+  }
+  deletePrefix(prefix: string) {
+    return this.inner.deletePrefix(prefix);
+  }
+  persist(keys: string[]) {
+    return this.inner.persist(keys);
+  }
+  check() {
+    return this.inner.check();
+  }
+  close() {
+    return this.inner.close();
+  }
+}
+
+let t: TestApp;
+let store: FaultyStore;
+let blobDir: string;
+beforeEach(() => {
+  blobDir = mkdtempSync(join(tmpdir(), "esync-faulty-"));
+  store = new FaultyStore(new DiskBlobStore({ root: blobDir, fsync: "off" }));
+  t = makeTestApp({ ESYNC_BLOB_DIR: blobDir }, store);
+});
+afterEach(() => {
+  t.close();
+  rmSync(blobDir, { recursive: true, force: true });
+});
+
+/** Makes every write to `table` fail inside SQLite until `heal` is called. */
+function breakTable(table: string, op: "INSERT" | "DELETE" | "UPDATE" = "INSERT"): { heal(): void } {
+  const db = t.services.deps.db.$client;
+  const name = `fault_${table}_${op.toLowerCase()}`;
+  db.exec(
+    `CREATE TRIGGER ${name} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`,
+  );
+  return { heal: () => db.exec(`DROP TRIGGER ${name}`) };
+}
+
+/** A 500 error with a generic message that names the request id of its `X-Request-Id` header. */
+function expectGeneric500(r: JsonAnswer, code: string): void {
+  expectError(r, 500, code);
+  const id = r.headers.get("x-request-id");
+  expect(id).toMatch(/^[0-9a-f]+$/);
+  expect(r.body.Error.message).toContain(id!);
+  expect(r.body.Error.message.toLowerCase()).not.toContain("insert");
+  expect(r.body.Error.message).not.toContain("injected");
+}
+
+function register(u: TestUser, label = "x") {
+  return t.json(
+    "/register_folder",
+    jsonInit("POST", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER, label }),
+  );
+}
+
+describe("database failures: 500 database_error, nothing half-written, a retry succeeds", () => {
+  test("POST /register_folder", async () => {
+    const u = newUser();
+    const fault = breakTable("folders");
+    const before = snapshot(t);
+    expectGeneric500(await register(u), "database_error");
+    fault.heal();
+    expect(snapshot(t)).toEqual(before);
+    expect((await register(u)).status).toBe(200);
+  });
+
+  test("DELETE /unregister_folder keeps the folder and its files when the blob deletion queue cannot be written", async () => {
+    const u = newUser();
+    expect((await register(u)).status).toBe(200);
+    await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
+    const fault = breakTable("blob_deletions");
+    const before = snapshot(t);
+    const r = await t.json(
+      "/unregister_folder",
+      jsonInit("DELETE", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER }),
+    );
+    expectGeneric500(r, "database_error");
+    fault.heal();
+    expect(snapshot(t)).toEqual(before);
+    const again = await t.json(
+      "/unregister_folder",
+      jsonInit("DELETE", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER }),
+    );
+    expect(expectSuccess(again, ["status", "files_deleted"]).files_deleted).toBe(1);
+  });
+
+  test("POST finalize leaves the session receiving with its chunks when the file row cannot be written", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(3000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    await putChunks(t, s, ct);
+    const fault = breakTable("files");
+    expectGeneric500(await finalize(t, s.auth, s.sessionId), "database_error");
+    fault.heal();
+    expect(rowsOf(t, "files")).toEqual([]);
+    expect(expectSuccess(await status(t, s.auth, s.sessionId), STATUS_KEYS)).toMatchObject({
+      state: "receiving",
+      chunks_received: [0, 1, 2],
+    });
+    expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+  });
+
+  test("DELETE /delete keeps the file when the deletion cannot be recorded", async () => {
+    const u = newUser();
+    const { session } = await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
+    const fault = breakTable("blob_deletions");
+    const before = snapshot(t);
+    const path = `/delete/${u.address}/${FOLDER}/${fileIdOf(session.manifest)}`;
+    expectGeneric500(
+      await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } }),
+      "database_error",
+    );
+    fault.heal();
+    expect(snapshot(t)).toEqual(before);
+    expect((await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } })).status).toBe(
+      200,
+    );
+  });
+});
+
+describe("blob store failures", () => {
+  test("chunk PUT returns 503 storage_unavailable with Retry-After and records nothing; a retry stores it", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    store.failPut = true;
+    const before = snapshot(t);
+    const r = await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 1000));
+    expectError(r, 503, "storage_unavailable");
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(snapshot(t)).toEqual(before);
+    store.failPut = false;
+    await putChunks(t, s, ct);
+    expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+  });
+
+  test("finalize returns 500 storage_inconsistency when chunks cannot be read, stays receiving, and succeeds later", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    await putChunks(t, s, ct);
+    store.failGet = true;
+    expectError(await finalize(t, s.auth, s.sessionId), 500, "storage_inconsistency");
+    expect(rowsOf(t, "files")).toEqual([]);
+    expect(expectSuccess(await status(t, s.auth, s.sessionId), STATUS_KEYS).state).toBe("receiving");
+    store.failGet = false;
+    expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+  });
+
+  test("single-shot upload returns 503 storage_unavailable when the blob cannot be stored, recording nothing", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(700);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    store.failPut = true;
+    const before = snapshot(t);
+    expectError(await uploadSingle(t, authAt(t, u), m, ct), 503, "storage_unavailable");
+    expect(snapshot(t)).toEqual(before);
+    store.failPut = false;
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+  });
+
+  test("download returns 500 storage_inconsistency, not a truncated 200, when the blob cannot be read", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(3000);
+    const { session } = await uploadViaSession(t, u, ct, { chunkSize: 1000 });
+    store.failGet = true;
+    const r = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(session.manifest));
+    expect(r.status).toBe(500);
+    const body = await r.json();
+    expect(body).toEqual({ Error: { error: "storage_inconsistency", message: expect.any(String) } });
+    store.failGet = false;
+    const ok = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(session.manifest));
+    expect(Buffer.from(await ok.arrayBuffer()).equals(ct)).toBe(true);
+  });
+});
