@@ -222,7 +222,7 @@ export class FilesService {
  */
 async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array>> {
   const reader = stream.getReader();
-  let first: ReadableStreamDefaultReadResult<Uint8Array> | null = await reader.read();
+  let first: Awaited<ReturnType<typeof reader.read>> | null = await reader.read();
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
