@@ -1,0 +1,150 @@
+/**
+ * Failure paths of `esync push` / `esync pull` against the real server process:
+ * - a push SIGKILLed while a file over 24 MiB is being sent resumes on the next run from the
+ *   session the server kept, sending fewer bytes than the whole ciphertext, and the file then
+ *   pulls back byte for byte;
+ * - ciphertext altered on the server's disk is caught on pull (exit 3) and nothing is written
+ *   at the destination.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EsyncApi } from "../../src/client/api.ts";
+import { ciphertextSize } from "../../src/client/frame.ts";
+import { identityFromMnemonic } from "../../src/client/keys.ts";
+import { WalletTokenSource } from "../../src/client/token.ts";
+import type { PendingUpload } from "../../src/client/upload-state.ts";
+import { type ServerProcess, startServer } from "../support/server.ts";
+import { copyHead, expectSameTree, realFileOver8MiB, runCli, spawnCli } from "./helpers.ts";
+
+const MiB = 1024 * 1024;
+const MNEMONIC = `${"abandon ".repeat(11)}about`;
+const work = mkdtempSync(join(tmpdir(), "esync-cli-fail-"));
+const cfg = join(work, "config");
+let server: ServerProcess;
+
+beforeAll(async () => {
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+  const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
+  if (r.code !== 0) throw new Error(r.stderr);
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Every blob directory (`blobs/b/<xx>/<blob_id>`) of the server's disk store. */
+function blobDirs(): Set<string> {
+  const root = join(server.dataDir, "blobs", "b");
+  const out = new Set<string>();
+  for (const xx of readdirSync(root, { withFileTypes: true })) {
+    if (!xx.isDirectory()) continue;
+    for (const id of readdirSync(join(root, xx.name), { withFileTypes: true }))
+      if (id.isDirectory()) out.add(join(root, xx.name, id.name));
+  }
+  return out;
+}
+
+describe("esync push resumes after being killed mid-upload", () => {
+  test("SIGKILL while a 40 MiB file is being sent; the next push sends only what the server lacks", async () => {
+    const src = join(work, "big");
+    mkdirSync(src, { recursive: true });
+    const file = join(src, "real-40MiB.bin");
+    await copyHead(process.execPath, file, 40 * MiB); // real bytes: the head of the Bun binary
+    const total = ciphertextSize(40 * MiB); // 5 chunks of 8 MiB
+
+    // Throttled to ~16 MiB/s so the upload is in flight long enough to be killed mid-way.
+    const first = spawnCli(cfg, [
+      "push",
+      src,
+      "--folder",
+      "resume",
+      "--json",
+      "--limit-rate",
+      "16MiB",
+      "--parallel",
+      "2",
+    ]);
+    const identity = await identityFromMnemonic(MNEMONIC);
+    const api = new EsyncApi({ baseUrl: server.url, token: new WalletTokenSource(identity) });
+    const deadline = Date.now() + 30_000;
+    let received = 0;
+    while (Date.now() < deadline) {
+      const state = Bun.file(join(cfg, "uploads.json"));
+      if (await state.exists()) {
+        const uploads = (
+          (await state.json().catch(() => ({ uploads: {} }))) as { uploads: Record<string, PendingUpload> }
+        ).uploads;
+        const pending = Object.values(uploads)[0];
+        if (pending) {
+          received = (await api.sessionStatus(pending.sessionId)).chunks_received.length;
+          if (received >= 2) break;
+        }
+      }
+      await Bun.sleep(20);
+    }
+    first.kill("SIGKILL");
+    await first.exited;
+    expect(received).toBeGreaterThanOrEqual(2);
+    expect(received).toBeLessThan(5);
+
+    const second = await runCli(cfg, ["push", src, "--folder", "resume", "--json"]);
+    expect(second.code).toBe(0);
+    const s = second.json<{
+      uploaded: number;
+      bytes_sent: number;
+      bytes_resumed: number;
+      files: Array<{ resumed: boolean; mode: string }>;
+    }>();
+    expect(s.uploaded).toBe(1);
+    expect(s.files[0]).toMatchObject({ resumed: true, mode: "session" });
+    expect(s.bytes_resumed).toBeGreaterThanOrEqual(2 * 8 * MiB);
+    expect(s.bytes_sent).toBeLessThan(total);
+    expect(s.bytes_sent + s.bytes_resumed).toBe(total);
+    expect(await Bun.file(join(cfg, "uploads.json")).json()).toMatchObject({ uploads: {} });
+    expect(readdirSync(join(cfg, "spill"))).toEqual([]); // the spill file went with the session
+
+    const dest = join(work, "big-restored");
+    const pulled = await runCli(cfg, ["pull", "--folder", "resume", dest]);
+    expect(pulled.code).toBe(0);
+    expect(await expectSameTree(src, dest)).toBe(1);
+  });
+});
+
+describe("esync pull detects ciphertext tampered with on the server", () => {
+  test("one byte changed inside a chunk object: exit 3, a one-line error, nothing written", async () => {
+    const src = join(work, "tamper");
+    mkdirSync(src, { recursive: true });
+    await copyHead(realFileOver8MiB(), join(src, "victim.bin"), 8 * MiB + 4096); // two chunks
+    const before = blobDirs();
+    const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--json"]);
+    expect(pushed.code).toBe(0);
+    const fresh = [...blobDirs()].filter((d) => !before.has(d));
+    expect(fresh).toHaveLength(1);
+    const chunk = readdirSync(fresh[0] as string).find((n) => n.startsWith("1."));
+    expect(chunk).toBeDefined();
+    const path = join(fresh[0] as string, chunk as string);
+    const fh = await open(path, "r+");
+    const one = new Uint8Array(1);
+    await fh.read(one, 0, 1, 100);
+    one[0] = (one[0] as number) ^ 0x01;
+    await fh.write(one, 0, 1, 100);
+    await fh.close();
+    expect(statSync(path).size).toBe(ciphertextSize(8 * MiB + 4096) - 8 * MiB);
+
+    const dest = join(work, "tamper-restored");
+    const r = await runCli(cfg, ["pull", "--folder", "tamper", dest]);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toContain("FAILED    victim.bin: ciphertext rejected (authentication_failed)");
+    expect(r.stderr).toMatch(/^esync: 1 file\(s\) failed to download or verify\n$/);
+    expect(readdirSync(dest)).toEqual([]); // no partial or unverified file left behind
+  });
+
+  test("an untouched folder still pulls fine from the same server (the check is per file)", async () => {
+    const r = await runCli(cfg, ["pull", "--folder", "resume", join(work, "again"), "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ downloaded: 1, failed: 0 });
+  });
+});

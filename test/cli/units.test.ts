@@ -1,0 +1,181 @@
+/**
+ * The CLI's pure parts: human-readable sizes, rates and dates, parsing of sizes and times,
+ * tables, exit codes of errors, search filters from options, and the destination check that
+ * keeps `pull` inside DEST whatever paths the server sends.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { searchFilters } from "../../src/cli/commands/search.ts";
+import { safeDestination, UnsafePathError, walkDirectory } from "../../src/cli/local-files.ts";
+import {
+  CliError,
+  describeError,
+  EXIT,
+  exitCodeOf,
+  formatDate,
+  formatDuration,
+  formatRate,
+  formatSize,
+  InterruptedError,
+  parseSize,
+  parseTime,
+  table,
+} from "../../src/cli/output.ts";
+import { fitName } from "../../src/cli/progress.ts";
+import { ApiError } from "../../src/client/api-error.ts";
+import { CiphertextError } from "../../src/client/frame.ts";
+
+const work = mkdtempSync(join(tmpdir(), "esync-cli-unit-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("formatting", () => {
+  test("sizes are binary with up to three significant digits", () => {
+    expect(formatSize(0)).toBe("0 B");
+    expect(formatSize(1023)).toBe("1023 B");
+    expect(formatSize(1536)).toBe("1.5 KiB");
+    expect(formatSize(1.5 * 1024 * 1024)).toBe("1.5 MiB");
+    expect(formatSize(123.4 * 1024 ** 3)).toBe("123 GiB");
+    expect(formatSize(10.25 * 1024 ** 4)).toBe("10.3 TiB");
+  });
+
+  test("rates are decimal MB/s, durations compact, dates ISO 8601 UTC", () => {
+    expect(formatRate(123_456_789)).toBe("123 MB/s");
+    expect(formatRate(45_600_000)).toBe("45.6 MB/s");
+    expect(formatRate(0)).toBe("- MB/s");
+    expect(formatDuration(850)).toBe("850ms");
+    expect(formatDuration(185_000)).toBe("3m05s");
+    expect(formatDuration(3_720_000)).toBe("1h02m");
+    expect(formatDate(1_767_225_600)).toBe("2026-01-01T00:00:00Z");
+  });
+
+  test("tables pad columns and right-align numbers", () => {
+    const t = table(
+      [{ header: "SIZE", align: "right" }, { header: "PATH" }],
+      [
+        ["1.5 MiB", "a/b.txt"],
+        ["12 B", "c"],
+      ],
+    );
+    expect(t).toBe("   SIZE  PATH\n1.5 MiB  a/b.txt\n   12 B  c");
+  });
+
+  test("long file names are elided in the middle to fit a bar", () => {
+    expect(fitName("short", 8)).toBe("short   ");
+    const f = fitName("a/very/long/path/to/some/file.txt", 16);
+    expect(f).toHaveLength(16);
+    expect(f).toContain("…");
+    expect(f.endsWith("file.txt")).toBe(true);
+  });
+});
+
+describe("parsing", () => {
+  test("sizes take bytes or binary units", () => {
+    expect(parseSize("1048576")).toBe(1048576);
+    expect(parseSize("500K")).toBe(512_000);
+    expect(parseSize("1.5MiB")).toBe(1.5 * 1024 * 1024);
+    expect(parseSize("2 GB")).toBe(2 * 1024 ** 3);
+    expect(() => parseSize("lots")).toThrow(CliError);
+  });
+
+  test("times take ISO dates, Unix seconds and ages", () => {
+    const now = Date.parse("2026-11-22T00:00:00Z");
+    expect(parseTime("2026-11-01", now)).toBe(Date.parse("2026-11-01T00:00:00Z") / 1000);
+    expect(parseTime("2026-11-01T12:00:00Z", now)).toBe(Date.parse("2026-11-01T12:00:00Z") / 1000);
+    expect(parseTime("1767225600", now)).toBe(1767225600);
+    expect(parseTime("7d", now)).toBe(now / 1000 - 7 * 86400);
+    expect(parseTime("12h", now)).toBe(now / 1000 - 12 * 3600);
+    expect(() => parseTime("yesterday", now)).toThrow(CliError);
+  });
+
+  test("search options map onto /search_files filters", () => {
+    const now = Date.parse("2026-11-22T00:00:00Z");
+    expect(
+      searchFilters(
+        "report",
+        {
+          type: "pdf,.md",
+          minSize: "1MiB",
+          since: "2026-11-01",
+          sort: "size",
+          asc: true,
+          limit: "10",
+          offset: "20",
+        },
+        now,
+      ),
+    ).toEqual({
+      q: "report",
+      fileType: "pdf,.md",
+      sizeMin: 1024 * 1024,
+      sizeMax: undefined,
+      dateFrom: Date.parse("2026-11-01T00:00:00Z") / 1000,
+      dateTo: undefined,
+      sortBy: "size_bytes",
+      sortOrder: "asc",
+      limit: 10,
+      offset: 20,
+    });
+    expect(() => searchFilters(undefined, { sort: "colour", limit: "25", offset: "0" })).toThrow(CliError);
+    expect(() => searchFilters("x".repeat(257), { sort: "name", limit: "25", offset: "0" })).toThrow(
+      CliError,
+    );
+  });
+});
+
+describe("errors and exit codes", () => {
+  test("server errors are `status code: message` with exit 2; network failures say the server is unreachable", () => {
+    const e = new ApiError(409, "conflict", "folder already registered");
+    expect(describeError(e)).toBe("409 conflict: folder already registered");
+    expect(exitCodeOf(e)).toBe(EXIT.server);
+    const down = new ApiError(0, "network_error", "GET /health: Unable to connect");
+    expect(describeError(down)).toBe("cannot reach the server: GET /health: Unable to connect");
+    expect(exitCodeOf(down)).toBe(EXIT.server);
+  });
+
+  test("crypto and file errors exit 3, Ctrl-C 130, usage 1", () => {
+    expect(exitCodeOf(new CiphertextError("authentication_failed", "frame 3"))).toBe(EXIT.local);
+    expect(describeError(new CiphertextError("authentication_failed", "frame 3"))).toBe(
+      "ciphertext rejected (authentication_failed): frame 3",
+    );
+    const enoent = Object.assign(new Error("open failed"), { code: "ENOENT" });
+    expect(describeError(enoent)).toBe("ENOENT: open failed");
+    expect(exitCodeOf(enoent)).toBe(EXIT.local);
+    expect(exitCodeOf(new InterruptedError())).toBe(EXIT.interrupted);
+    expect(exitCodeOf(new CliError("bad", EXIT.usage))).toBe(EXIT.usage);
+  });
+});
+
+describe("pull destinations", () => {
+  const dest = join(work, "dest");
+  mkdirSync(dest, { recursive: true });
+
+  test("a plain relative path lands inside DEST, parents created", async () => {
+    expect(await safeDestination(dest, "a/b/c.txt")).toBe(join(dest, "a/b/c.txt"));
+  });
+
+  test.each([
+    ["../outside.txt"],
+    ["a/../../outside.txt"],
+    ["/etc/passwd"],
+    ["a/\0b"],
+    [".."],
+    ["a\\..\\..\\x"],
+  ])("refuses %p", async (rel) => {
+    await expect(safeDestination(dest, rel)).rejects.toBeInstanceOf(UnsafePathError);
+  });
+
+  test("refuses a path whose parent is a symbolic link leading outside DEST", async () => {
+    const outside = join(work, "outside");
+    mkdirSync(outside, { recursive: true });
+    symlinkSync(outside, join(dest, "escape"));
+    await expect(safeDestination(dest, "escape/x.txt")).rejects.toThrow(/leading outside the destination/);
+  });
+
+  test("push does not follow symbolic links", async () => {
+    const walked = await walkDirectory(dest);
+    expect(walked.skipped).toContain("escape");
+    expect(walked.files.some((f) => f.rel.startsWith("escape"))).toBe(false);
+  });
+});
