@@ -54,13 +54,17 @@ export class RateMeter {
 
 /** One file's bar (or line) while it transfers. */
 export interface FileProgress {
-  /** `fraction` of the current phase done (0..1), the phase's name and bytes moved so far. */
+  /** `fraction` of the file done (0..1), the current phase's name and its bytes so far. */
   update(fraction: number, phase: string, bytes: number): void;
   /** Removes the bar and prints `line` (above the bars, or as a plain line). */
   done(line: string): void;
 }
 
-/** Progress of a whole transfer. */
+/**
+ * Progress of a whole transfer. `bytesDone` and the total are in whatever unit the command
+ * chooses (push: plaintext bytes through encryption and upload; pull: ciphertext received);
+ * rate and ETA follow from them. cli-progress's own `{eta}`/`{value}` tokens are not used.
+ */
 export interface TransferProgress {
   /** Starts a file's bar. */
   file(name: string, size: number): FileProgress;
@@ -100,14 +104,15 @@ export function transferProgress(
   let files = 0;
   const overallPayload = () => {
     const rate = meter.rate();
-    const eta = rate > 0 && totalBytes > done ? formatDuration(((totalBytes - done) / rate) * 1000) : "-";
+    const eta =
+      done >= totalBytes ? "0s" : rate > 0 ? formatDuration(((totalBytes - done) / rate) * 1000) : "-";
     return {
       label: label.padEnd(NAME_WIDTH),
       done: formatSize(done),
       size: formatSize(totalBytes),
       files: `${files}/${totalFiles} files`,
-      rate: formatRate(rate),
-      eta,
+      speed: formatRate(rate),
+      remaining: eta,
     };
   };
 
@@ -117,7 +122,9 @@ export function transferProgress(
     const line = () => {
       const p = overallPayload();
       const pct = totalBytes > 0 ? Math.floor((done / totalBytes) * 100) : 100;
-      process.stdout.write(`${label}: ${pct}% ${p.done}/${p.size}, ${p.files}, ${p.rate}, ETA ${p.eta}\n`);
+      process.stdout.write(
+        `${label}: ${pct}% ${p.done}/${p.size}, ${p.files}, ${p.speed}, ETA ${p.remaining}\n`,
+      );
     };
     return {
       file: () => ({ update() {}, done: (l) => process.stdout.write(`${l}\n`) }),
@@ -149,7 +156,7 @@ export function transferProgress(
     autopadding: true,
   });
   const overall: SingleBar = multi.create(Math.max(1, totalBytes), 0, overallPayload(), {
-    format: "{label} {bar} {percentage}% {done}/{size}  {files}  {rate}  ETA {eta}",
+    format: "{label} {bar} {percentage}% {done}/{size}  {files}  {speed}  ETA {remaining}",
   });
   const tick = setInterval(() => overall.update(done, overallPayload()), 500);
   return {
@@ -160,10 +167,10 @@ export function transferProgress(
         phase: phase.padEnd(10),
         done: formatSize(bytes),
         size: formatSize(size),
-        rate: formatRate(fm.rate()),
+        speed: formatRate(fm.rate()),
       });
       const bar = multi.create(1000, 0, payload("", 0), {
-        format: "{name} {bar} {percentage}% {phase} {done}/{size}  {rate}",
+        format: "{name} {bar} {percentage}% {phase} {done}/{size}  {speed}",
       });
       return {
         update(fraction, phase, bytes) {
@@ -171,8 +178,8 @@ export function transferProgress(
           bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000), payload(phase, bytes));
         },
         done(l) {
+          multi.log(`${l}\n`); // flushed by the redraw that remove() triggers
           multi.remove(bar);
-          multi.log(`${l}\n`);
         },
       };
     },

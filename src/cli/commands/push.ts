@@ -14,14 +14,13 @@
  *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
  *    each file from the server's `status`, sending only the chunks it lacks.
  */
-import { rm, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
-import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
@@ -218,12 +217,13 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     return;
   }
 
-  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
+  const totalBytes = todo.reduce((n, p) => n + p.file.size, 0);
   const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
   const api: EsyncApi =
     limit === undefined
       ? ctx.api
       : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
+  await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
   const pool = todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool() : undefined;
   const sendStart = performance.now();
   let doneTotal = 0;
@@ -235,18 +235,22 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const { file } = p;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
+    let sentSoFar = 0;
     const setDone = (n: number) => {
       doneTotal += n - fileDone;
       fileDone = n;
       progress.overall(doneTotal, filesDone);
     };
+    // A file's work is encrypting it and sending it, half each: in plaintext bytes, so the
+    // overall rate is the push's effective throughput and the ETA covers both phases.
     const onProgress = (u: UploadProgress) => {
-      if (u.phase === "encrypting") {
-        bar.update(u.plaintextSize ? u.encryptedBytes / u.plaintextSize : 1, "encrypting", u.encryptedBytes);
-      } else {
-        bar.update(u.bytesTotal ? u.bytesDone / u.bytesTotal : 1, u.phase, u.bytesDone);
-        setDone(u.bytesDone);
-      }
+      const sent = u.bytesTotal > 0 ? u.bytesDone / u.bytesTotal : 0;
+      const encrypted = u.phase === "encrypting" ? u.encryptedBytes : u.plaintextSize;
+      const units = (encrypted + sent * u.plaintextSize) / 2;
+      sentSoFar = u.bytesSent;
+      const fraction = u.plaintextSize > 0 ? units / u.plaintextSize : u.phase === "done" ? 1 : 0;
+      bar.update(fraction, u.phase, u.phase === "encrypting" ? u.encryptedBytes : u.bytesDone);
+      setDone(units);
     };
     try {
       const out = await uploadFile({
@@ -264,8 +268,8 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         signal: ctx.signal,
         onProgress,
       });
-      setDone(ciphertextSize(file.size));
       filesDone++;
+      setDone(file.size);
       results.push({
         path: file.rel,
         action: "uploaded",
@@ -281,7 +285,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       bar.done(`uploaded  ${file.rel}  ${formatSize(file.size)}${p.entry ? " (changed)" : ""}${resumed}`);
     } catch (e) {
       if (ctx.signal.aborted || isAbort(e)) {
-        results.push({ path: file.rel, action: "interrupted", size: file.size, bytes_sent: 0 });
+        results.push({ path: file.rel, action: "interrupted", size: file.size, bytes_sent: sentSoFar });
         bar.done(`interrupted ${file.rel} (resumable)`);
         return;
       }
@@ -354,7 +358,7 @@ function summary(
   dryRun: boolean,
 ) {
   const uploaded = results.filter((r) => r.action === "uploaded");
-  const bytesSent = uploaded.reduce((n, r) => n + (r.bytes_sent ?? 0), 0);
+  const bytesSent = results.reduce((n, r) => n + (r.bytes_sent ?? 0), 0);
   return {
     folder: label,
     folder_hash: folderHash,
@@ -366,7 +370,7 @@ function summary(
     failed: results.filter((r) => r.action === "failed").length,
     /** Plaintext bytes of the files uploaded. */
     bytes_uploaded: uploaded.reduce((n, r) => n + r.size, 0),
-    /** Ciphertext bytes sent in this run. */
+    /** Ciphertext bytes sent in this run (an interrupted file's included). */
     bytes_sent: bytesSent,
     /** Ciphertext bytes found already on the server (resumed sessions). */
     bytes_resumed: uploaded.reduce((n, r) => n + (r.bytes_resumed ?? 0), 0),
