@@ -46,7 +46,8 @@ function digits(v: number): number {
 const sizeCoarse: BucketLevel = {
   dim: 1,
   of: digits,
-  range: (b) => (b <= 1 ? [b < 1 ? MIN_VALUE : 0, b < 1 ? -1 : 9] : [10 ** (b - 1), 10 ** b - 1]),
+  range: (b) =>
+    b <= 1 ? [b < 1 ? MIN_VALUE : 0, b < 1 ? -1 : 9] : [10 ** (b - 1), Math.min(10 ** b - 1, MAX_VALUE)],
 };
 
 /**
@@ -62,7 +63,7 @@ const sizeFine: BucketLevel = {
     const lead = b % 100;
     if (len <= 1) return [b - 100, b - 100];
     const unit = 10 ** (len - 2);
-    return [lead * unit, (lead + 1) * unit - 1];
+    return [lead * unit, Math.min((lead + 1) * unit - 1, MAX_VALUE)];
   },
 };
 

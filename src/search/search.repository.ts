@@ -264,7 +264,7 @@ export class SearchRepository {
            f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
            f.chunk_hashes, f.created_at, f.updated_at
          FROM json_each(?) AS j
-         JOIN files AS f ON f.owner = ? AND f.folder_hash = j.value ->> 0 AND f.path_hash = unhex(j.value ->> 1)
+         CROSS JOIN files AS f ON f.owner = ? AND f.folder_hash = j.value ->> 0 AND f.path_hash = unhex(j.value ->> 1)
          LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
          ORDER BY j.key`,
       )
@@ -296,13 +296,13 @@ export class SearchRepository {
       path === ""
         ? this.sql
             .query<{ path: string; file_count: number; total_bytes: number }, SQLQueryBindings[]>(
-              "SELECT path, file_count, total_bytes FROM search_dirs WHERE oid = ? AND folder_hash = ? AND instr(path, '/') = 0",
+              "SELECT path, file_count, total_bytes FROM search_dirs WHERE oid = ? AND folder_hash = ? AND file_count > 0 AND instr(path, '/') = 0",
             )
             .all(oid, folderHash)
         : this.sql
             .query<{ path: string; file_count: number; total_bytes: number }, SQLQueryBindings[]>(
               `SELECT path, file_count, total_bytes FROM search_dirs
-               WHERE oid = ? AND folder_hash = ? AND path > ? AND path < ? AND instr(substr(path, length(?) + 2), '/') = 0`,
+               WHERE oid = ? AND folder_hash = ? AND file_count > 0 AND path > ? AND path < ? AND instr(substr(path, length(?) + 2), '/') = 0`,
             )
             .all(oid, folderHash, `${path}/`, `${path}0`, path);
     return rows.map((r) => ({ path: r.path, fileCount: r.file_count, totalBytes: r.total_bytes }));

@@ -9,7 +9,7 @@
  *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges are
  *   counted by scanning whichever index range is smallest (a range, or the complement of one,
  *   subtracted from a histogram count).
- * - `q` of 3+ characters: the trigram FTS index. Rare terms (≤ `RARE_HITS` hits) are answered from
+ * - `q` of 3+ characters: the trigram FTS index. Rare terms (≤ `rareHits` hits) are answered from
  *   the hits alone. A common term alone is counted in the FTS index; with other filters the
  *   cheapest of FTS hits, the other filters' candidates or the owner's rows is checked row by row.
  * - `q` of 1–2 characters: no index helps; the other filters' candidates or all the owner's rows
@@ -44,8 +44,16 @@ export interface SearchResult {
   limit: number;
 }
 
-/** FTS terms with at most this many hits are answered from the hits alone. */
-export const RARE_HITS = 5000;
+/** Thresholds of the planner (defaults in `DEFAULT_TUNING`); tests lower them to reach every path on small data. */
+export interface SearchTuning {
+  /** FTS terms with at most this many hits are answered from the hits alone. */
+  rareHits: number;
+  /** Offsets (from the nearer end) above this seek with the histogram before walking. */
+  seekMinOffset: number;
+}
+
+/** The planner thresholds used in production. */
+export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 1000 };
 
 /**
  * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
@@ -120,7 +128,14 @@ function baseConds(f: Filters): Cond[] {
 
 /** Cross-folder search (spec §4.9). */
 export class SearchService {
-  constructor(private readonly repo: SearchRepository) {}
+  private readonly tuning: SearchTuning;
+
+  constructor(
+    private readonly repo: SearchRepository,
+    tuning: Partial<SearchTuning> = {},
+  ) {
+    this.tuning = { ...DEFAULT_TUNING, ...tuning };
+  }
 
   /**
    * Searches `owner`'s files (the caller has checked ownership and parsed `query`).
@@ -258,8 +273,8 @@ export class SearchService {
     const substr: Cond = { kind: "substr", q: text.q };
     const fts: Cond = { kind: "fts", q: text.q };
     if (text.fts) {
-      const hits = this.repo.ftsHits(oid, text.q, RARE_HITS + 1);
-      if (hits <= RARE_HITS) {
+      const hits = this.repo.ftsHits(oid, text.q, this.tuning.rareHits + 1);
+      if (hits <= this.tuning.rareHits) {
         const route: Route = { access: "fts", conds: [fts, ...base], rows: hits, what: `${hits} FTS hits` };
         plan.push(`count: rare term, ${route.what}`);
         return {
@@ -320,7 +335,7 @@ export class SearchService {
       what: `walk ${sortBy} index${fromEnd ? " from the far end" : ""}, skipping ${pos}`,
     };
     const seekable = sortBy in HISTOGRAMS && f.text === null && f.ranges.every((r) => r.col === sortBy);
-    if (seekable && pos > 1000) {
+    if (seekable && pos > this.tuning.seekMinOffset) {
       const col = sortBy as HistogramColumn;
       const range = f.ranges[0] ?? { col, lo: col === "size_bytes" ? 0 : MIN_VALUE, hi: MAX_VALUE };
       const s = new Histogram(this.repo, oid, col, f.exts).seek(range.lo, range.hi, pos, dir);
