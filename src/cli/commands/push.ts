@@ -341,7 +341,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     );
   const failed = results.filter((r) => r.action === "failed");
   if (failed.length > 0) {
-    const code = failed.some((r) => r.exit_code === EXIT.server) ? EXIT.server : EXIT.local;
+    const code = failed.some((r) => r.exit_code === EXIT.local) ? EXIT.local : EXIT.server;
     throw new CliError(`${failed.length} file(s) failed to upload`, code);
   }
 }
