@@ -36,10 +36,12 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** The `--help` epilogue listing the exit codes. */
 export const EXIT_CODES_HELP = `Exit codes:
   0    success
-  1    usage error (bad arguments, no configuration: run \`esync init\`)
-  2    server or API error (the server's code is printed: \`esync: 409 conflict: ...\`), or server unreachable
-  3    local I/O or crypto error (unreadable/unwritable file, tampered or undecryptable ciphertext)
-  130  interrupted (Ctrl-C); \`esync push\` resumes where it stopped on the next run`;
+  1    usage error (bad arguments; no configuration: run \`esync init\`)
+  2    server error (printed with its code: \`esync: 409 conflict: ...\`) or
+       server unreachable
+  3    local I/O or crypto error (unreadable or unwritable file, tampered or
+       undecryptable ciphertext, failed integrity check)
+  130  interrupted (Ctrl-C); \`esync push\` resumes where it stopped next time`;
 
 /** An error the CLI reports as one line and ends with `code`. */
 export class CliError extends Error {

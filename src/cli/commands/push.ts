@@ -52,6 +52,7 @@ interface PushOptions {
   jobs: string;
   parallel: string;
   limitRate?: string;
+  encryptWorkers?: string;
   dryRun?: boolean;
   verbose?: boolean;
 }
@@ -117,6 +118,10 @@ export function registerPush(program: Command): void {
     .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
     .option("-j, --jobs <n>", "files uploaded at once", "3")
     .option("--parallel <n>", "chunks of one file in flight", "4")
+    .option(
+      "--encrypt-workers <n>",
+      "encryption threads; 0 encrypts on the main thread (default: one per core)",
+    )
     .option("--limit-rate <rate>", "average upload bandwidth cap per second, e.g. 20MiB")
     .option("-n, --dry-run", "only show what would be uploaded")
     .option("-v, --verbose", "also list unchanged files")
@@ -141,6 +146,12 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
   const parallel = positiveInt("--parallel", opts.parallel);
+  const workers =
+    opts.encryptWorkers === undefined
+      ? navigator.hardwareConcurrency || 1
+      : opts.encryptWorkers === "0"
+        ? 0
+        : positiveInt("--encrypt-workers", opts.encryptWorkers);
   const limit = opts.limitRate === undefined ? undefined : parseSize(opts.limitRate);
   if (limit === 0) throw usageError("--limit-rate must be above 0");
   const root = resolve(dir);
@@ -224,7 +235,8 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       ? ctx.api
       : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
   await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
-  const pool = todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool() : undefined;
+  const pool =
+    workers > 0 && todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool(workers) : undefined;
   const sendStart = performance.now();
   let doneTotal = 0;
   let filesDone = 0;
