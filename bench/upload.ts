@@ -4,7 +4,7 @@
  *
  *   bun bench/upload.ts [--size 1GiB] [--files 1] [--chunk-size 8MiB] [--concurrency 1,4,8]
  *                       [--repeat 1] [--storage disk|s3] [--fsync persist|object|off]
- *                       [--server-env ESYNC_X=V ...]
+ *                       [--server-env ESYNC_X=V ...] [--smol]
  *                       [--url http://127.0.0.1:8080 [--token T --owner SS58] [--pid PID]] [--out FILE]
  *
  * Without `--url` it starts `src/main.ts` itself (own process, temporary data dir, removed
@@ -79,6 +79,7 @@ const { values: flags } = parseArgs({
     storage: { type: "string", default: "disk" },
     fsync: { type: "string" },
     "server-env": { type: "string", multiple: true },
+    smol: { type: "boolean", default: false },
     url: { type: "string" },
     token: { type: "string" },
     owner: { type: "string" },
@@ -199,8 +200,17 @@ async function uploadOne(
 // ---- a level -------------------------------------------------------------------------------
 interface LevelResult {
   concurrency: number;
-  runs: { mbps: number; seconds: number; finalizeMs: number[] }[];
+  runs: {
+    mbps: number;
+    seconds: number;
+    finalizeMs: number[];
+    serverCpuS: number | null;
+    benchCpuS: number;
+  }[];
+  /** Median over runs. */
   mbps: number;
+  /** Best run: the least disturbed by other load on a shared machine. */
+  bestMbps: number;
   mibps: number;
   finalizeMsP50: number;
   finalizeMsMax: number;
@@ -209,6 +219,17 @@ interface LevelResult {
   /** Highest VmRSS sampled while chunks were uploading, and while finalize ran. */
   sampledRssChunksMiB: number | null;
   sampledRssFinalizeMiB: number | null;
+}
+
+/** CPU seconds (user + system) process `pid` has used so far, from /proc; null when unavailable. */
+async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const stat = await Bun.file(`/proc/${pid}/stat`).text();
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return null;
+  }
 }
 
 const median = (xs: number[]) => {
@@ -239,7 +260,7 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
   let base = flags.url?.replace(/\/+$/, "");
   let pid = flags.pid ? Number(flags.pid) : null;
   if (!base) {
-    server = await startServer({ env: serverEnv() });
+    server = await startServer({ env: serverEnv(), bunArgs: flags.smol ? ["--smol"] : [] });
     base = server.url;
     pid = server.pid;
   }
@@ -256,12 +277,24 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
   try {
     for (let r = 0; r < REPEAT; r++) {
       const t0 = performance.now();
+      const serverCpu0 = pid ? await cpuSeconds(pid) : null;
+      const benchCpu0 = process.cpuUsage();
       const finalizeMs: number[] = [];
       for (let f = 0; f < FILES; f++) finalizeMs.push((await uploadOne(base, concurrency)).finalizeMs);
       const seconds = (performance.now() - t0) / 1000;
-      runs.push({ seconds, mbps: (SIZE * FILES) / seconds / 1e6, finalizeMs });
+      const serverCpu1 = pid ? await cpuSeconds(pid) : null;
+      const benchCpu = process.cpuUsage(benchCpu0);
+      const run = {
+        seconds,
+        mbps: (SIZE * FILES) / seconds / 1e6,
+        finalizeMs,
+        serverCpuS: serverCpu0 !== null && serverCpu1 !== null ? serverCpu1 - serverCpu0 : null,
+        benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
+      };
+      runs.push(run);
       console.log(
-        `  c=${concurrency} run ${r + 1}/${REPEAT}: ${runs.at(-1)!.mbps.toFixed(0)} MB/s, finalize ${finalizeMs.map((x) => x.toFixed(0)).join("/")} ms`,
+        `  c=${concurrency} run ${r + 1}/${REPEAT}: ${run.mbps.toFixed(0)} MB/s, finalize ${finalizeMs.map((x) => x.toFixed(0)).join("/")} ms, ` +
+          `CPU s: server ${run.serverCpuS?.toFixed(2) ?? "n/a"}, bench ${run.benchCpuS.toFixed(2)} (wall ${seconds.toFixed(2)} s)`,
       );
     }
   } finally {
@@ -279,6 +312,7 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
     concurrency,
     runs,
     mbps,
+    bestMbps: Math.max(...runs.map((r) => r.mbps)),
     mibps: (mbps * 1e6) / MiB,
     finalizeMsP50: median(allFinalize),
     finalizeMsMax: Math.max(...allFinalize),
@@ -297,15 +331,20 @@ console.log(
 const results: LevelResult[] = [];
 for (const c of LEVELS) results.push(await runLevel(c));
 
+const cpuPerGiB = (r: LevelResult): number | null => {
+  const cpu = r.runs.map((x) => x.serverCpuS);
+  if (cpu.some((x) => x === null)) return null;
+  return median(cpu as number[]) / ((SIZE * FILES) / (1024 * MiB));
+};
 const fmt = (n: number | null, d = 0) => (n === null ? "n/a" : n.toFixed(d));
 console.log("");
 console.log(
-  "| concurrency | MB/s end to end | MiB/s | finalize p50 ms | finalize max ms | server VmHWM MiB | sampled RSS MiB: chunks / finalize |",
+  "| concurrency | MB/s end to end (median) | best run MB/s | finalize p50 ms | finalize max ms | server CPU s/GiB | server VmHWM MiB | sampled RSS MiB: chunks / finalize |",
 );
-console.log("|---:|---:|---:|---:|---:|---:|---:|");
+console.log("|---:|---:|---:|---:|---:|---:|---:|---:|");
 for (const r of results) {
   console.log(
-    `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.mibps)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.finalizeMsMax)} | ${fmt(r.peakRssMiB)} | ${fmt(r.sampledRssChunksMiB)} / ${fmt(r.sampledRssFinalizeMiB)} |`,
+    `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.bestMbps)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.finalizeMsMax)} | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.peakRssMiB)} | ${fmt(r.sampledRssChunksMiB)} / ${fmt(r.sampledRssFinalizeMiB)} |`,
   );
 }
 console.log(`baseline: ${BASELINE}`);

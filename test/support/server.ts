@@ -39,6 +39,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** How long to wait for `/health`, ms (default 30 s). */
   timeoutMs?: number;
+  /** Extra flags for the `bun` runtime, before `run` (e.g. `--smol`). */
+  bunArgs?: string[];
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
@@ -72,19 +74,22 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "esync-e2e-"));
   const port = opts.port ?? freePort();
   const out: string[] = [];
-  const proc = Bun.spawn([process.execPath, "run", join(REPO_ROOT, "src", "main.ts")], {
-    cwd: REPO_ROOT,
-    env: childEnv({
-      ESYNC_HOST: "127.0.0.1",
-      ESYNC_PORT: String(port),
-      ESYNC_DATA_DIR: dataDir,
-      ESYNC_LOG_LEVEL: "warn",
-      ...opts.env,
-    }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [process.execPath, ...(opts.bunArgs ?? []), "run", join(REPO_ROOT, "src", "main.ts")],
+    {
+      cwd: REPO_ROOT,
+      env: childEnv({
+        ESYNC_HOST: "127.0.0.1",
+        ESYNC_PORT: String(port),
+        ESYNC_DATA_DIR: dataDir,
+        ESYNC_LOG_LEVEL: "warn",
+        ...opts.env,
+      }),
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   void drain(proc.stdout, out);
   void drain(proc.stderr, out);
   const url = `http://127.0.0.1:${port}`;
