@@ -27,7 +27,6 @@ export function progressMode(json: boolean): ProgressMode {
 /** Bytes per second over a sliding window of `windowMs`. */
 export class RateMeter {
   private readonly samples: Array<[number, number]> = [];
-  private readonly t0 = performance.now();
 
   constructor(private readonly windowMs = 8000) {}
 
@@ -38,17 +37,13 @@ export class RateMeter {
       this.samples.shift();
   }
 
-  /** Current rate in bytes per second (0 before two samples a moment apart). */
+  /** Current rate in bytes per second over the window (0 until samples span 200 ms). */
   rate(now = performance.now()): number {
     const first = this.samples[0];
     const last = this.samples.at(-1);
     if (!first || !last) return 0;
     const span = Math.max(now, last[0]) - first[0];
-    if (span < 200) {
-      const since = now - this.t0;
-      return since > 200 ? last[1] / (since / 1000) : 0;
-    }
-    return (last[1] - first[1]) / (span / 1000);
+    return span < 200 ? 0 : (last[1] - first[1]) / (span / 1000);
   }
 }
 
@@ -161,7 +156,8 @@ export function transferProgress(
   const tick = setInterval(() => overall.update(done, overallPayload()), 500);
   return {
     file(name, size) {
-      const fm = new RateMeter(4000);
+      let fm = new RateMeter(4000);
+      let lastPhase = "";
       const payload = (phase: string, bytes: number) => ({
         name: fitName(`  ${name}`, NAME_WIDTH),
         phase: phase.padEnd(10),
@@ -174,6 +170,10 @@ export function transferProgress(
       });
       return {
         update(fraction, phase, bytes) {
+          if (phase !== lastPhase) {
+            fm = new RateMeter(4000); // bytes restart at each phase (encrypting, uploading)
+            lastPhase = phase;
+          }
           fm.add(bytes);
           bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000), payload(phase, bytes));
         },

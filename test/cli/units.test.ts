@@ -23,7 +23,7 @@ import {
   parseTime,
   table,
 } from "../../src/cli/output.ts";
-import { fitName } from "../../src/cli/progress.ts";
+import { fitName, RateMeter } from "../../src/cli/progress.ts";
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
 
@@ -59,6 +59,17 @@ describe("formatting", () => {
       ],
     );
     expect(t).toBe("   SIZE  PATH\n1.5 MiB  a/b.txt\n   12 B  c");
+  });
+
+  test("the rate meter measures over its sliding window", () => {
+    const m = new RateMeter(1000);
+    m.add(1000, 0);
+    expect(m.rate(100)).toBe(0); // under 200 ms of samples: no rate yet
+    m.add(11_000, 500);
+    expect(m.rate(500)).toBe(20_000);
+    m.add(21_000, 1000);
+    m.add(31_000, 1600); // samples older than 1 s are dropped
+    expect(m.rate(1600)).toBeCloseTo(10_000 / 0.6, 3);
   });
 
   test("long file names are elided in the middle to fit a bar", () => {
