@@ -35,15 +35,15 @@ CREATE TABLE `search_entries` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `search_entries_key` ON `search_entries` (`oid`, `folder_hash`, `path_hash`);
 --> statement-breakpoint
-CREATE INDEX `search_by_created` ON `search_entries` (`oid`, `created_at`, `path_hash`, `ext`, `size_bytes`);
+CREATE INDEX `search_by_created` ON `search_entries` (`oid`, `created_at`, `path_hash`, `ext`, `size_bytes`, `name`);
 --> statement-breakpoint
-CREATE INDEX `search_by_updated` ON `search_entries` (`oid`, `updated_at`, `path_hash`, `ext`, `size_bytes`, `created_at`);
+CREATE INDEX `search_by_updated` ON `search_entries` (`oid`, `updated_at`, `path_hash`, `ext`, `size_bytes`, `created_at`, `name`);
 --> statement-breakpoint
-CREATE INDEX `search_by_size` ON `search_entries` (`oid`, `size_bytes`, `path_hash`, `ext`, `created_at`);
+CREATE INDEX `search_by_size` ON `search_entries` (`oid`, `size_bytes`, `path_hash`, `ext`, `created_at`, `name`);
 --> statement-breakpoint
 CREATE INDEX `search_by_name` ON `search_entries` (`oid`, `file_name`, `path_hash`, `ext`, `size_bytes`, `created_at`);
 --> statement-breakpoint
-CREATE INDEX `search_by_ext` ON `search_entries` (`oid`, `ext`, `created_at`, `size_bytes`);
+CREATE INDEX `search_by_ext` ON `search_entries` (`oid`, `ext`, `created_at`, `size_bytes`, `name`);
 --> statement-breakpoint
 CREATE INDEX `search_by_dir` ON `search_entries` (`oid`, `folder_hash`, `dir`, `created_at`, `path_hash`);
 --> statement-breakpoint

@@ -5,8 +5,9 @@
  * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
  *   size, times), `id = (oid << 36) + sequence`, so one owner's rows are one id range. Indexes:
  *   `search_by_{created,updated,size,name}` = (oid, sort column, path_hash, then the filter
- *   columns ext/size/created), so a walk in sort order evaluates every filter but `q` from the
- *   index alone; `search_by_ext` (oid, ext, created_at, size_bytes); `search_by_dir` (browse).
+ *   columns ext/size/created and, but for the name index, `name`), so a walk in sort order
+ *   decides every filter from the index alone; `search_by_ext` (oid, ext, created_at,
+ *   size_bytes, name), also the covering full scan of an owner; `search_by_dir` (browse).
  * - `search_fts`: trigram FTS5 over `name`, rowid = entry id.
  * - `search_stats`: counts per (oid, dim, ext, bucket) (see `buckets.ts`).
  * - `search_dirs`: recursive file count and bytes per directory.
@@ -240,6 +241,18 @@ export class SearchRepository {
       )
       .all(...f.params, limit, offset)
       .map((r) => ({ folderHash: r.folder_hash, pathHash: r.path_hash }));
+  }
+
+  /** How many FTS hits `q` has among an owner's entries. */
+  ftsCount(oid: number, q: string): number {
+    const [lo, hi] = idRange(oid);
+    return (
+      this.sql
+        .query<{ n: number }, SQLQueryBindings[]>(
+          "SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?",
+        )
+        .get(ftsPhrase(q), lo, hi)?.n ?? 0
+    );
   }
 
   /** How many FTS hits `q` has among an owner's entries, counting at most `cap`. */

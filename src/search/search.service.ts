@@ -57,10 +57,10 @@ export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 100
 
 /**
  * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
- * an index entry, looking a row up by id, scanning a table row, reading an FTS hit, and taking a
- * candidate into a sort.
+ * an index entry (testing its columns), looking a row up by id, scanning a table row, reading an
+ * FTS hit, and feeding a candidate to a sort (with the lookup of its sort key).
  */
-const COST = { index: 0.08, lookup: 1, row: 0.15, fts: 0.08, candidate: 1 } as const;
+const COST = { index: 0.1, lookup: 2, row: 0.25, fts: 0.08, candidate: 2 } as const;
 
 /** A search hit row in wire form (spec §2.5 field order). */
 export function toSearchHit(r: HitRow): SearchFileHit {
@@ -96,8 +96,11 @@ interface Route {
 function visitCost(r: Route, text: boolean): number {
   if (r.access === "fts") return r.rows * (COST.fts + COST.lookup);
   if (r.access === "rows") return r.rows * COST.row;
-  return r.rows * (text ? COST.index + COST.lookup : COST.index);
+  return r.rows * (COST.index + (text && !NAME_COVERED.has(r.access) ? COST.lookup : 0));
 }
+
+/** Indexes that hold `name`, so that `q` is checked without reading the table. */
+const NAME_COVERED: ReadonlySet<Access> = new Set<Access>(["created_at", "updated_at", "size_bytes", "ext"]);
 
 /** What a search did: its total, its page and the plan steps chosen (for tests and the bench). */
 export interface SearchOutcome {
@@ -207,8 +210,9 @@ export class SearchService {
         : this.repo.total(oid, f.exts);
       routes.push({ access: "ext", conds: base, rows: n, what: `ext index (${n} rows)` });
     }
+    // The ext index holds every row of the owner and every filtered column: the full scan.
     if (routes.length === 0)
-      routes.push({ access: "rows", conds: base, rows: nAll, what: `all rows (${nAll})` });
+      routes.push({ access: "ext", conds: base, rows: nAll, what: `all ${nAll} rows` });
     return routes.sort((a, b) => a.rows - b.rows);
   }
 
@@ -284,17 +288,17 @@ export class SearchService {
       }
       if (base.length === 0) {
         plan.push("count: common term, FTS index");
-        const total = this.repo.ftsHits(oid, text.q, -1);
+        const total = this.repo.ftsCount(oid, text.q);
         return { total, candidates: { access: "fts", conds: [fts], rows: total, what: `${total} FTS hits` } };
       }
     }
     // Check the substring row by row on the cheapest set of rows: the other filters' candidates,
     // all of the owner's rows, or (for a 3+ character term) the FTS hits if fewer.
     const options: Route[] = [
-      { access: "rows", conds: [...base, substr], rows: nAll, what: `all ${nAll} rows` },
+      { access: "ext", conds: [...base, substr], rows: nAll, what: `all ${nAll} rows (ext index)` },
     ];
     const best = routes[0];
-    if (best && best.access !== "rows") options.push({ ...best, conds: [...base, substr] });
+    if (best) options.push({ ...best, conds: [...base, substr] });
     options.sort((a, b) => visitCost(a, true) - visitCost(b, true));
     let chosen = options[0]!;
     if (text.fts) {
@@ -325,7 +329,7 @@ export class SearchService {
     const count = end - offset;
     const dir = descending !== fromEnd;
     const textCond: Cond[] = f.text ? [{ kind: "substr", q: f.text.q }] : [];
-    const perWalked = f.text ? COST.index + COST.lookup : COST.index;
+    const perWalked = COST.index + (f.text && !NAME_COVERED.has(sortBy) ? COST.lookup : 0);
 
     // Walk plan: seek with the histogram of the sort column when every range filter is on it.
     let walk: { conds: Cond[]; skip: number; cost: number; what: string } = {
