@@ -14,6 +14,10 @@ import { ManualClock } from "../../src/util/clock.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 
+/** A parsed JSON answer body; tests assert its fields one by one, so it is deliberately untyped. */
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+export type JsonBody = any;
+
 /** A test app and its handles. */
 export interface TestApp {
   config: Config;
@@ -24,7 +28,7 @@ export interface TestApp {
   /** Sends a request to the app. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends a request and parses the JSON answer. */
-  json(path: string, init?: RequestInit): Promise<{ status: number; body: any; headers: Headers }>;
+  json(path: string, init?: RequestInit): Promise<{ status: number; body: JsonBody; headers: Headers }>;
   close(): void;
 }
 
@@ -48,7 +52,7 @@ export function makeTestApp(env: Record<string, string> = {}, blobs?: BlobStore)
     async json(path, init) {
       const r = await fetchFn(path, init);
       const text = await r.text();
-      let body: any = text;
+      let body: JsonBody = text;
       try {
         body = JSON.parse(text);
       } catch {}
