@@ -162,6 +162,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
         },
       });
       filesDone++;
+      progress.overall(doneTotal, filesDone);
       results.push({
         path: p.rel,
         action: "downloaded",
@@ -176,6 +177,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
         return;
       }
       filesDone++;
+      progress.overall(doneTotal, filesDone);
       results.push({
         path: p.rel,
         action: "failed",

@@ -302,6 +302,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         return;
       }
       filesDone++;
+      progress.overall(doneTotal, filesDone);
       results.push({
         path: file.rel,
         action: "failed",
