@@ -75,7 +75,7 @@ export function searchController(s: Services) {
     return success(s.browse.browse(address, folderHash, query));
   };
   return new Elysia({ name: "search" })
-    .get("/search_files", search, { detail: SEARCH_DOC })
+    .get("/search_files", search, { detail: { ...SEARCH_DOC, hide: true } })
     .get("/search_files/:ss58", search, { detail: SEARCH_DOC })
     .get("/browse/:ss58", browse, { detail: { ...BROWSE_DOC, hide: true } })
     .get("/browse/:ss58/:folder_hash", browse, { detail: BROWSE_DOC });

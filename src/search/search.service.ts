@@ -276,38 +276,39 @@ export class SearchService {
   ): { total: number; candidates: Route } {
     const substr: Cond = { kind: "substr", q: text.q };
     const fts: Cond = { kind: "fts", q: text.q };
+    const ftsRoute = (hits: number): Route => ({
+      access: "fts",
+      conds: [fts, ...base],
+      rows: hits,
+      what: `${hits} FTS hits`,
+    });
+    // FTS hits, counted exactly when there are few (a rare term).
+    let known: Route | null = null;
     if (text.fts) {
       const hits = this.repo.ftsHits(oid, text.q, this.tuning.rareHits + 1);
-      if (hits <= this.tuning.rareHits) {
-        const route: Route = { access: "fts", conds: [fts, ...base], rows: hits, what: `${hits} FTS hits` };
-        plan.push(`count: rare term, ${route.what}`);
-        return {
-          total: base.length === 0 ? hits : this.repo.count(oid, "fts", route.conds),
-          candidates: route,
-        };
-      }
+      if (hits <= this.tuning.rareHits) known = ftsRoute(hits);
       if (base.length === 0) {
-        plan.push("count: common term, FTS index");
-        const total = this.repo.ftsCount(oid, text.q);
-        return { total, candidates: { access: "fts", conds: [fts], rows: total, what: `${total} FTS hits` } };
+        plan.push(known ? `count: rare term, ${known.what}` : "count: common term, FTS index");
+        const total = known ? hits : this.repo.ftsCount(oid, text.q);
+        return { total, candidates: known ?? ftsRoute(total) };
       }
     }
     // Check the substring row by row on the cheapest set of rows: the other filters' candidates,
-    // all of the owner's rows, or (for a 3+ character term) the FTS hits if fewer.
+    // all of the owner's rows, or the FTS hits (looked up one by one) if that is cheaper.
     const options: Route[] = [
       { access: "ext", conds: [...base, substr], rows: nAll, what: `all ${nAll} rows (ext index)` },
     ];
     const best = routes[0];
     if (best) options.push({ ...best, conds: [...base, substr] });
+    if (known) options.push(known);
     options.sort((a, b) => visitCost(a, true) - visitCost(b, true));
     let chosen = options[0]!;
-    if (text.fts) {
+    if (text.fts && !known) {
       const cap = Math.floor(visitCost(chosen, true) / (COST.fts + COST.lookup));
       const hits = this.repo.ftsHits(oid, text.q, cap + 1);
-      if (hits <= cap)
-        chosen = { access: "fts", conds: [fts, ...base], rows: hits, what: `${hits} FTS hits` };
+      if (hits <= cap) chosen = ftsRoute(hits);
     }
-    plan.push(`count: check q on ${chosen.what}`);
+    plan.push(`count: ${chosen.access === "fts" && known ? "rare term, " : ""}check q on ${chosen.what}`);
     return { total: this.repo.count(oid, chosen.access, chosen.conds), candidates: chosen };
   }
 

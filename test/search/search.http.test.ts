@@ -246,6 +246,34 @@ describe("the index follows the write paths", () => {
     expectIndexConsistent(t.services.deps.db);
   });
 
+  test("a file write rolled back leaves no trace in search (the index is written in the same transaction)", async () => {
+    const u = newUser();
+    await upload(u, { path: "kept.txt" });
+    const db = t.services.deps.db;
+    expect(() =>
+      db.$client.transaction(() => {
+        insertFiles(t, u.address, [{ path: "rolled/back.txt" }]);
+        db.$client.query("DELETE FROM files WHERE owner = ? AND file_name = 'kept.txt'").run(u.address);
+        throw new Error("abort");
+      })(),
+    ).toThrow("abort");
+    const s = (await search(t, u)).body.Success;
+    expect(s.files.map((f: { file_name: string }) => f.file_name)).toEqual(["kept.txt"]);
+    expect((await search(t, u, "q=back")).body.Success.total_count).toBe(0);
+    expectIndexConsistent(db);
+  });
+
+  test("moving a file row to another owner is refused by the index trigger instead of corrupting it", () => {
+    const u = newUser();
+    insertFiles(t, u.address, [{ path: "mine.txt" }]);
+    expect(() =>
+      t.services.deps.db.$client
+        .query("UPDATE files SET owner = 'someone-else' WHERE owner = ?")
+        .run(u.address),
+    ).toThrow(/not supported/);
+    expectIndexConsistent(t.services.deps.db);
+  });
+
   test("unregistering a folder removes its files from search; other folders stay", async () => {
     const u = newUser();
     const auth = tokenOf(t, u);

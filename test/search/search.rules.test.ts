@@ -52,6 +52,7 @@ describe("filters", () => {
       { path: "x", fileName: null, relativePath: null, size: 100, created: 2000 },
       { path: "c/50%_off.txt", size: 7, created: 4000 },
       { path: "c/50 off.txt", size: 7, created: 4000 },
+      { path: 'c/say "hi" (draft).txt', size: 7, created: 4000 },
     ]);
   });
   /** The names (file_name ?? relative_path ?? "<none>") a query finds, sorted. */
@@ -76,7 +77,12 @@ describe("filters", () => {
       "notes",
     ]);
     expect(await names("size_min=101")).toEqual(["Report.pdf", "big.jpg"]);
-    expect(await names("date_from=3000&date_to=4000")).toEqual(["50 off.txt", "50%_off.txt", "big.jpg"]);
+    expect(await names("date_from=3000&date_to=4000")).toEqual([
+      "50 off.txt",
+      "50%_off.txt",
+      "big.jpg",
+      'say "hi" (draft).txt',
+    ]);
     expect(await names("date_to=1000")).toEqual(["small.png"]);
     expect(await names("size_min=101&size_max=100")).toEqual([]);
   });
@@ -117,6 +123,14 @@ describe("filters", () => {
     expect(await names("q=_")).toEqual(["50%_off.txt"]);
     expect(await names("q=50%25_")).toEqual(["50%_off.txt"]);
     expect(await names("q=0%25_o")).toEqual(["50%_off.txt"]);
+  });
+
+  test("FTS query syntax in q is plain text: quotes, parentheses, operators", async () => {
+    expect(await names(`q=${encodeURIComponent('"hi"')}`)).toEqual(['say "hi" (draft).txt']);
+    expect(await names(`q=${encodeURIComponent('"')}`)).toEqual(['say "hi" (draft).txt']);
+    expect(await names(`q=${encodeURIComponent("(draft)")}`)).toEqual(['say "hi" (draft).txt']);
+    expect(await names(`q=${encodeURIComponent("hi AND draft")}`)).toEqual([]);
+    expect(await names(`q=${encodeURIComponent("dra*")}`)).toEqual([]);
   });
 
   test("a dotfile named like an extension has no extension", async () => {
@@ -237,7 +251,8 @@ describe("planner paths", () => {
     ["outside the", "size_min=11&date_from=1650000100", {}],
     ["count: scan", "size_min=2000&size_max=2100&date_from=1651000000&date_to=1652000000", {}],
     ["rare term", "q=img_12", {}],
-    ["rare term", "q=report-4&file_type=pdf&size_min=20", {}],
+    ["rare term, check q on", "q=img_12&size_min=20", {}],
+    ["check q on ext index", "q=report-4&file_type=pdf&size_min=20", {}],
     ["common term, FTS index", "q=img", { rareHits: 10 }],
     ["check q on", "q=img&date_from=1651000000&date_to=1652000000", { rareHits: 10 }],
     ["check q on", "q=üb&size_min=100", {}],
