@@ -33,7 +33,7 @@ test("the migration indexes files that existed before it, and later writes keep 
   for (const f of files.slice(0, files.indexOf(search))) apply(f);
   const db = drizzle(sqlite, { schema }) as Db;
   const upsert = filesUpserter(db);
-  const specs = (owner: string): FileSpec[] =>
+  const specs = (): FileSpec[] =>
     Array.from({ length: 120 }, (_, i) => ({
       path: `${["a", "b/c", "Ä"][i % 3]}/${["IMG_", "report ", "Übersicht-"][i % 3]}${i}.${["jpg", "pdf", "TXT"][i % 3]}`,
       size: (i * 7919) % 5000,
@@ -41,7 +41,7 @@ test("the migration indexes files that existed before it, and later writes keep 
       ...(i % 17 === 0 ? { fileName: null } : {}),
       ...(i % 29 === 0 ? { fileName: null, relativePath: null } : {}),
     }));
-  const before = ["owner-one", "owner-two"].flatMap((o) => specs(o).map((s) => fileRow(o, s)));
+  const before = ["owner-one", "owner-two"].flatMap((o) => specs().map((s) => fileRow(o, s)));
   for (const r of before) upsert(r);
 
   apply(search);
@@ -68,7 +68,7 @@ test("the migration indexes files that existed before it, and later writes keep 
   }
 
   // New writes after the backfill continue each owner's id sequence.
-  const after = specs("owner-one").map((s) => fileRow("owner-one", { ...s, path: `new/${s.path}` }));
+  const after = specs().map((s) => fileRow("owner-one", { ...s, path: `new/${s.path}` }));
   for (const r of after) upsert(r);
   sqlite.run("DELETE FROM files WHERE owner = 'owner-two' AND size_bytes < 2500");
   expectIndexConsistent(db);
