@@ -3,6 +3,7 @@
  * - a push SIGKILLed while a file over 24 MiB is being sent resumes on the next run from the
  *   session the server kept, sending fewer bytes than the whole ciphertext, and the file then
  *   pulls back byte for byte;
+ * - Ctrl-C (SIGINT) mid-upload exits 130 with an `interrupted` summary and resumes likewise;
  * - ciphertext altered on the server's disk is caught on pull (exit 3) and nothing is written
  *   at the destination.
  */
@@ -47,6 +48,29 @@ function blobDirs(): Set<string> {
   return out;
 }
 
+/** Waits until the push in flight has a session (from `uploads.json`) holding `min` chunks; returns the count. */
+async function waitForChunks(min: number): Promise<number> {
+  const identity = await identityFromMnemonic(MNEMONIC);
+  const api = new EsyncApi({ baseUrl: server.url, token: new WalletTokenSource(identity) });
+  const deadline = Date.now() + 30_000;
+  let received = 0;
+  while (Date.now() < deadline) {
+    const state = Bun.file(join(cfg, "uploads.json"));
+    if (await state.exists()) {
+      const uploads = (
+        (await state.json().catch(() => ({ uploads: {} }))) as { uploads: Record<string, PendingUpload> }
+      ).uploads;
+      const pending = Object.values(uploads)[0];
+      if (pending) {
+        received = (await api.sessionStatus(pending.sessionId)).chunks_received.length;
+        if (received >= min) break;
+      }
+    }
+    await Bun.sleep(20);
+  }
+  return received;
+}
+
 describe("esync push resumes after being killed mid-upload", () => {
   test("SIGKILL while a 40 MiB file is being sent; the next push sends only what the server lacks", async () => {
     const src = join(work, "big");
@@ -67,24 +91,7 @@ describe("esync push resumes after being killed mid-upload", () => {
       "--parallel",
       "2",
     ]);
-    const identity = await identityFromMnemonic(MNEMONIC);
-    const api = new EsyncApi({ baseUrl: server.url, token: new WalletTokenSource(identity) });
-    const deadline = Date.now() + 30_000;
-    let received = 0;
-    while (Date.now() < deadline) {
-      const state = Bun.file(join(cfg, "uploads.json"));
-      if (await state.exists()) {
-        const uploads = (
-          (await state.json().catch(() => ({ uploads: {} }))) as { uploads: Record<string, PendingUpload> }
-        ).uploads;
-        const pending = Object.values(uploads)[0];
-        if (pending) {
-          received = (await api.sessionStatus(pending.sessionId)).chunks_received.length;
-          if (received >= 2) break;
-        }
-      }
-      await Bun.sleep(20);
-    }
+    const received = await waitForChunks(2);
     first.kill("SIGKILL");
     await first.exited;
     expect(received).toBeGreaterThanOrEqual(2);
@@ -110,6 +117,40 @@ describe("esync push resumes after being killed mid-upload", () => {
     const pulled = await runCli(cfg, ["pull", "--folder", "resume", dest]);
     expect(pulled.code).toBe(0);
     expect(await expectSameTree(src, dest)).toBe(1);
+  });
+});
+
+describe("esync push after Ctrl-C", () => {
+  test("SIGINT mid-upload exits 130 with an interrupted summary; the next push resumes the session", async () => {
+    const src = join(work, "ctrl-c");
+    mkdirSync(src, { recursive: true });
+    await copyHead(process.execPath, join(src, "real-32MiB.bin"), 32 * MiB);
+    const total = ciphertextSize(32 * MiB);
+    const proc = spawnCli(cfg, [
+      "push",
+      src,
+      "--folder",
+      "ctrl-c",
+      "--json",
+      "--limit-rate",
+      "16MiB",
+      "--parallel",
+      "1",
+    ]);
+    const stdout = new Response(proc.stdout).text();
+    expect(await waitForChunks(1)).toBeGreaterThanOrEqual(1);
+    proc.kill("SIGINT");
+    expect(await proc.exited).toBe(130);
+    const s = JSON.parse(await stdout) as { interrupted: boolean; files: Array<{ action: string }> };
+    expect(s.interrupted).toBe(true);
+    expect(s.files[0]?.action).toBe("interrupted");
+
+    const again = await runCli(cfg, ["push", src, "--folder", "ctrl-c", "--json"]);
+    expect(again.code).toBe(0);
+    const r = again.json<{ bytes_sent: number; bytes_resumed: number; files: Array<{ resumed: boolean }> }>();
+    expect(r.files[0]?.resumed).toBe(true);
+    expect(r.bytes_resumed).toBeGreaterThan(0);
+    expect(r.bytes_sent + r.bytes_resumed).toBe(total);
   });
 });
 
