@@ -422,7 +422,19 @@ interface Shape {
   name: string;
   group: string;
   qs: (i: number) => string;
+  /** `/browse/{owner}/{folder}` instead of `/search_files/{owner}` (no naive baseline). */
+  browse?: string;
 }
+/** The largest folder, and its directory holding the most files directly. */
+const big = sql
+  .query<{ folder_hash: string; dir: string; n: number }, []>(
+    `SELECT folder_hash, dir, count(*) AS n FROM search_entries WHERE dir IS NOT NULL
+     GROUP BY folder_hash, dir ORDER BY n DESC LIMIT 1`,
+  )
+  .get()!;
+const bigFolder = sql
+  .query<{ folder_hash: string }, []>("SELECT folder_hash FROM folders ORDER BY file_count DESC LIMIT 1")
+  .get()!.folder_hash;
 const shapes: Shape[] = [
   { group: "basic", name: "no filter (created_at desc)", qs: (i) => (i % 2 ? "" : "limit=25") },
   ...(["file_name", "size_bytes", "created_at", "updated_at"] as const).flatMap((col) =>
@@ -524,6 +536,24 @@ const shapes: Shape[] = [
     qs: (i) => `offset=${500_000 + i * 7}&sort_by=file_name&sort_order=asc`,
   },
   { group: "page", name: "limit 1000", qs: (i) => `limit=1000&offset=${i * 1000}&file_type=image` },
+  {
+    group: "browse",
+    name: "browse: root of the largest folder",
+    browse: bigFolder,
+    qs: (i) => `offset=${i % 3}`,
+  },
+  {
+    group: "browse",
+    name: `browse: largest directory (${big.n} files), by name`,
+    browse: big.folder_hash,
+    qs: (i) => `path=${enc(big.dir)}&sort_by=file_name&sort_order=asc&offset=${i * 50}`,
+  },
+  {
+    group: "browse",
+    name: "browse: largest directory, file_type=image, by size",
+    browse: big.folder_hash,
+    qs: (i) => `path=${enc(big.dir)}&file_type=image&sort_by=size_bytes&offset=${i * 10}`,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -569,10 +599,11 @@ try {
     let exact: boolean | null = null;
     let total = 0;
     for (let i = 0; i < REPS; i++) {
-      const { ms, body } = await call(`/search_files/${OWNER}?${shape.qs(i)}`);
+      const url = shape.browse ? `/browse/${OWNER}/${shape.browse}` : `/search_files/${OWNER}`;
+      const { ms, body } = await call(`${url}?${shape.qs(i)}`);
       ours.push(ms);
       if (i === 0) total = body.Success!.total_count;
-      if (i < 3 && !flags["no-naive"]) {
+      if (i < 3 && !flags["no-naive"] && !shape.browse) {
         const n = naive(shape.qs(i));
         const page = body.Success!.files.map((f) => Buffer.from(f.path_hash).toString("hex"));
         const ok = n.total === body.Success!.total_count && JSON.stringify(n.page) === JSON.stringify(page);
@@ -584,7 +615,7 @@ try {
       }
     }
     let naiveTimes: number[] = [];
-    if (!flags["no-naive"]) {
+    if (!flags["no-naive"] && !shape.browse) {
       const start = performance.now();
       for (let i = 0; i < NAIVE_REPS && performance.now() - start < NAIVE_BUDGET_MS; i++) {
         const t = performance.now();
