@@ -44,13 +44,13 @@ export type Cond =
   | { kind: "dir"; folderHash: string; dir: string };
 
 /**
- * How a query reaches the rows: walk one of the sort indexes (in sort order), the ext index, the
- * browse index, the owner's id range in the table itself (`rows`), or the FTS hits (`fts`,
- * needs an `fts` condition).
+ * How a query reaches the rows: walk one of the sort indexes (in sort order), the ext index (also
+ * the covering scan of all of an owner's rows), the browse index, or the FTS hits (`fts`, needs
+ * an `fts` condition; each hit is looked up in the table by id).
  */
-export type Access = SortColumn | "ext" | "dir" | "rows" | "fts";
+export type Access = SortColumn | "ext" | "dir" | "fts";
 
-const INDEX: Record<Exclude<Access, "rows" | "fts">, string> = {
+const INDEX: Record<Exclude<Access, "fts">, string> = {
   created_at: "INDEXED BY search_by_created",
   updated_at: "INDEXED BY search_by_updated",
   size_bytes: "INDEXED BY search_by_size",
@@ -174,7 +174,7 @@ export class SearchRepository {
     const [lo, hi] = idRange(oid);
     const where: string[] = [];
     const params: SQLQueryBindings[] = [];
-    if (access === "rows" || access === "fts") {
+    if (access === "fts") {
       where.push("id BETWEEN ? AND ?", "oid = ?");
       params.push(lo, hi, oid);
     } else {
@@ -207,7 +207,7 @@ export class SearchRepository {
           break;
       }
     }
-    const index = access === "rows" || access === "fts" ? "NOT INDEXED" : INDEX[access];
+    const index = access === "fts" ? "NOT INDEXED" : INDEX[access];
     return { sql: `FROM search_entries ${index} WHERE ${where.join(" AND ")}`, params };
   }
 

@@ -9,14 +9,15 @@
  *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges are
  *   counted by scanning whichever index range is smallest (a range, or the complement of one,
  *   subtracted from a histogram count).
- * - `q` of 3+ characters: the trigram FTS index. Rare terms (≤ `rareHits` hits) are answered from
- *   the hits alone. A common term alone is counted in the FTS index; with other filters the
- *   cheapest of FTS hits, the other filters' candidates or the owner's rows is checked row by row.
- * - `q` of 1–2 characters: no index helps; the other filters' candidates or all the owner's rows
- *   are scanned with `instr`.
- * - Page: walk the sort index (`path_hash` is its last key column, and ext/size/created are in
- *   it, so every filter but `q` is decided in the index), starting at a histogram-found bucket
- *   for deep offsets where the filters allow, and from the far end when the offset is past the
+ * - `q` of 3+ characters: the trigram FTS index. A rare term (≤ `rareHits` hits) alone is counted
+ *   by its hits; a common one alone in the FTS index. With other filters, `q` is checked row by
+ *   row on the cheapest of: the FTS hits, the other filters' index range, all the owner's rows
+ *   (the indexes hold `name`, so that check reads no table row).
+ * - `q` of 1–2 characters: no index can help; the other filters' candidates or all the owner's
+ *   rows are scanned with `instr` in a covering index.
+ * - Page: walk the sort index (`path_hash` is its key's last column; ext, size, created and name
+ *   are in it, so every filter is decided in the index), starting at a histogram-found bucket for
+ *   deep offsets where the filters allow, and from the far end when the offset is past the
  *   middle; or, when the walk would visit more rows, sort the candidates (FTS hits, an index range).
  */
 import { type RemoteFileEntry, toRemoteFileEntry } from "../files/file-entry.ts";
@@ -57,10 +58,10 @@ export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 100
 
 /**
  * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
- * an index entry (testing its columns), looking a row up by id, scanning a table row, reading an
- * FTS hit, and feeding a candidate to a sort (with the lookup of its sort key).
+ * an index entry (testing its columns), looking a row up by id, reading an FTS hit, and feeding
+ * a candidate to a sort (with the lookup of its sort key).
  */
-const COST = { index: 0.1, lookup: 2, row: 0.25, fts: 0.08, candidate: 2 } as const;
+const COST = { index: 0.1, lookup: 2, fts: 0.08, candidate: 2 } as const;
 
 /** A search hit row in wire form (spec §2.5 field order). */
 export function toSearchHit(r: HitRow): SearchFileHit {
@@ -92,15 +93,14 @@ interface Route {
   what: string;
 }
 
-/** Estimated µs to visit a route's rows, deciding the index-covered filters (and `q` when `text`). */
-function visitCost(r: Route, text: boolean): number {
-  if (r.access === "fts") return r.rows * (COST.fts + COST.lookup);
-  if (r.access === "rows") return r.rows * COST.row;
-  return r.rows * (COST.index + (text && !NAME_COVERED.has(r.access) ? COST.lookup : 0));
-}
-
 /** Indexes that hold `name`, so that `q` is checked without reading the table. */
 const NAME_COVERED: ReadonlySet<Access> = new Set<Access>(["created_at", "updated_at", "size_bytes", "ext"]);
+
+/** Estimated µs to visit a route's rows and decide every filter on them (`q` too when `text`). */
+function visitCost(r: Route, text: boolean): number {
+  if (r.access === "fts") return r.rows * (COST.fts + COST.lookup);
+  return r.rows * (COST.index + (text && !NAME_COVERED.has(r.access) ? COST.lookup : 0));
+}
 
 /** What a search did: its total, its page and the plan steps chosen (for tests and the bench). */
 export interface SearchOutcome {
@@ -239,8 +239,8 @@ export class SearchService {
         { lo: other.col === "size_bytes" ? 0 : MIN_VALUE, hi: other.lo - 1 },
         { lo: other.hi + 1, hi: MAX_VALUE },
       ].filter((o) => o.lo <= o.hi);
-      const hist = new Histogram(this.repo, oid, other.col, null);
-      const cost = outside.reduce((s, o) => s + hist.count(o.lo, o.hi), 0);
+      // Rows outside the other range: all rows minus those inside it (its route's exact count).
+      const cost = nAll - (routes.find((r) => r.access === other.col)?.rows ?? 0);
       if (complement === null || cost < complement.cost) {
         const keep: Cond[] = [{ kind: "range", ...inRange }];
         if (f.exts) keep.push({ kind: "exts", exts: f.exts });
