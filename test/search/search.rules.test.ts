@@ -53,6 +53,7 @@ describe("filters", () => {
       { path: "c/50%_off.txt", size: 7, created: 4000 },
       { path: "c/50 off.txt", size: 7, created: 4000 },
       { path: 'c/say "hi" (draft).txt', size: 7, created: 4000 },
+      { path: "gr/ΟΔΟΣ.txt", size: 3, created: 5000 },
     ]);
   });
   /** The names (file_name ?? relative_path ?? "<none>") a query finds, sorted. */
@@ -116,6 +117,12 @@ describe("filters", () => {
     expect(await names("q=legacy")).toEqual(["legacy/only-path.PDF"]);
     expect(await names("q=a/")).toEqual([]);
     expect(await names("q=REPORT")).toEqual(["Report.pdf"]);
+  });
+
+  test("case folding handles the word-final sigma: σ, Σ and ς all find ΟΔΟΣ", async () => {
+    for (const q of ["σ", "Σ", "ς", "δοσ", "ΔΟς", "οδοσ.txt"]) {
+      expect({ q, names: await names(`q=${encodeURIComponent(q)}`) }).toEqual({ q, names: ["ΟΔΟΣ.txt"] });
+    }
   });
 
   test("% and _ in q are literal characters", async () => {
