@@ -27,7 +27,7 @@ import {
   writeConfig,
   writeMnemonic,
 } from "../config.ts";
-import { describeError, eprintln, printJson, println, usageError } from "../output.ts";
+import { describeError, eprintln, InterruptedError, printJson, println, usageError } from "../output.ts";
 
 interface InitOptions {
   import?: boolean;
@@ -61,7 +61,7 @@ async function readSecret(prompt: string): Promise<string> {
     const onData = (buf: Buffer) => {
       for (const ch of buf.toString("utf8")) {
         if (ch === "\r" || ch === "\n") return finish(() => resolve(line));
-        if (ch === "\u0003") return finish(() => reject(usageError("cancelled")));
+        if (ch === "\u0003") return finish(() => reject(new InterruptedError()));
         if (ch === "\u007f" || ch === "\b") line = line.slice(0, -1);
         else if (ch >= " ") line += ch;
       }
