@@ -19,7 +19,13 @@ import { BlobNotFoundError } from "./storage/blob-store.ts";
 import { randomHex } from "./util/ids.ts";
 
 /** Maps any thrown value to an `AppError`; unknown ones are logged with `requestId`. */
-export function toAppError(e: unknown, code: string | number, s: Services, request: Request, requestId: string): AppError {
+export function toAppError(
+  e: unknown,
+  code: string | number,
+  s: Services,
+  request: Request,
+  requestId: string,
+): AppError {
   if (e instanceof AppError) return e;
   switch (code) {
     case "NOT_FOUND":
@@ -31,8 +37,15 @@ export function toAppError(e: unknown, code: string | number, s: Services, reque
       return fail("invalid_parameter", "A request parameter is invalid");
   }
   const err = e as Error;
-  const storage = e instanceof BlobNotFoundError || /s3|blob|ENOENT|EIO|ENOSPC|ECONNREFUSED/i.test(`${err?.name} ${err?.message}`);
-  s.deps.log.error("request.failed", { request_id: requestId, method: request.method, url: request.url, error: err });
+  const storage =
+    e instanceof BlobNotFoundError ||
+    /s3|blob|ENOENT|EIO|ENOSPC|ECONNREFUSED/i.test(`${err?.name} ${err?.message}`);
+  s.deps.log.error("request.failed", {
+    request_id: requestId,
+    method: request.method,
+    url: request.url,
+    error: err,
+  });
   return fail(
     storage ? "storage_inconsistency" : "database_error",
     `${storage ? "A storage" : "A database"} error occurred; retry later (request id ${requestId})`,
@@ -62,7 +75,7 @@ export function createApp(deps: AppDeps) {
             title: "esync",
             version: pkg.version,
             description:
-              "End-to-end-encrypted file sync: folder registry, resumable chunked upload sessions, BLAKE3-verified blobs, search. Success bodies are `{\"Success\": {...}}`, errors `{\"Error\": {\"error\", \"message\"}}`.",
+              'End-to-end-encrypted file sync: folder registry, resumable chunked upload sessions, BLAKE3-verified blobs, search. Success bodies are `{"Success": {...}}`, errors `{"Error": {"error", "message"}}`.',
           },
           components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
         },

@@ -45,7 +45,10 @@ async function listen(config: Config, handle: (r: Request) => Promise<Response>)
   }
   // Bodies are limited by the handlers (exact chunk lengths, single-upload cap); a large upload
   // on a slow link must not be cut by node's default 300 s request timeout.
-  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 }, createServerAdapter(handle));
+  const server = http.createServer(
+    { requestTimeout: 0, keepAliveTimeout: 65_000 },
+    createServerAdapter(handle),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -65,7 +68,10 @@ async function listen(config: Config, handle: (r: Request) => Promise<Response>)
  * @throws when the database cannot be opened or migrated, the blob store is unreachable, or the
  *   port cannot be bound.
  */
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
   const db = openDb(config.dbPath);
   const blobs = createBlobStore(config);
   try {
@@ -80,14 +86,21 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   await services.singleUpload.resetSpool();
   if (config.insecureSs58Tokens) {
     log.warn("startup.insecure_tokens", {
-      message: "ESYNC_INSECURE_SS58_TOKENS is on: a bare SS58 address is accepted as a bearer token. Never use this in production.",
+      message:
+        "ESYNC_INSECURE_SS58_TOKENS is on: a bare SS58 address is accepted as a bearer token. Never use this in production.",
     });
   }
   const sweeper = new Sweeper(services);
   sweeper.start();
   const listener = await listen(config, (req) => app.handle(req));
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
-  log.info("server.started", { url, engine: config.httpEngine, storage: config.storage, data_dir: config.dataDir, db: config.dbPath });
+  log.info("server.started", {
+    url,
+    engine: config.httpEngine,
+    storage: config.storage,
+    data_dir: config.dataDir,
+    db: config.dbPath,
+  });
   return {
     url,
     port: listener.port,

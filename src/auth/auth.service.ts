@@ -47,7 +47,8 @@ export class AuthService {
    */
   async authenticate(header: string | null | undefined): Promise<string> {
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!m?.[1]) throw fail("unauthorized", "Missing or malformed Authorization header; expected 'Bearer <token>'");
+    if (!m?.[1])
+      throw fail("unauthorized", "Missing or malformed Authorization header; expected 'Bearer <token>'");
     const token = m[1];
     const now = this.clock.now();
     if (token.startsWith("sig1.")) {
@@ -71,7 +72,8 @@ export class AuthService {
    * Throws 403 `forbidden` unless `tokenAddress` equals `resourceAddress` (spec §5.2–5.3).
    */
   static requireOwner(tokenAddress: string, resourceAddress: string, what = "this address"): void {
-    if (tokenAddress !== resourceAddress) throw fail("forbidden", `The token does not grant access to ${what}`);
+    if (tokenAddress !== resourceAddress)
+      throw fail("forbidden", `The token does not grant access to ${what}`);
   }
 
   /** Issues an API token for `owner` (an SS58 address), optionally expiring after `ttlSeconds`. */

@@ -31,7 +31,8 @@ export function parseWalletToken(token: string): WalletToken | null {
   const [, address, exp, sigRaw] = parts as [string, string, string, string];
   if (!isSs58(address) || !/^\d{1,12}$/.test(exp)) return null;
   const sig = sigRaw.startsWith("0x") || sigRaw.startsWith("0X") ? sigRaw.slice(2) : sigRaw;
-  if (!/^[0-9a-fA-F]+$/.test(sig) || sig.length % 2 !== 0 || sig.length < 128 || sig.length > 200) return null;
+  if (!/^[0-9a-fA-F]+$/.test(sig) || sig.length % 2 !== 0 || sig.length < 128 || sig.length > 200)
+    return null;
   return { address, expiresAt: Number(exp), signatureHex: sig.toLowerCase() };
 }
 

@@ -31,7 +31,9 @@ function service(): AuthService {
 
 const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
 
-const program = new Command("token").description("Manage esync API tokens (stored hashed in the esync database)");
+const program = new Command("token").description(
+  "Manage esync API tokens (stored hashed in the esync database)",
+);
 
 program
   .command("create")
@@ -43,8 +45,14 @@ program
   .action((o: { owner: string; label?: string; expiresIn?: number; json?: boolean }) => {
     if (!isSs58(o.owner)) throw new InvalidArgumentError(`--owner is not an SS58 address: ${o.owner}`);
     const t = service().issue(o.owner, o.label ?? null, o.expiresIn ?? null);
-    if (o.json) console.log(JSON.stringify({ id: t.id, token: t.token, owner: t.owner, label: t.label, expires_at: t.expiresAt }));
-    else console.log(`id:      ${t.id}\nowner:   ${t.owner}\nexpires: ${iso(t.expiresAt)}\ntoken:   ${t.token}\n(store the token now: it cannot be shown again)`);
+    if (o.json)
+      console.log(
+        JSON.stringify({ id: t.id, token: t.token, owner: t.owner, label: t.label, expires_at: t.expiresAt }),
+      );
+    else
+      console.log(
+        `id:      ${t.id}\nowner:   ${t.owner}\nexpires: ${iso(t.expiresAt)}\ntoken:   ${t.token}\n(store the token now: it cannot be shown again)`,
+      );
   });
 
 program
@@ -55,11 +63,31 @@ program
   .action((o: { owner?: string; json?: boolean }) => {
     const rows = service().list(o.owner);
     if (o.json) {
-      console.log(JSON.stringify(rows.map((r) => ({ id: r.id, owner: r.owner, label: r.label, created_at: r.createdAt, expires_at: r.expiresAt, revoked_at: r.revokedAt }))));
+      console.log(
+        JSON.stringify(
+          rows.map((r) => ({
+            id: r.id,
+            owner: r.owner,
+            label: r.label,
+            created_at: r.createdAt,
+            expires_at: r.expiresAt,
+            revoked_at: r.revokedAt,
+          })),
+        ),
+      );
       return;
     }
     if (rows.length === 0) return console.log("no tokens");
-    console.table(rows.map((r) => ({ id: r.id, owner: r.owner, label: r.label ?? "", created: iso(r.createdAt), expires: iso(r.expiresAt), revoked: iso(r.revokedAt) })));
+    console.table(
+      rows.map((r) => ({
+        id: r.id,
+        owner: r.owner,
+        label: r.label ?? "",
+        created: iso(r.createdAt),
+        expires: iso(r.expiresAt),
+        revoked: iso(r.revokedAt),
+      })),
+    );
   });
 
 program
@@ -77,6 +105,8 @@ program
 try {
   await program.parseAsync(process.argv);
 } catch (e) {
-  console.error(e instanceof ConfigError ? `token: configuration error: ${e.message}` : `token: ${(e as Error).message}`);
+  console.error(
+    e instanceof ConfigError ? `token: configuration error: ${e.message}` : `token: ${(e as Error).message}`,
+  );
   process.exit(2);
 }

@@ -38,10 +38,25 @@ export function filesController(s: Services) {
       {
         parse: "none",
         detail: {
-          ...op("files", "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)", UploadResult, [400, 401, 403, 409, 413]),
+          ...op(
+            "files",
+            "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)",
+            UploadResult,
+            [400, 401, 403, 409, 413],
+          ),
           requestBody: {
             required: true,
-            content: { "multipart/form-data": { schema: { type: "object", properties: { manifest: { type: "string", description: "manifest JSON" }, ciphertext: { type: "string", format: "binary" } } } } },
+            content: {
+              "multipart/form-data": {
+                schema: {
+                  type: "object",
+                  properties: {
+                    manifest: { type: "string", description: "manifest JSON" },
+                    ciphertext: { type: "string", format: "binary" },
+                  },
+                },
+              },
+            },
           },
         } as never,
       },
@@ -54,7 +69,10 @@ export function filesController(s: Services) {
         const q = queryOf(request);
         const offset = uintQuery(q, "offset") ?? 0;
         const limitRaw = uintQuery(q, "limit");
-        const limit = Math.min(limitRaw === null || limitRaw === 0 ? STATE_DEFAULT_LIMIT : limitRaw, STATE_MAX_LIMIT);
+        const limit = Math.min(
+          limitRaw === null || limitRaw === 0 ? STATE_DEFAULT_LIMIT : limitRaw,
+          STATE_MAX_LIMIT,
+        );
         const { rows, total } = s.files.state(address, folderHash, offset, limit);
         return success({
           ss58_address: address,
@@ -67,7 +85,20 @@ export function filesController(s: Services) {
         });
       },
       {
-        detail: op("files", "A page of a folder's files", t.Object({ ss58_address: t.String(), folder_hash: t.String(), files: t.Array(RemoteFileEntry), total_count: t.Integer(), has_more: t.Boolean(), offset: t.Integer(), limit: t.Integer() }), [400, 401, 403]),
+        detail: op(
+          "files",
+          "A page of a folder's files",
+          t.Object({
+            ss58_address: t.String(),
+            folder_hash: t.String(),
+            files: t.Array(RemoteFileEntry),
+            total_count: t.Integer(),
+            has_more: t.Boolean(),
+            offset: t.Integer(),
+            limit: t.Integer(),
+          }),
+          [400, 401, 403],
+        ),
       },
     )
     .delete(
@@ -76,9 +107,27 @@ export function filesController(s: Services) {
         const who = await caller(s, request);
         const { address, folderHash, pathHash } = pathTarget(request, who, true);
         s.files.remove(address, folderHash, pathHash);
-        return success({ status: "deleted", file_id: toHex(pathHash), ss58_address: address, folder_hash: folderHash });
+        return success({
+          status: "deleted",
+          file_id: toHex(pathHash),
+          ss58_address: address,
+          folder_hash: folderHash,
+        });
       },
-      { parse: "none", detail: op("files", "Delete one file", t.Object({ status: t.Literal("deleted"), file_id: t.String(), ss58_address: t.String(), folder_hash: t.String() }), [400, 401, 403, 404]) },
+      {
+        parse: "none",
+        detail: op(
+          "files",
+          "Delete one file",
+          t.Object({
+            status: t.Literal("deleted"),
+            file_id: t.String(),
+            ss58_address: t.String(),
+            folder_hash: t.String(),
+          }),
+          [400, 401, 403, 404],
+        ),
+      },
     )
     .get(
       "/download/:ss58/:folder_hash/:file_id",
@@ -103,13 +152,20 @@ export function filesController(s: Services) {
       },
       {
         detail: {
-          ...op("files", "Download the ciphertext (Range supported: 206, 416)", null, [400, 401, 403, 404, 416]),
+          ...op(
+            "files",
+            "Download the ciphertext (Range supported: 206, 416)",
+            null,
+            [400, 401, 403, 404, 416],
+          ),
           responses: {
-            "200": { description: "The ciphertext", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+            "200": {
+              description: "The ciphertext",
+              content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+            },
             "206": { description: "A byte range of the ciphertext" },
           },
         } as never,
       },
     );
 }
-

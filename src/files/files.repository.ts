@@ -15,7 +15,13 @@ export class FilesRepository {
     return this.db
       .select()
       .from(files)
-      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash), eq(files.pathHash, Buffer.from(pathHash))))
+      .where(
+        and(
+          eq(files.owner, owner),
+          eq(files.folderHash, folderHash),
+          eq(files.pathHash, Buffer.from(pathHash)),
+        ),
+      )
       .get();
   }
 
@@ -33,7 +39,13 @@ export class FilesRepository {
   remove(owner: string, folderHash: string, pathHash: Uint8Array): boolean {
     const r = this.db
       .delete(files)
-      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash), eq(files.pathHash, Buffer.from(pathHash))))
+      .where(
+        and(
+          eq(files.owner, owner),
+          eq(files.folderHash, folderHash),
+          eq(files.pathHash, Buffer.from(pathHash)),
+        ),
+      )
       .run();
     return changes(r) > 0;
   }
@@ -50,13 +62,25 @@ export class FilesRepository {
 
   /** Deletes every file of a folder; returns how many. */
   removeFolder(owner: string, folderHash: string): number {
-    return changes(this.db.delete(files).where(and(eq(files.owner, owner), eq(files.folderHash, folderHash))).run());
+    return changes(
+      this.db
+        .delete(files)
+        .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash)))
+        .run(),
+    );
   }
 
   /** A page of a folder's files in `path_hash` order, and the folder's total file count. */
   page(owner: string, folderHash: string, offset: number, limit: number): { rows: FileRow[]; total: number } {
     const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
-    const rows = this.db.select().from(files).where(where).orderBy(asc(files.pathHash)).limit(limit).offset(offset).all();
+    const rows = this.db
+      .select()
+      .from(files)
+      .where(where)
+      .orderBy(asc(files.pathHash))
+      .limit(limit)
+      .offset(offset)
+      .all();
     const total = this.db.select({ n: sql<number>`count(*)` }).from(files).where(where).get()?.n ?? 0;
     return { rows, total };
   }

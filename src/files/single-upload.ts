@@ -57,27 +57,51 @@ export class SingleUploadService {
   async upload(caller: string, request: Request): Promise<UploadResult> {
     const contentType = request.headers.get("content-type") ?? "";
     if (!/^multipart\/form-data\s*;.*boundary=/i.test(contentType) || !request.body) {
-      throw fail("invalid_manifest", "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'");
+      throw fail(
+        "invalid_manifest",
+        "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
+      );
     }
     const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
     try {
       const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
       if (hash !== manifest.ciphertextHash) {
-        this.log.warn("upload.hash_mismatch", { owner: caller, expected: manifest.ciphertextHash, actual: hash });
-        throw fail("invalid_manifest", `Ciphertext BLAKE3 ${hash} differs from manifest.ciphertext_hash ${manifest.ciphertextHash}`);
+        this.log.warn("upload.hash_mismatch", {
+          owner: caller,
+          expected: manifest.ciphertextHash,
+          actual: hash,
+        });
+        throw fail(
+          "invalid_manifest",
+          `Ciphertext BLAKE3 ${hash} differs from manifest.ciphertext_hash ${manifest.ciphertextHash}`,
+        );
       }
       // Reject revision conflicts before moving any bytes into the blob store.
       const blobId = randomHex(16);
       const gen = randomHex(6);
       try {
-        await this.blobs.put(chunkKey(blobId, 0, gen), Bun.file(spool).stream() as ReadableStream<Uint8Array>, size);
+        await this.blobs.put(
+          chunkKey(blobId, 0, gen),
+          Bun.file(spool).stream() as ReadableStream<Uint8Array>,
+          size,
+        );
         if (isPersistable(this.blobs)) await this.blobs.persist([chunkKey(blobId, 0, gen)]);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
-        throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", { retryAfter: 1 });
+        throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", {
+          retryAfter: 1,
+        });
       }
       try {
-        return this.files.commit(manifest, { blobId, chunkSize: size, chunkCount: 1, size, gens: [gen], ciphertextHash: hash, chunkHashes: null });
+        return this.files.commit(manifest, {
+          blobId,
+          chunkSize: size,
+          chunkCount: 1,
+          size,
+          gens: [gen],
+          ciphertextHash: hash,
+          chunkHashes: null,
+        });
       } catch (e) {
         await this.blobs.deletePrefix(chunkKey(blobId, 0, gen).replace(/[^/]+$/, "")).catch(() => {});
         throw e;
@@ -88,7 +112,12 @@ export class SingleUploadService {
   }
 
   /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */
-  private receive(caller: string, request: Request, contentType: string, spool: string): Promise<{ manifest: Manifest; size: number; hash: string }> {
+  private receive(
+    caller: string,
+    request: Request,
+    contentType: string,
+    spool: string,
+  ): Promise<{ manifest: Manifest; size: number; hash: string }> {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
       let ciphertext: Promise<{ size: number; hash: string }> | null = null;
@@ -97,7 +126,12 @@ export class SingleUploadService {
       const source = Readable.fromWeb(request.body as never);
       const bb = Busboy({
         headers: { "content-type": contentType },
-        limits: { parts: 2, files: 2, fileSize: Math.max(this.opts.maxBytes, MAX_MANIFEST_BYTES) + 1, headerPairs: 20 },
+        limits: {
+          parts: 2,
+          files: 2,
+          fileSize: Math.max(this.opts.maxBytes, MAX_MANIFEST_BYTES) + 1,
+          headerPairs: 20,
+        },
         isPartAFile: () => true,
       });
       const abort = (e: unknown) => {
@@ -105,21 +139,34 @@ export class SingleUploadService {
         failed = true;
         source.unpipe(bb as unknown as Writable);
         source.destroy();
-        const err = e instanceof AppError ? e : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
+        const err =
+          e instanceof AppError
+            ? e
+            : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
         // Stop a spool write in progress and reject only once its file is closed, so that the
         // caller's removal of the spool file cannot run before the file is created.
         ciphertextPart?.destroy();
-        if (ciphertext) ciphertext.then(() => reject(err), () => reject(err));
+        if (ciphertext)
+          ciphertext.then(
+            () => reject(err),
+            () => reject(err),
+          );
         else reject(err);
       };
       bb.on("file", (name, stream) => {
         if (failed) return void stream.resume();
         if (name === "manifest") {
-          if (manifest || ciphertext) return abort(fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed"));
+          if (manifest || ciphertext)
+            return abort(
+              fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed"),
+            );
           manifest = this.readManifest(caller, stream);
           manifest.catch(abort);
         } else if (name === "ciphertext") {
-          if (!manifest) return abort(fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part"));
+          if (!manifest)
+            return abort(
+              fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part"),
+            );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
           ciphertext = this.spool(stream, spool);
@@ -129,7 +176,9 @@ export class SingleUploadService {
           abort(fail("invalid_manifest", `Unexpected part '${name}'; expected 'manifest' then 'ciphertext'`));
         }
       });
-      bb.on("partsLimit", () => abort(fail("invalid_manifest", "Too many parts; expected 'manifest' then 'ciphertext'")));
+      bb.on("partsLimit", () =>
+        abort(fail("invalid_manifest", "Too many parts; expected 'manifest' then 'ciphertext'")),
+      );
       bb.on("error", abort);
       bb.on("finish", async () => {
         if (failed) return;
@@ -171,7 +220,8 @@ export class SingleUploadService {
             throw fail("invalid_manifest", "manifest part is not valid JSON");
           }
           const m = parseManifest(raw);
-          if (m.ss58Address !== caller) throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+          if (m.ss58Address !== caller)
+            throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
           resolve(m);
         } catch (e) {
           reject(e);
@@ -191,7 +241,8 @@ export class SingleUploadService {
     const meter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         size += chunk.length;
-        if (size > max) return cb(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
+        if (size > max)
+          return cb(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
         hasher.update(chunk);
         cb(null, chunk);
       },

@@ -7,9 +7,9 @@ import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
 import { isSs58 } from "../auth/ss58.ts";
 import { fail } from "../errors/errors.ts";
+import { addressParam, caller } from "../http/context.ts";
 import { Folder, op } from "../http/docs.ts";
 import { success } from "../http/envelope.ts";
-import { addressParam, caller } from "../http/context.ts";
 import { asObject, rawSegments, readJson } from "../http/request.ts";
 import { isFolderHash } from "../manifest/manifest.ts";
 import type { Services } from "../services.ts";
@@ -19,13 +19,15 @@ const MAX_LABEL = 1024;
 
 function bodyAddress(b: Record<string, unknown>): string {
   const a = b.ss58_address ?? b.user_id;
-  if (typeof a !== "string" || a === "") throw fail("invalid_manifest", "ss58_address (alias user_id) is required and must be a string");
+  if (typeof a !== "string" || a === "")
+    throw fail("invalid_manifest", "ss58_address (alias user_id) is required and must be a string");
   if (!isSs58(a)) throw fail("invalid_manifest", "ss58_address is not a valid SS58 address");
   return a;
 }
 
 function bodyFolderHash(b: Record<string, unknown>): string {
-  if (!isFolderHash(b.folder_hash)) throw fail("invalid_manifest", "folder_hash must be 16 lowercase hex characters");
+  if (!isFolderHash(b.folder_hash))
+    throw fail("invalid_manifest", "folder_hash must be 16 lowercase hex characters");
   return b.folder_hash;
 }
 
@@ -40,7 +42,10 @@ export function foldersController(s: Services) {
         const owner = bodyAddress(b);
         const folderHash = bodyFolderHash(b);
         if (typeof b.label !== "string" || b.label.length === 0 || b.label.length > MAX_LABEL) {
-          throw fail("invalid_manifest", `label is required: a non-empty string of at most ${MAX_LABEL} characters`);
+          throw fail(
+            "invalid_manifest",
+            `label is required: a non-empty string of at most ${MAX_LABEL} characters`,
+          );
         }
         const device = b.device_name ?? null;
         if (device !== null && (typeof device !== "string" || device.length > MAX_LABEL)) {
@@ -52,8 +57,18 @@ export function foldersController(s: Services) {
       },
       {
         parse: "none",
-        detail: op("folders", "Register a sync folder", t.Object({ status: t.Literal("registered") }), [400, 401, 403, 409, 500],
-          t.Object({ ss58_address: t.String(), folder_hash: t.String(), label: t.String(), device_name: t.Optional(t.Union([t.String(), t.Null()])) })),
+        detail: op(
+          "folders",
+          "Register a sync folder",
+          t.Object({ status: t.Literal("registered") }),
+          [400, 401, 403, 409, 500],
+          t.Object({
+            ss58_address: t.String(),
+            folder_hash: t.String(),
+            label: t.String(),
+            device_name: t.Optional(t.Union([t.String(), t.Null()])),
+          }),
+        ),
       },
     )
     .get(
@@ -64,7 +79,14 @@ export function foldersController(s: Services) {
         AuthService.requireOwner(who, address, "base_address");
         return success({ base_address: address, folders: s.folders.list(address) });
       },
-      { detail: op("folders", "List registered folders with file counts and sizes", t.Object({ base_address: t.String(), folders: t.Array(Folder) }), [400, 401, 403]) },
+      {
+        detail: op(
+          "folders",
+          "List registered folders with file counts and sizes",
+          t.Object({ base_address: t.String(), folders: t.Array(Folder) }),
+          [400, 401, 403],
+        ),
+      },
     )
     .delete(
       "/unregister_folder",
@@ -79,8 +101,13 @@ export function foldersController(s: Services) {
       },
       {
         parse: "none",
-        detail: op("folders", "Unregister a folder and delete every file in it (irreversible)", t.Object({ status: t.Literal("unregistered"), files_deleted: t.Integer() }), [400, 401, 403, 404, 500],
-          t.Object({ ss58_address: t.String(), folder_hash: t.String() })),
+        detail: op(
+          "folders",
+          "Unregister a folder and delete every file in it (irreversible)",
+          t.Object({ status: t.Literal("unregistered"), files_deleted: t.Integer() }),
+          [400, 401, 403, 404, 500],
+          t.Object({ ss58_address: t.String(), folder_hash: t.String() }),
+        ),
       },
     );
 }

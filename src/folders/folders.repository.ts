@@ -36,7 +36,13 @@ export class FoldersRepository {
    * Registers a folder: inserts the row, or labels an existing unregistered one (files were
    * uploaded before registration). Returns false when it is already registered.
    */
-  register(owner: string, folderHash: string, label: string, deviceName: string | null, now: number): boolean {
+  register(
+    owner: string,
+    folderHash: string,
+    label: string,
+    deviceName: string | null,
+    now: number,
+  ): boolean {
     const r = this.db
       .insert(folders)
       .values({ owner, folderHash, label, deviceName, createdAt: now, updatedAt: now })
@@ -67,6 +73,9 @@ export class FoldersRepository {
 
   /** Deletes the folder row. */
   remove(owner: string, folderHash: string): void {
-    this.db.delete(folders).where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash))).run();
+    this.db
+      .delete(folders)
+      .where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash)))
+      .run();
   }
 }

@@ -67,7 +67,8 @@ export class FoldersService {
   unregister(owner: string, folderHash: string): number {
     return this.db.transaction(() => {
       const row = this.folders.get(owner, folderHash);
-      if (!row || row.label === null) throw fail("not_found", "No folder is registered at this folder_hash for this user");
+      if (!row || row.label === null)
+        throw fail("not_found", "No folder is registered at this folder_hash for this user");
       const blobIds = this.files.blobIdsOfFolder(owner, folderHash);
       const deleted = this.files.removeFolder(owner, folderHash);
       this.deletions.enqueue(blobIds.map(blobPrefix), this.clock.now());

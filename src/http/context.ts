@@ -19,21 +19,25 @@ export function caller(s: Services, request: Request): Promise<string> {
  */
 export function addressParam(raw: string | undefined): string {
   if (raw === undefined || raw === "") throw fail("invalid_user_id", "The address in the path is empty");
-  if (Buffer.byteLength(raw) > 256) throw fail("invalid_user_id", "The address in the path is longer than 256 bytes");
-  if (raw.includes("%") || raw.includes("\\")) throw fail("invalid_user_id", "The address in the path contains '%' or '\\'");
+  if (Buffer.byteLength(raw) > 256)
+    throw fail("invalid_user_id", "The address in the path is longer than 256 bytes");
+  if (raw.includes("%") || raw.includes("\\"))
+    throw fail("invalid_user_id", "The address in the path contains '%' or '\\'");
   if (!isSs58(raw)) throw fail("invalid_user_id", "The address in the path is not a valid SS58 address");
   return raw;
 }
 
 /** Checks a 64-hex `file_id` (the path_hash). @throws AppError `invalid_parameter` (400). */
 export function fileIdParam(raw: string | undefined): Uint8Array {
-  if (raw === undefined || !/^[0-9a-fA-F]{64}$/.test(raw)) throw fail("invalid_parameter", "file_id must be the 64 hex characters of path_hash");
+  if (raw === undefined || !/^[0-9a-fA-F]{64}$/.test(raw))
+    throw fail("invalid_parameter", "file_id must be the 64 hex characters of path_hash");
   return Buffer.from(raw, "hex");
 }
 
 /** Checks a `folder_hash` path parameter. @throws AppError `invalid_parameter` (400). */
 export function folderHashParam(raw: string | undefined): string {
-  if (raw === undefined || !/^[0-9a-f]{16}$/.test(raw)) throw fail("invalid_parameter", "folder_hash must be 16 lowercase hex characters");
+  if (raw === undefined || !/^[0-9a-f]{16}$/.test(raw))
+    throw fail("invalid_parameter", "folder_hash must be 16 lowercase hex characters");
   return raw;
 }
 

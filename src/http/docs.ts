@@ -5,7 +5,11 @@
  */
 import { type DocumentDecoration, t } from "elysia";
 
-const Bytes32 = t.Array(t.Integer({ minimum: 0, maximum: 255 }), { minItems: 32, maxItems: 32, description: "32 bytes as integers" });
+const Bytes32 = t.Array(t.Integer({ minimum: 0, maximum: 255 }), {
+  minItems: 32,
+  maxItems: 32,
+  description: "32 bytes as integers",
+});
 const ByteArray = t.Array(t.Integer({ minimum: 0, maximum: 255 }), { description: "bytes as integers" });
 const FolderHash = t.String({ pattern: "^[0-9a-f]{16}$", description: "first 16 hex of SHA-256(label)" });
 
@@ -28,7 +32,11 @@ export const Manifest = t.Object({
   ciphertext_hash: t.String({ pattern: "^[0-9a-f]{64}$", description: "BLAKE3 of the whole ciphertext" }),
   size_bytes: t.Integer({ minimum: 0, description: "plaintext bytes" }),
   timestamp: t.Integer({ description: "client Unix seconds" }),
-  signature: t.Array(t.Integer(), { minItems: 64, maxItems: 64, description: "Ed25519 over the ToS sentence" }),
+  signature: t.Array(t.Integer(), {
+    minItems: 64,
+    maxItems: 64,
+    description: "Ed25519 over the ToS sentence",
+  }),
   signing_key: Bytes32,
   path_hash: Bytes32,
   salted_hash: Bytes32,
@@ -96,9 +104,17 @@ export function op(
   description?: string,
 ): DocumentDecoration {
   const responses: Record<string, unknown> = {};
-  if (ok) responses["200"] = { description: "Success", content: { "application/json": { schema: successOf(ok) } } };
+  if (ok)
+    responses["200"] = { description: "Success", content: { "application/json": { schema: successOf(ok) } } };
   for (const s of errors) {
-    responses[String(s)] = { description: `Error ${s}`, content: { "application/json": { schema: s === 409 ? t.Union([ErrorEnvelope, ConflictEnvelope]) : ErrorEnvelope } } };
+    responses[String(s)] = {
+      description: `Error ${s}`,
+      content: {
+        "application/json": {
+          schema: s === 409 ? t.Union([ErrorEnvelope, ConflictEnvelope]) : ErrorEnvelope,
+        },
+      },
+    };
   }
   return {
     tags: [tag],

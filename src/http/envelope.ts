@@ -10,7 +10,10 @@ const JSON_TYPE = { "content-type": "application/json" } as const;
 
 /** A 200 response `{"Success": data}`. */
 export function success(data: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ Success: data }), { status: 200, headers: { ...JSON_TYPE, ...headers } });
+  return new Response(JSON.stringify({ Success: data }), {
+    status: 200,
+    headers: { ...JSON_TYPE, ...headers },
+  });
 }
 
 /** The error envelope for a code, with the catalogue status. */

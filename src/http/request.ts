@@ -18,7 +18,8 @@ export async function readJson(request: Request, code: ErrorCode = "invalid_mani
   let text: string;
   try {
     const buf = await request.arrayBuffer();
-    if (buf.byteLength > MAX_JSON_BODY_BYTES) throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+    if (buf.byteLength > MAX_JSON_BODY_BYTES)
+      throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
     text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
   } catch (e) {
     if (e instanceof Error && e.name === "AppError") throw e;
@@ -34,7 +35,8 @@ export async function readJson(request: Request, code: ErrorCode = "invalid_mani
 
 /** Requires a JSON object; throws `code` otherwise. */
 export function asObject(v: unknown, code: ErrorCode = "invalid_manifest"): Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw fail(code, "request body must be a JSON object");
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw fail(code, "request body must be a JSON object");
   return v as Record<string, unknown>;
 }
 

@@ -56,19 +56,26 @@ export function readBytes(v: unknown, field: string, len: number | [number, numb
   if (!Array.isArray(v)) bad(field, "must be an array of byte integers");
   const [min, max] = typeof len === "number" ? [len, len] : len;
   if (v.length < min || v.length > max) {
-    bad(field, min === max ? `must be ${min} bytes, got ${v.length}` : `must be ${min} to ${max} bytes, got ${v.length}`);
+    bad(
+      field,
+      min === max
+        ? `must be ${min} bytes, got ${v.length}`
+        : `must be ${min} to ${max} bytes, got ${v.length}`,
+    );
   }
   const out = new Uint8Array(v.length);
   for (let i = 0; i < v.length; i++) {
     const b = v[i];
-    if (typeof b !== "number" || !Number.isInteger(b) || b < 0 || b > 255) bad(field, `[${i}] is not a byte (0..255)`);
+    if (typeof b !== "number" || !Number.isInteger(b) || b < 0 || b > 255)
+      bad(field, `[${i}] is not a byte (0..255)`);
     out[i] = b;
   }
   return out;
 }
 
 function readUint(v: unknown, field: string): number {
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) bad(field, "must be a non-negative integer below 2^53");
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+    bad(field, "must be a non-negative integer below 2^53");
   return v;
 }
 
@@ -89,7 +96,8 @@ function readOptString(v: unknown, field: string): string | null {
  * @throws AppError `invalid_manifest` naming the first bad field, or a bad signature.
  */
 export function parseManifest(raw: unknown): Manifest {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw fail("invalid_manifest", "manifest must be a JSON object");
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw fail("invalid_manifest", "manifest must be a JSON object");
   const m = raw as Record<string, unknown>;
   const addr = m.ss58_address ?? m.user_id;
   if (addr === undefined || addr === null) bad("ss58_address", "is required (alias user_id)");
@@ -123,7 +131,11 @@ export function parseManifest(raw: unknown): Manifest {
   };
   let ok = false;
   try {
-    ok = ed25519Verify(new TextEncoder().encode(signedSentence(manifest.ciphertextHash)), manifest.signature, manifest.signingKey);
+    ok = ed25519Verify(
+      new TextEncoder().encode(signedSentence(manifest.ciphertextHash)),
+      manifest.signature,
+      manifest.signingKey,
+    );
   } catch {
     ok = false;
   }

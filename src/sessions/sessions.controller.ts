@@ -46,8 +46,18 @@ export function sessionsController(s: Services) {
       },
       {
         parse: "none",
-        detail: op("sessions", "Open a chunked upload session", t.Object({ session_id: t.String(), expires_at: t.Integer() }), [400, 401, 403, 429],
-          t.Object({ manifest: Manifest, chunk_count: t.Integer(), chunk_size: t.Integer({ maximum: MAX_CHUNK_BYTES }), ciphertext_size: t.Integer() })),
+        detail: op(
+          "sessions",
+          "Open a chunked upload session",
+          t.Object({ session_id: t.String(), expires_at: t.Integer() }),
+          [400, 401, 403, 429],
+          t.Object({
+            manifest: Manifest,
+            chunk_count: t.Integer(),
+            chunk_size: t.Integer({ maximum: MAX_CHUNK_BYTES }),
+            ciphertext_size: t.Integer(),
+          }),
+        ),
       },
     )
     .put(
@@ -62,8 +72,16 @@ export function sessionsController(s: Services) {
       {
         parse: "none",
         detail: {
-          ...op("sessions", "Upload one chunk (raw bytes, exactly chunk_size or the remainder for the last index)", t.Object({ chunk_index: t.Integer() }), [400, 401, 403, 404, 409, 503]),
-          requestBody: { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+          ...op(
+            "sessions",
+            "Upload one chunk (raw bytes, exactly chunk_size or the remainder for the last index)",
+            t.Object({ chunk_index: t.Integer() }),
+            [400, 401, 403, 404, 409, 503],
+          ),
+          requestBody: {
+            required: true,
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+          },
         } as never,
       },
     )
@@ -81,7 +99,15 @@ export function sessionsController(s: Services) {
         const who = await caller(s, request);
         return success(await s.sessions.finalize(who, params.session_id));
       },
-      { parse: "none", detail: op("sessions", "Verify the BLAKE3 hash and commit the file", UploadResult, [400, 401, 403, 404, 409, 500]) },
+      {
+        parse: "none",
+        detail: op(
+          "sessions",
+          "Verify the BLAKE3 hash and commit the file",
+          UploadResult,
+          [400, 401, 403, 404, 409, 500],
+        ),
+      },
     )
     .delete(
       "/upload/session/:session_id",
@@ -89,6 +115,14 @@ export function sessionsController(s: Services) {
         const who = await caller(s, request);
         return success(s.sessions.abort(who, params.session_id));
       },
-      { parse: "none", detail: op("sessions", "Abort a session and release its storage", t.Object({ deleted: t.Literal(true) }), [401, 403, 404, 409]) },
+      {
+        parse: "none",
+        detail: op(
+          "sessions",
+          "Abort a session and release its storage",
+          t.Object({ deleted: t.Literal(true) }),
+          [401, 403, 404, 409],
+        ),
+      },
     );
 }

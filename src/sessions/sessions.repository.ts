@@ -29,13 +29,24 @@ export class SessionsRepository {
     const r = this.db
       .select({ n: sql<number>`count(*)`, earliest: sql<number | null>`min(${uploadSessions.expiresAt})` })
       .from(uploadSessions)
-      .where(and(eq(uploadSessions.owner, owner), ne(uploadSessions.state, "finalized"), gt(uploadSessions.expiresAt, now)))
+      .where(
+        and(
+          eq(uploadSessions.owner, owner),
+          ne(uploadSessions.state, "finalized"),
+          gt(uploadSessions.expiresAt, now),
+        ),
+      )
       .get();
     return { n: r?.n ?? 0, earliest: r?.earliest ?? null };
   }
 
   /** Moves `state` from `from` to `to` (and sets extra columns); false when the session was not in `from`. */
-  transition(sessionId: string, from: SessionRow["state"], to: SessionRow["state"], set: Partial<SessionRow> = {}): boolean {
+  transition(
+    sessionId: string,
+    from: SessionRow["state"],
+    to: SessionRow["state"],
+    set: Partial<SessionRow> = {},
+  ): boolean {
     const r = this.db
       .update(uploadSessions)
       .set({ ...set, state: to })
@@ -100,7 +111,9 @@ export class SessionsRepository {
     return this.db
       .select()
       .from(uploadSessions)
-      .where(and(lte(uploadSessions.expiresAt, now), inArray(uploadSessions.state, ["receiving", "finalized"])))
+      .where(
+        and(lte(uploadSessions.expiresAt, now), inArray(uploadSessions.state, ["receiving", "finalized"])),
+      )
       .limit(limit)
       .all();
   }

@@ -45,7 +45,12 @@ export function expectedChunkCount(size: number, chunkSize: number): number {
  * object while the current one is read. Memory stays bounded by the stores' stream buffers.
  * @throws (through the stream) BlobNotFoundError when a chunk object is missing.
  */
-export function readBlobRange(store: BlobStore, layout: BlobLayout, start: number, end: number): ReadableStream<Uint8Array> {
+export function readBlobRange(
+  store: BlobStore,
+  layout: BlobLayout,
+  start: number,
+  end: number,
+): ReadableStream<Uint8Array> {
   const first = Math.floor(start / layout.chunkSize);
   const last = end > start ? Math.floor((end - 1) / layout.chunkSize) : first - 1;
   const open = (i: number) => {
@@ -58,32 +63,35 @@ export function readBlobRange(store: BlobStore, layout: BlobLayout, start: numbe
   let next: Promise<ReadableStream<Uint8Array>> | null = index <= last ? open(index) : null;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   next?.catch(() => {});
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        if (!reader) {
-          if (!next) {
-            controller.close();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          if (!reader) {
+            if (!next) {
+              controller.close();
+              return;
+            }
+            reader = (await next).getReader();
+            index++;
+            next = index <= last ? open(index) : null;
+            next?.catch(() => {});
+          }
+          const { done, value } = await reader.read();
+          if (!done) {
+            controller.enqueue(value);
             return;
           }
-          reader = (await next).getReader();
-          index++;
-          next = index <= last ? open(index) : null;
-          next?.catch(() => {});
+          reader = null;
         }
-        const { done, value } = await reader.read();
-        if (!done) {
-          controller.enqueue(value);
-          return;
-        }
-        reader = null;
-      }
+      },
+      async cancel(reason) {
+        await reader?.cancel(reason);
+        if (next) (await next.catch(() => null))?.cancel(reason);
+      },
     },
-    async cancel(reason) {
-      await reader?.cancel(reason);
-      if (next) (await next.catch(() => null))?.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 
 /**
@@ -91,7 +99,11 @@ export function readBlobRange(store: BlobStore, layout: BlobLayout, start: numbe
  * object prefetched. Returns lowercase hex.
  * @throws BlobNotFoundError when a chunk object is missing; other store errors propagate.
  */
-export async function hashBlob(store: BlobStore, layout: BlobLayout, hasher: Blake3 = createBlake3()): Promise<string> {
+export async function hashBlob(
+  store: BlobStore,
+  layout: BlobLayout,
+  hasher: Blake3 = createBlake3(),
+): Promise<string> {
   const reader = readBlobRange(store, layout, 0, layout.size).getReader();
   for (;;) {
     const { done, value } = await reader.read();

@@ -25,7 +25,8 @@ export function createLogger(level: LogLevel = "info"): Logger {
   const emit = (lvl: LogLevel, event: string, fields?: LogFields) => {
     if (ORDER[lvl] < min) return;
     const rec: LogFields = { t: new Date().toISOString(), level: lvl, event, ...fields };
-    for (const [k, v] of Object.entries(rec)) if (v instanceof Error) rec[k] = { name: v.name, message: v.message, stack: v.stack };
+    for (const [k, v] of Object.entries(rec))
+      if (v instanceof Error) rec[k] = { name: v.name, message: v.message, stack: v.stack };
     process.stderr.write(`${JSON.stringify(rec)}\n`);
   };
   return {

@@ -18,7 +18,10 @@ export class DeletionQueueRepository {
   /** Queues deletion of object keys or prefixes, due at `notBefore` (Unix seconds). */
   enqueue(targets: string[], notBefore: number): void {
     if (targets.length === 0) return;
-    this.db.insert(blobDeletions).values(targets.map((target) => ({ target, notBefore }))).run();
+    this.db
+      .insert(blobDeletions)
+      .values(targets.map((target) => ({ target, notBefore })))
+      .run();
   }
 
   /** Up to `limit` rows due at `now`, oldest first. */
@@ -41,7 +44,11 @@ export class DeletionQueueRepository {
   failed(id: number, retryAt: number, error: string): void {
     this.db
       .update(blobDeletions)
-      .set({ attempts: sql`${blobDeletions.attempts} + 1`, notBefore: retryAt, lastError: error.slice(0, 500) })
+      .set({
+        attempts: sql`${blobDeletions.attempts} + 1`,
+        notBefore: retryAt,
+        lastError: error.slice(0, 500),
+      })
       .where(eq(blobDeletions.id, id))
       .run();
   }

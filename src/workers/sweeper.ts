@@ -36,8 +36,16 @@ export class Sweeper {
             this.s.deletions.done(row.id);
             deletions++;
           } catch (e) {
-            log.warn("blob.delete_failed", { target: row.target, attempts: row.attempts + 1, error: e as Error });
-            this.s.deletions.failed(row.id, clock.now() + backoff(row.attempts), String((e as Error)?.message ?? e));
+            log.warn("blob.delete_failed", {
+              target: row.target,
+              attempts: row.attempts + 1,
+              error: e as Error,
+            });
+            this.s.deletions.failed(
+              row.id,
+              clock.now() + backoff(row.attempts),
+              String((e as Error)?.message ?? e),
+            );
           }
         }),
       );
