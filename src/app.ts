@@ -5,6 +5,7 @@
  * Tests build it on an in-memory database and a temporary blob directory and call `app.handle`.
  */
 import { swagger } from "@elysiajs/swagger";
+import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia } from "elysia";
 import pkg from "../package.json" with { type: "json" };
 import { AppError, fail } from "./errors/errors.ts";
@@ -17,6 +18,32 @@ import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { BlobNotFoundError } from "./storage/blob-store.ts";
 import { randomHex } from "./util/ids.ts";
+
+/** System error codes of file and network I/O: a failing blob store, not the database. */
+const IO_ERROR_CODES = new Set([
+  "ENOENT",
+  "EIO",
+  "ENOSPC",
+  "EACCES",
+  "EROFS",
+  "EMFILE",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+]);
+
+/**
+ * True when `e` comes from the blob store (missing object, S3 error, file or network I/O);
+ * database errors (`SQLiteError`, Drizzle's query errors) and anything else are not.
+ */
+export function isStorageError(e: unknown): boolean {
+  if (e instanceof BlobNotFoundError) return true;
+  if (!(e instanceof Error)) return false;
+  if (e.name === "SQLiteError" || e instanceof DrizzleError || e instanceof DrizzleQueryError) return false;
+  const code = (e as { code?: unknown }).code;
+  return e.name === "S3Error" || (typeof code === "string" && IO_ERROR_CODES.has(code));
+}
 
 /** Maps any thrown value to an `AppError`; unknown ones are logged with `requestId`. */
 export function toAppError(
@@ -37,9 +64,7 @@ export function toAppError(
       return fail("invalid_parameter", "A request parameter is invalid");
   }
   const err = e as Error;
-  const storage =
-    e instanceof BlobNotFoundError ||
-    /s3|blob|ENOENT|EIO|ENOSPC|ECONNREFUSED/i.test(`${err?.name} ${err?.message}`);
+  const storage = isStorageError(e);
   s.deps.log.error("request.failed", {
     request_id: requestId,
     method: request.method,

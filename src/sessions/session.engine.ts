@@ -19,6 +19,7 @@ import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } fro
 import {
   type BlobLayout,
   blobPrefix,
+  checkChunks,
   chunkKey,
   chunkLength,
   expectedChunkCount,
@@ -28,6 +29,7 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
+import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
 
 /** Largest chunk, bytes (spec §8). */
@@ -63,6 +65,9 @@ const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInt
 
 /** The upload session engine; HTTP-free. */
 export class SessionEngine {
+  /** Running in-order hashes of this process's sessions (an optimisation; see ingest-hash.ts). */
+  private readonly ingest = new IngestHashes();
+
   constructor(
     private readonly db: Db,
     private readonly sessions: SessionsRepository,
@@ -184,9 +189,13 @@ export class SessionEngine {
     }
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
+    const tap = this.ingest.tap(sessionId, index);
     try {
-      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length);
+      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length, {
+        onData: tap?.update,
+      });
     } catch (e) {
+      tap?.fail();
       if (e instanceof BlobLengthError) {
         throw fail(
           "invalid_manifest",
@@ -218,12 +227,26 @@ export class SessionEngine {
       this.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
       return "stored";
     });
+    if (outcome === "stored") {
+      tap?.done(gen);
+      this.ingest.recorded(sessionId, index, gen, this.recordedChunks(s));
+    } else {
+      tap?.fail();
+    }
     if (outcome === "gone")
       throw fail("not_found", "The upload session expired or was deleted during the upload");
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
     return { chunk_index: index };
+  }
+
+  /** How the ingest hasher reads a session's recorded chunks back from the store. */
+  private recordedChunks(s: SessionRow): RecordedChunks {
+    return {
+      recordedGen: (i) => (i < s.chunkCount ? (this.sessions.chunk(s.sessionId, i)?.gen ?? null) : null),
+      open: (i, gen) => this.blobs.get(chunkKey(s.blobId, i, gen)),
+    };
   }
 
   /**
@@ -300,8 +323,13 @@ export class SessionEngine {
       };
       const started = performance.now();
       let actual: string;
+      let prehashed = 0;
       try {
-        actual = await hashBlob(this.blobs, layout);
+        // Chunks hashed while the upload ran are not read again; only the rest is.
+        const pre = await this.ingest.take(sessionId, layout.gens);
+        actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
+        if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
+        prehashed = pre?.from ?? 0;
       } catch (e) {
         this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
         if (e instanceof BlobNotFoundError)
@@ -343,6 +371,7 @@ export class SessionEngine {
         session: sessionId,
         bytes: s.ciphertextSize,
         hash_ms: Math.round(performance.now() - started),
+        prehashed_chunks: prehashed,
       });
       return result;
     } catch (e) {
@@ -362,6 +391,7 @@ export class SessionEngine {
       if (s.state === "finalizing")
         throw fail("conflict", "The session is being finalized; try again when it completes");
       this.sessions.remove(sessionId);
+      this.ingest.forget(sessionId);
       if (s.state === "receiving") this.deletions.enqueue([blobPrefix(s.blobId)], this.clock.now());
     });
     this.log.info("session.deleted", { session: sessionId });
@@ -380,6 +410,7 @@ export class SessionEngine {
         const rows = this.sessions.expired(now, batch);
         for (const s of rows) {
           this.sessions.remove(s.sessionId);
+          this.ingest.forget(s.sessionId);
           if (s.state !== "finalized") this.deletions.enqueue([blobPrefix(s.blobId)], now);
         }
         return rows.length;
@@ -395,6 +426,11 @@ export class SessionEngine {
   recover(): number {
     return this.sessions.resetFinalizing(this.clock.now() + this.opts.ttlSeconds);
   }
+}
+
+/** True when the ingest hasher already covered some chunks (so they must be checked, not read). */
+function prehashedAny(pre: { from: number } | null): boolean {
+  return pre !== null && pre.from > 0;
 }
 
 /** True for errors that mean the client's request body broke off (not a store failure). */

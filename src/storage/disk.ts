@@ -43,8 +43,13 @@ export class DiskBlobStore implements BlobStore, Persistable {
   private readonly root: string;
   private readonly fsync: DiskFsyncMode;
 
+  /** Where writes are staged before their rename into place. */
+  private readonly tmpDir: string;
+  private checked = false;
+
   constructor(opts: DiskBlobStoreOptions) {
     this.root = opts.root;
+    this.tmpDir = join(opts.root, ".tmp");
     this.fsync = opts.fsync ?? "persist";
   }
 
@@ -61,8 +66,10 @@ export class DiskBlobStore implements BlobStore, Persistable {
   ): Promise<void> {
     const target = this.path(key);
     const dir = dirname(target);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.${key.split("/").pop()}.tmp-${randomBytes(6).toString("hex")}`);
+    await Promise.all([mkdir(dir, { recursive: true }), mkdir(this.tmpDir, { recursive: true })]);
+    // Temporary files live in one directory on the same file system, so a crash leaves nothing
+    // inside blob folders and start-up (`check`) clears them all at once.
+    const tmp = join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
     const fh = await open(tmp, "wx");
     let closed = false;
     const reader = body.getReader();
@@ -123,8 +130,9 @@ export class DiskBlobStore implements BlobStore, Persistable {
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
         const p = join(dir, e.name);
-        if (e.isDirectory()) await walk(p);
-        else if (e.isFile() && !e.name.startsWith(".")) {
+        if (e.isDirectory()) {
+          if (!e.name.startsWith(".")) await walk(p);
+        } else if (e.isFile() && !e.name.startsWith(".")) {
           const key = relative(this.root, p).split(sep).join("/");
           if (key.startsWith(prefix)) out.push(key);
         }
@@ -173,8 +181,16 @@ export class DiskBlobStore implements BlobStore, Persistable {
     }
   }
 
+  /**
+   * Creates the root if missing. The first call on an instance (start-up) also deletes staged
+   * writes a crash left in the temporary directory.
+   */
   async check(): Promise<void> {
-    await mkdir(this.root, { recursive: true });
+    if (!this.checked) {
+      this.checked = true;
+      await rm(this.tmpDir, { recursive: true, force: true });
+    }
+    await mkdir(this.tmpDir, { recursive: true });
   }
 
   async close(): Promise<void> {}

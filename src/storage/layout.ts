@@ -7,7 +7,7 @@
  * Deleting the blob = deleting the prefix `b/<blob_id[0..2]>/<blob_id>/`.
  */
 import { type Blake3, createBlake3 } from "../util/blake3.ts";
-import type { BlobStore } from "./blob-store.ts";
+import { BlobNotFoundError, type BlobStore } from "./blob-store.ts";
 
 /** Where a blob's chunks are: sizes in bytes. */
 export interface BlobLayout {
@@ -96,19 +96,42 @@ export function readBlobRange(
 
 /**
  * BLAKE3 of the whole blob, reading the chunk objects in index order with one pass and the next
- * object prefetched. Returns lowercase hex.
+ * object prefetched. Returns lowercase hex. With `fromChunk`, `hasher` already holds chunks
+ * `0..fromChunk-1` and only the rest is read.
  * @throws BlobNotFoundError when a chunk object is missing; other store errors propagate.
  */
 export async function hashBlob(
   store: BlobStore,
   layout: BlobLayout,
   hasher: Blake3 = createBlake3(),
+  fromChunk = 0,
 ): Promise<string> {
-  const reader = readBlobRange(store, layout, 0, layout.size).getReader();
+  const start = Math.min(fromChunk * layout.chunkSize, layout.size);
+  const reader = readBlobRange(store, layout, start, layout.size).getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     hasher.update(value);
   }
   return hasher.digestHex();
+}
+
+/**
+ * Checks that every chunk object of the blob exists with its exact length (`size` calls, 16 at a
+ * time). Finalize runs it because chunks hashed while they streamed in are not read again.
+ * @throws BlobNotFoundError for a missing object; Error for an object of the wrong size; other
+ *   store errors propagate.
+ */
+export async function checkChunks(store: BlobStore, layout: BlobLayout): Promise<void> {
+  for (let i = 0; i < layout.chunkCount; i += 16) {
+    const batch = layout.gens.slice(i, i + 16).map(async (gen, j) => {
+      const index = i + j;
+      const key = chunkKey(layout.blobId, index, gen);
+      const size = await store.size(key);
+      if (size === null) throw new BlobNotFoundError(key);
+      const expected = chunkLength(layout.size, layout.chunkSize, index);
+      if (size !== expected) throw new Error(`chunk object ${key} has ${size} bytes, expected ${expected}`);
+    });
+    await Promise.all(batch);
+  }
 }

@@ -42,15 +42,17 @@ class FaultyStore implements BlobStore {
   async put(key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions): Promise<void> {
     if (this.failPut) {
       await body.cancel();
-      throw new Error("EIO: i/o error, write (injected)");
+      throw Object.assign(new Error("EIO: i/o error, write (injected)"), { code: "EIO" });
     }
     return this.inner.put(key, body, length, opts);
   }
   async get(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
-    if (this.failGet) throw new Error("EIO: i/o error, read (injected)");
+    if (this.failGet) throw Object.assign(new Error("EIO: i/o error, read (injected)"), { code: "EIO" });
     return this.inner.get(key, range);
   }
   size(key: string) {
+    // A store that cannot be read cannot stat its objects either.
+    if (this.failGet) throw Object.assign(new Error("EIO: i/o error, stat (injected)"), { code: "EIO" });
     return this.inner.size(key);
   }
   list(prefix: string) {

@@ -1,0 +1,175 @@
+/**
+ * @module sessions/ingest-hash
+ * Hashes a session's chunks in index order while the upload is still running, so that finalize
+ * has little or nothing left to read (architecture: "hash chunks while they stream in").
+ *
+ * BLAKE3 of the whole ciphertext needs the chunks in order, and no available binding exposes
+ * subtree chaining values, so per-chunk hashes cannot be combined. Instead each session keeps one
+ * running hasher and a cursor `next`:
+ * - a chunk PUT whose index is `next` feeds its bytes to the hasher as they stream to the store
+ *   (a "tap"), so an in-order upload is hashed with no extra read;
+ * - once a chunk is recorded, a catch-up task reads the recorded chunks `next, next+1, ...` back
+ *   from the store (page cache on disk) and hashes them, overlapping with the rest of the upload.
+ *
+ * The state is per process and best-effort: it is dropped on any doubt (a failed tap, a
+ * re-upload of a hashed index, an error) and is never trusted blindly. Finalize compares the
+ * generation hashed for every index with the generations it snapshotted and falls back to a full
+ * pass when they differ, so correctness never depends on this module; another API node, or a
+ * restart, simply finalizes with a full pass.
+ */
+import { type Blake3, createBlake3 } from "../util/blake3.ts";
+
+/** Where a catch-up finds recorded chunks. */
+export interface RecordedChunks {
+  /** Generation recorded for chunk `index` of the session, or null when not (yet) received. */
+  recordedGen(index: number): string | null;
+  /** Streams the stored object of chunk `index`, generation `gen`. */
+  open(index: number, gen: string): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** A tap on one chunk PUT: feed its bytes, then report how it ended. */
+export interface Tap {
+  /** Feeds a piece of the chunk body (in order). */
+  update(piece: Uint8Array): void;
+  /** The chunk was stored and recorded as generation `gen`. */
+  done(gen: string): void;
+  /** The PUT failed or was not recorded: the hasher holds partial data and is dropped. */
+  fail(): void;
+}
+
+/** What finalize gets back: a hasher holding chunks `0..from-1` (exactly `gens`). */
+export interface HashedPrefix {
+  hasher: Blake3;
+  /** First chunk index not yet hashed. */
+  from: number;
+}
+
+interface State {
+  hasher: Blake3;
+  /** Chunks `0..next-1` have been fed to the hasher. */
+  next: number;
+  /** Generation fed for each index below `next`. */
+  gens: string[];
+  /** A tap or a catch-up is feeding the hasher. */
+  busy: boolean;
+  /** The running catch-up, if any. */
+  catchUp: Promise<void> | null;
+}
+
+/** Running in-order hashes of live sessions in this process. */
+export class IngestHashes {
+  private readonly states = new Map<string, State>();
+
+  /** @param maxSessions most sessions tracked at once; the oldest idle one is evicted beyond it. */
+  constructor(private readonly maxSessions = 4096) {}
+
+  private state(sessionId: string): State {
+    let st = this.states.get(sessionId);
+    if (!st) {
+      if (this.states.size >= this.maxSessions) {
+        for (const [id, s] of this.states) {
+          if (!s.busy) {
+            this.states.delete(id);
+            break;
+          }
+        }
+      }
+      st = { hasher: createBlake3(), next: 0, gens: [], busy: false, catchUp: null };
+      this.states.set(sessionId, st);
+    }
+    return st;
+  }
+
+  /** A tap for chunk `index` if it is the next to hash and nothing else feeds the hasher, else null. */
+  tap(sessionId: string, index: number): Tap | null {
+    const st = this.state(sessionId);
+    if (st.busy || st.next !== index) return null;
+    st.busy = true;
+    let open = true;
+    return {
+      update: (piece) => {
+        if (open) st.hasher.update(piece);
+      },
+      done: (gen) => {
+        if (!open) return;
+        open = false;
+        st.gens[index] = gen;
+        st.next = index + 1;
+        st.busy = false;
+      },
+      fail: () => {
+        if (!open) return;
+        open = false;
+        if (this.states.get(sessionId) === st) this.states.delete(sessionId);
+      },
+    };
+  }
+
+  /**
+   * Chunk `index` was recorded as generation `gen`. Drops the state when that index was already
+   * hashed with another generation; otherwise starts a catch-up over the recorded chunks.
+   */
+  recorded(sessionId: string, index: number, gen: string, chunks: RecordedChunks): void {
+    const st = this.states.get(sessionId);
+    if (st && index < st.next && st.gens[index] !== gen) {
+      this.states.delete(sessionId);
+      return;
+    }
+    this.advance(sessionId, chunks);
+  }
+
+  /** Starts a catch-up for the session unless one is running or a tap is feeding. */
+  private advance(sessionId: string, chunks: RecordedChunks): void {
+    const st = this.state(sessionId);
+    if (st.busy) return;
+    st.busy = true;
+    st.catchUp = (async () => {
+      try {
+        for (;;) {
+          if (this.states.get(sessionId) !== st) return;
+          const gen = chunks.recordedGen(st.next);
+          if (gen === null) return;
+          const reader = (await chunks.open(st.next, gen)).getReader();
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            st.hasher.update(value);
+          }
+          st.gens[st.next] = gen;
+          st.next++;
+        }
+      } catch {
+        if (this.states.get(sessionId) === st) this.states.delete(sessionId);
+      } finally {
+        st.busy = false;
+        st.catchUp = null;
+      }
+    })();
+  }
+
+  /**
+   * Hands the session's running hash to finalize and forgets it. Waits for a running catch-up;
+   * returns null (full pass needed) when a tap is still feeding or the hashed generations differ
+   * from `gens`, the generations finalize snapshotted for every index.
+   */
+  async take(sessionId: string, gens: readonly string[]): Promise<HashedPrefix | null> {
+    const st = this.states.get(sessionId);
+    if (!st) return null;
+    if (st.catchUp) await st.catchUp;
+    if (this.states.get(sessionId) !== st) return null; // dropped while catching up
+    this.states.delete(sessionId);
+    if (st.busy) return null;
+    for (let i = 0; i < st.next; i++) if (st.gens[i] !== gens[i]) return null;
+    return { hasher: st.hasher, from: st.next };
+  }
+
+  /** Forgets a session (deleted, expired or finalized). */
+  forget(sessionId: string): void {
+    this.states.delete(sessionId);
+  }
+
+  /** Sessions tracked (for tests). */
+  get size(): number {
+    return this.states.size;
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The in-order ingest hasher (src/sessions/ingest-hash.ts): what it hashes, when it gives up, and
+ * that finalize never trusts it for a chunk generation it did not hash.
+ */
+import { describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { IngestHashes, type RecordedChunks } from "../../src/sessions/ingest-hash.ts";
+import { blake3Hex } from "../../src/util/blake3.ts";
+
+/** A fake store of recorded chunks: index → [gen, bytes]. */
+function chunksOf(map: Map<number, [string, Uint8Array]>): RecordedChunks {
+  return {
+    recordedGen: (i) => map.get(i)?.[0] ?? null,
+    open: async (i, gen) => {
+      const e = map.get(i);
+      if (!e || e[0] !== gen) throw new Error(`no object ${i}.${gen}`);
+      return new Blob([new Uint8Array(e[1])]).stream() as ReadableStream<Uint8Array>;
+    },
+  };
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  return new Uint8Array(Buffer.concat(parts));
+}
+
+describe("IngestHashes", () => {
+  test("a tapped in-order upload is fully hashed without reading anything back", async () => {
+    const h = new IngestHashes();
+    const parts = [randomBytes(1000), randomBytes(1000), randomBytes(500)];
+    const recorded = new Map<number, [string, Uint8Array]>();
+    const reads: number[] = [];
+    const chunks = chunksOf(recorded);
+    const counting: RecordedChunks = {
+      ...chunks,
+      open: (i, g) => {
+        reads.push(i);
+        return chunks.open(i, g);
+      },
+    };
+    for (const [i, p] of parts.entries()) {
+      const tap = h.tap("s", i);
+      expect(tap).not.toBeNull();
+      tap!.update(p.subarray(0, 10));
+      tap!.update(p.subarray(10));
+      recorded.set(i, [`g${i}`, p]);
+      tap!.done(`g${i}`);
+      h.recorded("s", i, `g${i}`, counting);
+    }
+    const pre = await h.take("s", ["g0", "g1", "g2"]);
+    expect(pre?.from).toBe(3);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat(parts)));
+    expect(reads).toEqual([]);
+    expect(h.size).toBe(0);
+  });
+
+  test("chunks recorded out of order are caught up from the store once the prefix is complete", async () => {
+    const h = new IngestHashes();
+    const parts = [randomBytes(300), randomBytes(300), randomBytes(300), randomBytes(10)];
+    const recorded = new Map<number, [string, Uint8Array]>();
+    const chunks = chunksOf(recorded);
+    for (const i of [2, 3, 1]) {
+      expect(h.tap("s", i)).toBeNull(); // not the next index: no tap
+      recorded.set(i, [`g${i}`, parts[i]!]);
+      h.recorded("s", i, `g${i}`, chunks);
+    }
+    recorded.set(0, ["g0", parts[0]!]);
+    h.recorded("s", 0, "g0", chunks);
+    const pre = await h.take("s", ["g0", "g1", "g2", "g3"]);
+    expect(pre?.from).toBe(4);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat(parts)));
+  });
+
+  test("re-uploading a hashed index with another generation drops the running hash", async () => {
+    const h = new IngestHashes();
+    const recorded = new Map<number, [string, Uint8Array]>([[0, ["a", randomBytes(100)]]]);
+    const tap = h.tap("s", 0)!;
+    tap.update(recorded.get(0)![1]);
+    tap.done("a");
+    h.recorded("s", 0, "a", chunksOf(recorded));
+    recorded.set(0, ["b", randomBytes(100)]);
+    h.recorded("s", 0, "b", chunksOf(recorded));
+    expect(await h.take("s", ["b"])).toBeNull();
+  });
+
+  test("finalize gets nothing when the hashed generations differ from its snapshot", async () => {
+    const h = new IngestHashes();
+    const recorded = new Map<number, [string, Uint8Array]>([[0, ["a", randomBytes(100)]]]);
+    h.recorded("s", 0, "a", chunksOf(recorded));
+    expect(await h.take("s", ["z"])).toBeNull();
+  });
+
+  test("a failed tap drops the partial hash, and a later catch-up starts from scratch", async () => {
+    const h = new IngestHashes();
+    const good = randomBytes(200);
+    const tap = h.tap("s", 0)!;
+    tap.update(randomBytes(50)); // the body broke off after 50 bytes
+    tap.fail();
+    expect(h.size).toBe(0);
+    const recorded = new Map<number, [string, Uint8Array]>([[0, ["g", good]]]);
+    h.recorded("s", 0, "g", chunksOf(recorded));
+    const pre = await h.take("s", ["g"]);
+    expect(pre?.from).toBe(1);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(good));
+  });
+
+  test("a tap still feeding at finalize time makes finalize do a full pass", async () => {
+    const h = new IngestHashes();
+    h.tap("s", 0)!.update(randomBytes(10));
+    expect(await h.take("s", ["g"])).toBeNull();
+  });
+
+  test("a store error during catch-up drops the state instead of hashing wrong bytes", async () => {
+    const h = new IngestHashes();
+    const broken: RecordedChunks = {
+      recordedGen: () => "g",
+      open: async () => Promise.reject(new Error("EIO")),
+    };
+    h.recorded("s", 0, "g", broken);
+    expect(await h.take("s", ["g"])).toBeNull();
+  });
+
+  test("only one tap feeds at a time, and only for the next index", () => {
+    const h = new IngestHashes();
+    expect(h.tap("s", 1)).toBeNull();
+    const first = h.tap("s", 0);
+    expect(first).not.toBeNull();
+    expect(h.tap("s", 0)).toBeNull();
+  });
+
+  test("keeps at most maxSessions idle sessions, evicting the oldest", () => {
+    const h = new IngestHashes(2);
+    for (const id of ["a", "b", "c"]) h.tap(id, 5);
+    expect(h.size).toBe(2);
+    h.forget("b");
+    h.forget("c");
+    expect(h.size).toBe(0);
+  });
+});
