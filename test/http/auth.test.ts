@@ -91,14 +91,14 @@ describe("401 unauthorized on every endpoint", () => {
   for (const [what, header] of cases) {
     test(`returns 401 unauthorized for ${what}, changing nothing`, async () => {
       const u = newUser();
-      const before = snapshot(t);
+      const before = await snapshot(t);
       for (const [method, path, init] of everyEndpoint(u)) {
         const headers = { ...(init.headers as Record<string, string> | undefined), ...header(u) };
         const r = await t.json(path, { ...init, headers });
         if (r.status !== 401) throw new Error(`${method} ${path}: expected 401, got ${r.status}`);
         expectError(r, 401, "unauthorized");
       }
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -224,7 +224,7 @@ describe("issued API tokens", () => {
     const u = newUser();
     const issued = t.services.auth.issue(u.address, "ci", null);
     expectSuccess(await listFolders(bearer(issued.token), u.address), ["base_address", "folders"]);
-    const dump = JSON.stringify(snapshot(t).rows.api_tokens);
+    const dump = JSON.stringify((await snapshot(t)).rows.api_tokens);
     expect(dump).not.toContain(issued.token);
   });
 
@@ -269,7 +269,7 @@ describe("insecure mode (ESYNC_INSECURE_SS58_TOKENS)", () => {
       });
       expectSuccess(r, ["base_address", "folders"]);
     } finally {
-      ti.close();
+      await ti.close();
     }
   });
 
@@ -283,7 +283,7 @@ describe("insecure mode (ESYNC_INSECURE_SS58_TOKENS)", () => {
       });
       expectError(r, 403, "forbidden");
     } finally {
-      ti.close();
+      await ti.close();
     }
   });
 
@@ -294,7 +294,7 @@ describe("insecure mode (ESYNC_INSECURE_SS58_TOKENS)", () => {
       const r = await ti.json(`/list_folders/${u.address}`, { headers: { authorization: bearer("hello") } });
       expectError(r, 401, "unauthorized");
     } finally {
-      ti.close();
+      await ti.close();
     }
   });
 
@@ -307,7 +307,7 @@ describe("insecure mode (ESYNC_INSECURE_SS58_TOKENS)", () => {
       });
       expectError(r, 401, "unauthorized");
     } finally {
-      ti.close();
+      await ti.close();
     }
   });
 

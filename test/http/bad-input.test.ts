@@ -63,10 +63,10 @@ describe("unknown routes", () => {
     ["PUT", "/upload/session/abc/chunk/0/extra"],
   ] as const) {
     test(`returns 404 not_found in the error envelope for ${method} ${path}`, async () => {
-      const before = snapshot(t);
+      const before = await snapshot(t);
       const r = await t.json(path, { method, headers: { authorization: authAt(t, u) } });
       expectError(r, 404, "not_found");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 });
@@ -92,20 +92,20 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       ["DELETE", "/unregister_folder"],
     ] as const) {
       test(`${method} ${path} with ${what} returns 400 invalid_manifest`, async () => {
-        const before = snapshot(t);
+        const before = await snapshot(t);
         const r = await t.json(path, {
           method,
           headers: { authorization: authAt(t, u), "content-type": "application/json" },
           body: body as BodyInit,
         });
         expectError(r, 400, "invalid_manifest");
-        expect(snapshot(t)).toEqual(before);
+        expect(await snapshot(t)).toEqual(before);
       });
     }
   }
 
   test("a session body with every layout field of the wrong type returns 400 invalid_manifest", async () => {
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await createSessionRaw(t, authAt(t, u), {
       manifest: "not an object",
       chunk_count: [1],
@@ -113,11 +113,11 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       ciphertext_size: true,
     });
     expectError(r, 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("a register body with an over-long label returns 400 invalid_manifest", async () => {
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await t.json(
       "/register_folder",
       jsonInit("POST", authAt(t, u), {
@@ -127,7 +127,7 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       }),
     );
     expectError(r, 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 });
 
@@ -145,21 +145,21 @@ describe("unknown and path-traversal session ids: 404 not_found, nothing stored"
   for (const id of ids) {
     const shown = id.length > 40 ? `${id.slice(0, 20)}…(${id.length} chars)` : id;
     test(`status, chunk, finalize and delete of session '${shown}' return 404 not_found`, async () => {
-      const before = snapshot(t);
+      const before = await snapshot(t);
       const auth = authAt(t, u);
       expectError(await status(t, auth, id), 404, "not_found");
       expectError(await putChunk(t, auth, id, 0, ct.subarray(0, 1000)), 404, "not_found");
       expectError(await finalize(t, auth, id), 404, "not_found");
       expectError(await abort(t, auth, id), 404, "not_found");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
   test("a chunk of the right length sent to a traversal id next to a live session's blob writes no file", async () => {
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await putChunk(t, authAt(t, u), `${live.sessionId}%2F..`, 1, ct.subarray(1000));
     expect(r.status).toBe(404);
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 });
 
@@ -176,14 +176,14 @@ describe("path parameters of file endpoints: 400, nothing stored", () => {
     ["a backslash address", `/get_state/a%5Cb/${FOLDER}`, "invalid_user_id"],
   ] as const) {
     test(`returns 400 ${code} for ${what}`, async () => {
-      const before = snapshot(t);
+      const before = await snapshot(t);
       const method = path.startsWith("/delete") ? "DELETE" : "GET";
       const r = await t.json(path.replace("ADDR", u.address), {
         method,
         headers: { authorization: authAt(t, u) },
       });
       expectError(r, 400, code);
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 });

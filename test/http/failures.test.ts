@@ -5,11 +5,12 @@
  * nothing half-written; the same request succeeds once the fault is gone.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { BlobStore, ByteRange, PutOptions } from "../../src/storage/blob-store.ts";
-import { DiskBlobStore } from "../../src/storage/disk.ts";
+import {
+  type BlobStore,
+  type ByteRange,
+  isPersistable,
+  type PutOptions,
+} from "../../src/storage/blob-store.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
@@ -33,12 +34,17 @@ import {
   uploadViaSession,
 } from "./helpers.ts";
 
-/** A disk store whose `put` or `get` can be made to fail like a broken disk. */
+/** The test store (disk or S3) with a `put` or `get` that can be made to fail like a broken disk. */
 class FaultyStore implements BlobStore {
-  readonly kind = "disk";
+  readonly kind: string;
   failPut = false;
   failGet = false;
-  constructor(private readonly inner: DiskBlobStore) {}
+  /** Present when the inner store has it (disk), as `isPersistable` expects. */
+  readonly persist?: (keys: string[]) => Promise<void>;
+  constructor(private readonly inner: BlobStore) {
+    this.kind = inner.kind;
+    if (isPersistable(inner)) this.persist = (keys) => inner.persist(keys);
+  }
   async put(key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions): Promise<void> {
     if (this.failPut) {
       await body.cancel();
@@ -64,9 +70,6 @@ class FaultyStore implements BlobStore {
   deletePrefix(prefix: string) {
     return this.inner.deletePrefix(prefix);
   }
-  persist(keys: string[]) {
-    return this.inner.persist(keys);
-  }
   check() {
     return this.inner.check();
   }
@@ -77,16 +80,13 @@ class FaultyStore implements BlobStore {
 
 let t: TestApp;
 let store: FaultyStore;
-let blobDir: string;
 beforeEach(() => {
-  blobDir = mkdtempSync(join(tmpdir(), "esync-faulty-"));
-  store = new FaultyStore(new DiskBlobStore({ root: blobDir, fsync: "off" }));
-  t = makeTestApp({ ESYNC_BLOB_DIR: blobDir }, store);
+  t = makeTestApp({}, (inner) => {
+    store = new FaultyStore(inner);
+    return store;
+  });
 });
-afterEach(() => {
-  t.close();
-  rmSync(blobDir, { recursive: true, force: true });
-});
+afterEach(() => t.close());
 
 /** Makes every write to `table` fail inside SQLite until `heal` is called. */
 function breakTable(table: string, op: "INSERT" | "DELETE" | "UPDATE" = "INSERT"): { heal(): void } {
@@ -119,10 +119,10 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
   test("POST /register_folder", async () => {
     const u = newUser();
     const fault = breakTable("folders");
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectGeneric500(await register(u), "database_error");
     fault.heal();
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     expect((await register(u)).status).toBe(200);
   });
 
@@ -131,14 +131,14 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
     expect((await register(u)).status).toBe(200);
     await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
     const fault = breakTable("blob_deletions");
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await t.json(
       "/unregister_folder",
       jsonInit("DELETE", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER }),
     );
     expectGeneric500(r, "database_error");
     fault.heal();
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     const again = await t.json(
       "/unregister_folder",
       jsonInit("DELETE", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER }),
@@ -166,14 +166,14 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
     const u = newUser();
     const { session } = await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
     const fault = breakTable("blob_deletions");
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const path = `/delete/${u.address}/${FOLDER}/${fileIdOf(session.manifest)}`;
     expectGeneric500(
       await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } }),
       "database_error",
     );
     fault.heal();
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     expect((await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } })).status).toBe(
       200,
     );
@@ -186,11 +186,11 @@ describe("blob store failures", () => {
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     store.failPut = true;
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 1000));
     expectError(r, 503, "storage_unavailable");
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     store.failPut = false;
     await putChunks(t, s, ct);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
@@ -214,9 +214,9 @@ describe("blob store failures", () => {
     const ct = randomCiphertext(700);
     const m = makeManifest({ owner: u.address, ciphertext: ct });
     store.failPut = true;
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await uploadSingle(t, authAt(t, u), m, ct), 503, "storage_unavailable");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     store.failPut = false;
     expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
   });

@@ -249,9 +249,9 @@ describe("DELETE /delete/{ss58}/{folder_hash}/{file_id}", () => {
     });
     expect((await stateOf(t, u)).files.map((e: Json) => e.file_name)).toEqual(["keep"]);
     expect((await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(m))).status).toBe(404);
-    expect(blobFiles(t)).toHaveLength(2);
+    expect(await blobFiles(t)).toHaveLength(2);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toHaveLength(1);
+    expect(await blobFiles(t)).toHaveLength(1);
     expect((await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(keep))).status).toBe(200);
   });
 
@@ -272,18 +272,18 @@ describe("DELETE /delete/{ss58}/{folder_hash}/{file_id}", () => {
   test("returns 404 not_found for the right file_id in another folder, keeping the file", async () => {
     const u = newUser();
     const m = await uploadSmall(u, "x");
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await del(u, u.address, FOLDER_B, fileIdOf(m)), 404, "not_found");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 403 forbidden for another user's file, keeping it", async () => {
     const a = newUser();
     const b = newUser();
     const m = await uploadSmall(b, "x");
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await del(a, b.address, FOLDER, fileIdOf(m)), 403, "forbidden");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   for (const fid of [
@@ -295,9 +295,9 @@ describe("DELETE /delete/{ss58}/{folder_hash}/{file_id}", () => {
     test(`returns 400 invalid_parameter for file_id '${fid.slice(0, 30)}', deleting nothing`, async () => {
       const u = newUser();
       await uploadSmall(u, "x");
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await del(u, u.address, FOLDER, fid), 400, "invalid_parameter");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 });

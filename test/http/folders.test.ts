@@ -87,14 +87,14 @@ describe("POST /register_folder", () => {
   test("returns 409 conflict for a folder already registered by the user and keeps the first label and device", async () => {
     const u = newUser();
     await register(u, { ss58_address: u.address, folder_hash: FOLDER, label: "first", device_name: "d1" });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     t.clock.advance(10);
     expectError(
       await register(u, { ss58_address: u.address, folder_hash: FOLDER, label: "second", device_name: "d2" }),
       409,
       "conflict",
     );
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     const [f] = await foldersOf(t, u);
     expect([f.label, f.device_name]).toEqual(["first", "d1"]);
   });
@@ -146,9 +146,9 @@ describe("POST /register_folder", () => {
   for (const [what, body] of badBodies) {
     test(`returns 400 invalid_manifest for ${what}, registering nothing`, async () => {
       const u = newUser();
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await register(u, body(u)), 400, "invalid_manifest");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
       expect(await foldersOf(t, u)).toEqual([]);
     });
   }
@@ -234,7 +234,7 @@ describe("DELETE /unregister_folder", () => {
     }
     const other = randomCiphertext(200);
     await uploadViaSession(t, u, other, { path: "keep.bin", folderHash: FOLDER_B });
-    expect(blobFiles(t)).toHaveLength(3 + 1 + 5 + 1);
+    expect(await blobFiles(t)).toHaveLength(3 + 1 + 5 + 1);
 
     const r = await unregister(u, { ss58_address: u.address, folder_hash: FOLDER });
     expect(expectSuccess(r, ["status", "files_deleted"])).toEqual({
@@ -248,7 +248,7 @@ describe("DELETE /unregister_folder", () => {
     expect(rowsOf(t, "blob_deletions")).toHaveLength(3);
     await t.sweeper.runOnce();
     expect(rowsOf(t, "blob_deletions")).toHaveLength(0);
-    expect(blobFiles(t)).toHaveLength(1);
+    expect(await blobFiles(t)).toHaveLength(1);
     expect((await stateOf(t, u, FOLDER_B)).files).toHaveLength(1);
   });
 
@@ -267,9 +267,9 @@ describe("DELETE /unregister_folder", () => {
   test("returns 404 not_found for a folder that only holds files (never registered) and keeps its files", async () => {
     const u = newUser();
     await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await unregister(u, { ss58_address: u.address, folder_hash: FOLDER }), 404, "not_found");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     expect((await stateOf(t, u)).files).toHaveLength(1);
   });
 
@@ -301,9 +301,9 @@ describe("DELETE /unregister_folder", () => {
     test(`returns 400 invalid_manifest for a body with ${what}, keeping the folder`, async () => {
       const u = newUser();
       await register(u, { ss58_address: u.address, folder_hash: FOLDER, label: "x" });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await unregister(u, body(u)), 400, "invalid_manifest");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 

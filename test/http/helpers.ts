@@ -1,7 +1,8 @@
 /**
  * Helpers shared by the in-process HTTP tests: envelope assertions, session and single-shot
- * upload flows, multipart bodies, and a snapshot of everything stored (database rows and blob
- * files) to prove that a rejected request changed nothing.
+ * upload flows, multipart bodies, and a snapshot of everything stored (database rows, data
+ * directory files and blob-store objects, on either backend) to prove that a rejected request
+ * changed nothing.
  */
 import { expect } from "bun:test";
 import { readdirSync } from "node:fs";
@@ -344,9 +345,14 @@ export function download(
   return t.fetch(`/download/${address}/${folder}/${fileId}`, { headers });
 }
 
-/** Every file under the blob directory, dotfiles (temporary writes) included, relative paths sorted. */
-export function blobFiles(t: TestApp): string[] {
-  return filesUnder(t.config.blobDir);
+/**
+ * Every object of the app's blob store, keys sorted, whatever the backend. On disk it also
+ * lists what a write may leave beside the objects (the staging directory `.tmp/`), so a
+ * leftover temporary file shows up too.
+ */
+export async function blobFiles(t: TestApp): Promise<string[]> {
+  if (t.blobs.kind === "disk") return filesUnder(t.config.blobDir);
+  return (await t.blobs.list("")).sort();
 }
 
 /** Every file under `root` (recursively, dotfiles included), relative paths sorted. */
@@ -371,15 +377,24 @@ export function filesUnder(root: string): string[] {
 
 const TABLES = ["folders", "files", "upload_sessions", "session_chunks", "blob_deletions", "api_tokens"];
 
+/** What `snapshot` captures. */
+export interface Snapshot {
+  rows: Record<string, unknown[]>;
+  /** Files of the data directory (spool; blobs and their staging on disk). */
+  files: string[];
+  /** Objects of the blob store (`blobFiles`), on any backend. */
+  objects: string[];
+}
+
 /**
- * Every row of every table and every file of the data directory (blobs, spool): compare two
- * snapshots to prove nothing changed.
+ * Every row of every table, every file of the data directory and every object of the blob
+ * store: compare two snapshots to prove nothing changed.
  */
-export function snapshot(t: TestApp): { rows: Record<string, unknown[]>; files: string[] } {
+export async function snapshot(t: TestApp): Promise<Snapshot> {
   const db = t.services.deps.db.$client;
   const rows: Record<string, unknown[]> = {};
   for (const name of TABLES) rows[name] = db.query(`SELECT * FROM ${name} ORDER BY rowid`).all();
-  return { rows, files: filesUnder(t.config.dataDir) };
+  return { rows, files: filesUnder(t.config.dataDir), objects: await blobFiles(t) };
 }
 
 /** Rows of one table (for assertions on what the sweeper collected). */

@@ -112,9 +112,9 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
     await putChunks(t, s, ct, [0, 0, 1]);
-    expect(blobFiles(t)).toHaveLength(5);
+    expect(await blobFiles(t)).toHaveLength(5);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toHaveLength(2);
+    expect(await blobFiles(t)).toHaveLength(2);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   });
 
@@ -134,11 +134,11 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
       const u = newUser();
       const ct = randomCiphertext(2500);
       const s = await openSession(t, u, ct, { chunkSize: 1000 });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       const r = await putChunk(t, s.auth, s.sessionId, index, body(ct));
       expectError(r, 400, "invalid_manifest");
       expect(r.body.Error.message).toContain(index === 2 ? "500" : "1000");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
       expect(await received(s.auth, s.sessionId)).toEqual([]);
     });
   }
@@ -148,9 +148,9 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [0]);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 10)), 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     await putChunks(t, s, ct, [1]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
     expect((await downloaded(s.auth, u.address, s.manifest)).equals(ct)).toBe(true);
@@ -160,7 +160,7 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
     const u = newUser();
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const body = new ReadableStream<Uint8Array>({
       start(c) {
         c.enqueue(ct.subarray(0, 800));
@@ -169,28 +169,28 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
       },
     });
     expectError(await putChunk(t, s.auth, s.sessionId, 0, body), 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 400 invalid_manifest when Content-Length differs from the chunk's length, keeping nothing", async () => {
     const u = newUser();
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 1000), { "content-length": "999" });
     expectError(r, 400, "invalid_manifest");
     expect(r.body.Error.message).toContain("1000");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 400 invalid_manifest when the body is shorter than its correct Content-Length, keeping nothing", async () => {
     const u = newUser();
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 999), { "content-length": "1000" });
     expectError(r, 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 400 invalid_manifest for a Content-Length over 16 MiB before reading the body", async () => {
@@ -219,13 +219,13 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
       const u = newUser();
       const ct = randomCiphertext(2500);
       const s = await openSession(t, u, ct, { chunkSize: 1000 });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(
         await putChunk(t, s.auth, s.sessionId, index, ct.subarray(0, 500)),
         400,
         "invalid_manifest",
       );
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -234,9 +234,9 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
       const u = newUser();
       const ct = randomCiphertext(1000);
       const s = await openSession(t, u, ct, { chunkSize: 1000 });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await putChunk(t, s.auth, s.sessionId, index, ct), 400, "invalid_manifest");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -250,9 +250,9 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
     const b = newUser();
     const ct = randomCiphertext(1000);
     const s = await openSession(t, a, ct, { chunkSize: 1000 });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await putChunk(t, authAt(t, b), s.sessionId, 0, ct), 403, "forbidden");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 409 conflict for a chunk PUT on a finalized session and the file is unchanged", async () => {
@@ -321,9 +321,9 @@ describe("GET /upload/session/{id}/status", () => {
     const ct = randomCiphertext(1000);
     const s = await openSession(t, a, ct, { chunkSize: 1000 });
     t.clock.advance(TTL - 10);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await status(t, authAt(t, b), s.sessionId), 403, "forbidden");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     t.clock.advance(10);
     expectError(await status(t, s.auth, s.sessionId), 404, "not_found");
   });
@@ -335,14 +335,14 @@ describe("DELETE /upload/session/{id}", () => {
     const ct = randomCiphertext(3000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [0, 2]);
-    expect(blobFiles(t)).toHaveLength(2);
+    expect(await blobFiles(t)).toHaveLength(2);
     expect(expectSuccess(await abort(t, s.auth, s.sessionId), ["deleted"])).toEqual({ deleted: true });
     expectError(await status(t, s.auth, s.sessionId), 404, "not_found");
     expectError(await putChunk(t, s.auth, s.sessionId, 1, chunkOf(ct, 1000, 1)), 404, "not_found");
     expectError(await finalize(t, s.auth, s.sessionId), 404, "not_found");
     expect(rowsOf(t, "session_chunks")).toEqual([]);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toEqual([]);
+    expect(await blobFiles(t)).toEqual([]);
     expect(rowsOf(t, "blob_deletions")).toEqual([]);
   });
 
@@ -364,9 +364,9 @@ describe("DELETE /upload/session/{id}", () => {
     const ct = randomCiphertext(1000);
     const s = await openSession(t, a, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     expectError(await abort(t, authAt(t, b), s.sessionId), 403, "forbidden");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   });
 
@@ -378,7 +378,7 @@ describe("DELETE /upload/session/{id}", () => {
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
     expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toHaveLength(3);
+    expect(await blobFiles(t)).toHaveLength(3);
     expect((await downloaded(s.auth, u.address, s.manifest)).equals(ct)).toBe(true);
   });
 });
@@ -409,7 +409,7 @@ describe("expiry", () => {
     expect(rowsOf(t, "upload_sessions").map((r) => r.session_id)).toEqual([live.sessionId]);
     expect(rowsOf(t, "session_chunks").map((r) => r.session_id)).toEqual([live.sessionId]);
     expect(rowsOf(t, "blob_deletions")).toEqual([]);
-    expect(blobFiles(t)).toHaveLength(1);
+    expect(await blobFiles(t)).toHaveLength(1);
     expect(await received(live.auth, live.sessionId)).toEqual([2]);
   });
 
@@ -435,7 +435,7 @@ describe("expiry", () => {
     t.clock.advance(TTL + 5);
     expectError(await putChunk(t, s.auth, s.sessionId, 0, ct), 404, "not_found");
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toEqual([]);
+    expect(await blobFiles(t)).toEqual([]);
     expect(rowsOf(t, "upload_sessions")).toEqual([]);
   });
 });

@@ -107,7 +107,7 @@ describe("opening a session", () => {
     const a = newUser();
     const b = newUser();
     const ct = randomCiphertext(100);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await createSessionRaw(t, authAt(t, a), {
       manifest: makeManifest({ owner: b.address, ciphertext: ct }),
       chunk_count: 1,
@@ -115,7 +115,7 @@ describe("opening a session", () => {
       ciphertext_size: 100,
     });
     expectError(r, 403, "forbidden");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 });
 
@@ -163,7 +163,7 @@ describe("manifest validation: 400 invalid_manifest naming the field, nothing cr
       const m = makeManifest({ owner: u.address, ciphertext: ct });
       if (value === undefined) delete m[field];
       else m[field] = value;
-      const before = snapshot(t);
+      const before = await snapshot(t);
       const r = await createSessionRaw(t, authAt(t, u), {
         manifest: m,
         chunk_count: 1,
@@ -172,7 +172,7 @@ describe("manifest validation: 400 invalid_manifest naming the field, nothing cr
       });
       expectError(r, 400, "invalid_manifest");
       expect(r.body.Error.message).toContain(field);
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -235,9 +235,9 @@ describe("manifest signature: Ed25519 over the exact sentence", () => {
       const u = newUser();
       const ct = randomCiphertext(100);
       const m = makeManifest({ owner: u.address, ciphertext: ct });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await create(signed(m, sentence(blake3Hex(ct))), authAt(t, u)), 400, "invalid_manifest");
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -297,13 +297,13 @@ describe("chunk layout consistency: 400 invalid_manifest, nothing created", () =
         ciphertext: new Uint8Array(1),
         ciphertextHash: "cd".repeat(32),
       });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(
         await createSessionRaw(t, authAt(t, u), { manifest: m, ...layout }),
         400,
         "invalid_manifest",
       );
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
     });
   }
 
@@ -335,7 +335,7 @@ describe("session limit per user", () => {
     const u = newUser();
     for (let i = 0; i < 3; i++) await openOne(u);
     const ct = randomCiphertext(10);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await createSessionRaw(t, authAt(t, u), {
       manifest: makeManifest({ owner: u.address, ciphertext: ct }),
       chunk_count: 1,
@@ -347,7 +347,7 @@ describe("session limit per user", () => {
     expect(Number.isInteger(retry)).toBe(true);
     expect(retry).toBeGreaterThan(0);
     expect(retry).toBeLessThanOrEqual(3600);
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("counts sessions per user: another user still opens one (200)", async () => {

@@ -4,8 +4,6 @@
  * (Conflict envelope, stale_sequence, created_at kept), repeated and concurrent finalize.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
@@ -95,10 +93,10 @@ describe("successful finalize", () => {
     const ct = randomCiphertext(5000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
-    const before = blobFiles(t);
+    const before = await blobFiles(t);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toEqual(before);
+    expect(await blobFiles(t)).toEqual(before);
   });
 
   test("accepts a last chunk of a single byte", async () => {
@@ -116,12 +114,12 @@ describe("finalize failures that leave the session receiving with its chunks", (
     const ct = randomCiphertext(4000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [0, 3]);
-    const blobs = blobFiles(t);
+    const blobs = await blobFiles(t);
     const r = await finalize(t, s.auth, s.sessionId);
     expectError(r, 400, "invalid_manifest");
     expect(r.body.Error.message).toContain("1, 2");
     expect(await statusOf(s)).toMatchObject({ state: "receiving", chunks_received: [0, 3] });
-    expect(blobFiles(t)).toEqual(blobs);
+    expect(await blobFiles(t)).toEqual(blobs);
     expect(rowsOf(t, "files")).toEqual([]);
     await putChunks(t, s, ct, [2, 1]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
@@ -142,12 +140,12 @@ describe("finalize failures that leave the session receiving with its chunks", (
     const tampered = Buffer.from(ct);
     tampered[1500] = (tampered[1500]! + 1) % 256;
     await putChunks(t, s, tampered);
-    const blobs = blobFiles(t);
+    const blobs = await blobFiles(t);
     const r = await finalize(t, s.auth, s.sessionId);
     expectError(r, 400, "invalid_manifest");
     expect(r.body.Error.message).toContain(blake3Hex(ct));
     expect(await statusOf(s)).toMatchObject({ state: "receiving", chunks_received: [0, 1, 2] });
-    expect(blobFiles(t)).toEqual(blobs);
+    expect(await blobFiles(t)).toEqual(blobs);
     expect(rowsOf(t, "files")).toEqual([]);
     await putChunks(t, s, ct, [1]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
@@ -159,11 +157,11 @@ describe("finalize failures that leave the session receiving with its chunks", (
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
-    const victim = blobFiles(t).find((p) =>
+    const victim = (await blobFiles(t)).find((p) =>
       p.endsWith(`/1.${rowsOf(t, "session_chunks").find((c) => c.chunk_index === 1)!.gen}`),
     );
     expect(victim).toBeDefined();
-    rmSync(join(t.config.blobDir, victim!));
+    await t.blobs.delete([victim!]);
     expectError(await finalize(t, s.auth, s.sessionId), 500, "storage_inconsistency");
     expect((await statusOf(s)).state).toBe("receiving");
     await putChunks(t, s, ct, [1]);
@@ -207,9 +205,9 @@ describe("revisions on finalize", () => {
     const { result: r1 } = await uploadViaSession(t, u, v1, { chunkSize: 1000 });
     const v2 = randomCiphertext(500);
     await uploadViaSession(t, u, v2, { chunkSize: 1000, revisionSeq: 5, baseRevisionId: r1.revision_id });
-    expect(blobFiles(t)).toHaveLength(4);
+    expect(await blobFiles(t)).toHaveLength(4);
     await t.sweeper.runOnce();
-    expect(blobFiles(t)).toHaveLength(1);
+    expect(await blobFiles(t)).toHaveLength(1);
   });
 
   test("returns 409 with the Conflict envelope for a stale base_revision_id; the session stays receiving and nothing changes", async () => {

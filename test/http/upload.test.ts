@@ -198,30 +198,30 @@ describe("POST /upload", () => {
       const u = newUser();
       const ct = binaryNotUtf8(2000);
       const m = makeManifest({ owner: u.address, ciphertext: ct });
-      const before = snapshot(t);
+      const before = await snapshot(t);
       expectError(await uploadParts(t, authAt(t, u), parts(u, ct, m)), code, error);
-      expect(snapshot(t)).toEqual(before);
+      expect(await snapshot(t)).toEqual(before);
       expect((await stateOf(t, u)).files).toEqual([]);
     });
   }
 
   test("returns 400 invalid_manifest for a body that is not multipart, storing nothing", async () => {
     const u = newUser();
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const r = await t.json("/upload", {
       method: "POST",
       headers: { authorization: authAt(t, u), "content-type": "application/json" },
       body: "{}",
     });
     expectError(r, 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 400 invalid_manifest for a truncated multipart body (no closing boundary), storing nothing", async () => {
     const u = newUser();
     const ct = binaryNotUtf8(2000);
     const m = makeManifest({ owner: u.address, ciphertext: ct });
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const boundary = "XyZ";
     const body = Buffer.concat([
       Buffer.from(
@@ -237,7 +237,7 @@ describe("POST /upload", () => {
     });
     expect(r.status).toBe(400);
     expectError(r, 400, "invalid_manifest");
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("leaves no spool file behind after many rejected bodies cut or refused mid-ciphertext (400)", async () => {
@@ -271,12 +271,12 @@ describe("POST /upload", () => {
     const ma = makeManifest({ owner: u.address, ciphertext: a });
     const ra = expectSuccess(await uploadSingle(t, authAt(t, u), ma, a), UPLOAD_RESULT_KEYS);
     const b = binaryNotUtf8(600);
-    const before = snapshot(t);
+    const before = await snapshot(t);
     const c = expectConflict(
       await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: b }), b),
     );
     expect([c.current_revision_id, c.current_revision_seq]).toEqual([ra.revision_id, 1]);
-    expect(snapshot(t)).toEqual(before);
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("returns 400 stale_sequence for a revision_seq that does not grow", async () => {

@@ -1,18 +1,42 @@
 /**
- * In-process test app: in-memory SQLite, a temporary disk blob store, a manual clock, and helpers
- * to call `app.handle` with JSON or raw bodies.
+ * In-process test app: in-memory SQLite, a blob store, a manual clock, and helpers to call
+ * `app.handle` with JSON or raw bodies.
+ *
+ * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
+ * in a temporary directory; with `s3`, the S3 store on the real test server
+ * (`test/support/s3-server.ts`): one bucket per test process, created when this module loads,
+ * and a fresh key prefix in it for every app, emptied by `close`.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
-import { type Config, loadConfig } from "../../src/config/config.ts";
+import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import { openDb } from "../../src/db/client.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
-import { DiskBlobStore } from "../../src/storage/disk.ts";
+import { createBlobStore, createS3BlobStore } from "../../src/storage/index.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
+import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
+
+export { testStorage };
+
+/** Creates the bucket every S3 test app of this process shares (each under its own prefix). */
+async function createSharedBucket(): Promise<S3Config> {
+  const cfg = await s3TestConfig("http");
+  const store = createS3BlobStore(cfg);
+  try {
+    await store.check();
+  } finally {
+    await store.close();
+  }
+  return cfg;
+}
+
+/** The shared bucket when the tests run on S3, else null. */
+const s3Bucket: S3Config | null = testStorage === "s3" ? await createSharedBucket() : null;
 
 /** A parsed JSON answer body; tests assert its fields one by one, so it is deliberately untyped. */
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
@@ -29,15 +53,35 @@ export interface TestApp {
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends a request and parses the JSON answer. */
   json(path: string, init?: RequestInit): Promise<{ status: number; body: JsonBody; headers: Headers }>;
-  close(): void;
+  /**
+   * Closes the database and the store and removes the data directory (synchronously, before the
+   * first await); on S3 then deletes the app's objects.
+   */
+  close(): Promise<void>;
 }
 
-/** Builds a test app; `env` overrides configuration variables; `blobs` overrides the store. */
-export function makeTestApp(env: Record<string, string> = {}, blobs?: BlobStore): TestApp {
+/**
+ * Builds a test app on the test storage (see the module comment); `env` overrides
+ * configuration variables. `blobs` replaces the store, or wraps it when it is a function (e.g.
+ * to inject faults); the app owns the store either way and closes it.
+ */
+export function makeTestApp(
+  env: Record<string, string> = {},
+  blobs?: BlobStore | ((store: BlobStore) => BlobStore),
+): TestApp {
   const dir = mkdtempSync(join(tmpdir(), "esync-test-"));
-  const config = loadConfig({ ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: ":memory:", ESYNC_OPENAPI: "0", ...env });
+  const storageVars = s3Bucket ? s3Env({ ...s3Bucket, prefix: `app-${randomBytes(6).toString("hex")}` }) : {};
+  const config = loadConfig({
+    ESYNC_DATA_DIR: dir,
+    ESYNC_DB_PATH: ":memory:",
+    ESYNC_OPENAPI: "0",
+    ESYNC_DISK_FSYNC: "off",
+    ...storageVars,
+    ...env,
+  });
   const db = openDb(config.dbPath);
-  const store = blobs ?? new DiskBlobStore({ root: config.blobDir, fsync: "off" });
+  const store =
+    typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
   const { app, services } = createApp({ config, db, blobs: store, clock, log: silentLogger });
   const fetchFn = (path: string, init?: RequestInit) =>
@@ -58,9 +102,14 @@ export function makeTestApp(env: Record<string, string> = {}, blobs?: BlobStore)
       } catch {}
       return { status: r.status, body, headers: r.headers };
     },
-    close() {
+    async close() {
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });
+      try {
+        if (store.kind === "s3") await store.delete(await store.list(""));
+      } finally {
+        await store.close();
+      }
     },
   };
 }

@@ -17,6 +17,10 @@
  * When no server can be had, `s3TestServer()` rejects with a message saying why: the S3 tests
  * fail, they never skip silently. `ESYNC_TEST_SKIP_S3=1` skips them loudly, for developers
  * only: it is ignored when `CI` is set.
+ *
+ * `ESYNC_TEST_STORAGE` (`disk`, the default, or `s3`) picks the backend of the storage-neutral
+ * suites (`test/http` through `test/support/app.ts`, `test/e2e` through `storageEnv`);
+ * `scripts/test.sh` runs them once with each.
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
@@ -61,6 +65,14 @@ export const skipS3: boolean = (() => {
   }
   log("!!! ESYNC_TEST_SKIP_S3=1: the S3 tests are SKIPPED. They are not optional in CI. !!!");
   return true;
+})();
+
+/** Backend of the storage-neutral suites: `ESYNC_TEST_STORAGE`, `disk` (default) or `s3`. */
+export const testStorage: "disk" | "s3" = (() => {
+  const v = process.env.ESYNC_TEST_STORAGE || "disk";
+  if (v !== "disk" && v !== "s3") throw new Error(`ESYNC_TEST_STORAGE must be disk or s3, got "${v}"`);
+  if (v === "s3" && skipS3) throw new Error("ESYNC_TEST_STORAGE=s3 contradicts ESYNC_TEST_SKIP_S3=1");
+  return v;
 })();
 
 function isAlive(pid: number): boolean {
@@ -298,6 +310,28 @@ export async function s3TestConfig(label: string, prefix = ""): Promise<S3Config
     .replace(/[^a-z0-9-]+/g, "-")
     .slice(0, 30);
   return { ...server, bucket: `esync-${safe}-${randomBytes(5).toString("hex")}`, prefix };
+}
+
+/** The `ESYNC_*` variables that point a server at `cfg` (`ESYNC_STORAGE=s3` and `ESYNC_S3_*`). */
+export function s3Env(cfg: S3Config): Record<string, string> {
+  return {
+    ESYNC_STORAGE: "s3",
+    ESYNC_S3_ENDPOINT: cfg.endpoint,
+    ESYNC_S3_BUCKET: cfg.bucket,
+    ESYNC_S3_ACCESS_KEY: cfg.accessKey,
+    ESYNC_S3_SECRET_KEY: cfg.secretKey,
+    ESYNC_S3_REGION: cfg.region,
+    ESYNC_S3_PREFIX: cfg.prefix,
+  };
+}
+
+/**
+ * `ESYNC_*` variables for a server process on the test storage (`testStorage`): none on disk
+ * (the server's default); on S3, a fresh bucket of the test server, which the server creates at
+ * start-up. `label` goes into the bucket name.
+ */
+export async function storageEnv(label: string): Promise<Record<string, string>> {
+  return testStorage === "s3" ? s3Env(await s3TestConfig(label, "esync")) : {};
 }
 
 /** Deletes every object of `cfg.bucket` and the bucket; a missing bucket is fine. */
