@@ -40,6 +40,9 @@ export interface S3TestServer {
 const DEFAULT_ACCESS_KEY = "ESYNCTESTACCESSKEY";
 const DEFAULT_SECRET_KEY = "esync-test-secret-key";
 
+/** Timeout for a hook that may have to install or start the S3 server (ms). */
+export const SETUP_TIMEOUT_MS = 10 * 60_000;
+
 const ROOT = process.env.ESYNC_TEST_S3_DIR || "/tmp/esync-rgw";
 const SERVER_DIR = join(ROOT, "server");
 const LOCK = join(ROOT, "lock");
@@ -325,13 +328,22 @@ export function s3Env(cfg: S3Config): Record<string, string> {
   };
 }
 
+/** Storage settings for server processes: their `ESYNC_*` variables and how to clean up. */
+export interface TestStorageEnv {
+  env: Record<string, string>;
+  /** Deletes the bucket and its objects (S3); nothing on disk, where the data dir holds the blobs. */
+  remove(): Promise<void>;
+}
+
 /**
- * `ESYNC_*` variables for a server process on the test storage (`testStorage`): none on disk
- * (the server's default); on S3, a fresh bucket of the test server, which the server creates at
+ * Settings for server processes on the test storage (`testStorage`): no variable on disk (the
+ * server's default); on S3, a fresh bucket of the test server, which the server creates at
  * start-up. `label` goes into the bucket name.
  */
-export async function storageEnv(label: string): Promise<Record<string, string>> {
-  return testStorage === "s3" ? s3Env(await s3TestConfig(label, "esync")) : {};
+export async function storageEnv(label: string): Promise<TestStorageEnv> {
+  if (testStorage === "disk") return { env: {}, remove: async () => {} };
+  const cfg = await s3TestConfig(label, "esync");
+  return { env: s3Env(cfg), remove: () => removeTestBucket(cfg) };
 }
 
 /** Deletes every object of `cfg.bucket` and the bucket; a missing bucket is fine. */
