@@ -185,6 +185,9 @@ export class S3BlobStore implements BlobStore {
       await consume(res);
     } catch (e) {
       readable.destroy();
+      // Release the caller's body however far it was read (the request may have failed before
+      // the first piece), so an HTTP server can drain or close the client's connection.
+      await source.release();
       // The transport reports a cut body in its own way ("socket hang up"); report the cause:
       // the body's own error (BlobLengthError, or the caller's stream failing), or the abort.
       if (opts.signal?.aborted) throw opts.signal.reason;
@@ -348,23 +351,33 @@ export class S3BlobStore implements BlobStore {
 /**
  * Pieces of a checked body, passed on as they come except the final byte, which waits until
  * the source has ended: S3 cannot complete the PUT before then, so a body that turns out too
- * long (the error comes with the next piece) never leaves an object. Records the source's error.
+ * long (the error comes with the next piece) never leaves an object. Records the source's own
+ * error (not one the consumer throws in, such as the request failing).
  */
 class HeldBackSource {
   failure: unknown;
+  private ended = false;
 
   constructor(
     private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
     private readonly length: number,
   ) {}
 
+  private async read() {
+    try {
+      return await this.reader.read();
+    } catch (e) {
+      this.failure = e;
+      throw e;
+    }
+  }
+
   async *pieces(): AsyncGenerator<Uint8Array> {
     let seen = 0;
     let held: Uint8Array | undefined;
-    let ended = false;
     try {
       for (;;) {
-        const { done, value } = await this.reader.read();
+        const { done, value } = await this.read();
         if (done) break;
         if (value.byteLength === 0) continue;
         seen += value.byteLength;
@@ -375,15 +388,22 @@ class HeldBackSource {
           yield value;
         }
       }
-      ended = true;
-    } catch (e) {
-      this.failure = e;
-      throw e;
+      this.ended = true;
     } finally {
-      // Stopped early (request failed or aborted): release the caller's body.
-      if (!ended && this.failure === undefined) await this.reader.cancel().catch(() => {});
+      // Stopped early (the request failed, was aborted, or its stream was destroyed with an
+      // error thrown into this generator): release the caller's body.
+      await this.release();
     }
     if (held) yield held;
+  }
+
+  /**
+   * Cancels the source unless it ended or failed by itself; idempotent. Without this, an HTTP
+   * server never drains the rest of a client's request body, and the client's keep-alive
+   * connection hangs.
+   */
+  async release(): Promise<void> {
+    if (!this.ended && this.failure === undefined) await this.reader.cancel().catch(() => {});
   }
 }
 
