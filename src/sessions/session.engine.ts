@@ -190,10 +190,12 @@ export class SessionEngine {
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
     const tap = this.ingest.tap(sessionId, index);
+    const client: { error?: unknown } = {};
     try {
-      await this.blobs.put(key, body ?? new ReadableStream({ start: (c) => c.close() }), length, {
-        onData: tap?.update,
-      });
+      const source = body
+        ? watchErrors(body, client)
+        : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      await this.blobs.put(key, source, length, { onData: tap?.update });
     } catch (e) {
       tap?.fail();
       if (e instanceof BlobLengthError) {
@@ -202,8 +204,13 @@ export class SessionEngine {
           `chunk ${index} must be exactly ${length} bytes, received ${e.received}${e.received > length ? " or more" : ""}`,
         );
       }
-      if (body && isClientAbort(e))
-        throw fail("invalid_manifest", `chunk ${index} body ended early: ${String((e as Error).message)}`);
+      // Only a failure of the request body itself is the client's; the same words (ECONNRESET,
+      // aborted) from the store's own connection are a store failure.
+      if ("error" in client)
+        throw fail(
+          "invalid_manifest",
+          `chunk ${index} body ended early: ${String((client.error as Error)?.message)}`,
+        );
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
       throw fail("storage_unavailable", "The blob store failed to store the chunk; retry", { retryAfter: 1 });
     }
@@ -433,11 +440,28 @@ function prehashedAny(pre: { from: number } | null): boolean {
   return pre !== null && pre.from > 0;
 }
 
-/** True for errors that mean the client's request body broke off (not a store failure). */
-function isClientAbort(e: unknown): boolean {
-  if (!(e instanceof Error)) return false;
-  const m = `${e.name} ${e.message}`.toLowerCase();
-  return (
-    m.includes("abort") || m.includes("econnreset") || m.includes("premature") || m.includes("terminated")
+/**
+ * `body` passed through unchanged, recording in `into.error` the error of reading it (the
+ * client's request body broke off), so that it is told apart from a store failure by where it
+ * happened rather than by its message.
+ */
+function watchErrors(
+  body: ReadableStream<Uint8Array>,
+  into: { error?: unknown },
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const r = await reader.read().catch((e: unknown) => {
+          into.error = e;
+          throw e;
+        });
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
   );
 }
