@@ -121,10 +121,10 @@ async function lock(timeoutMs: number): Promise<void> {
   }
 }
 
-function readEnvFile(): S3TestServer | null {
+function readEnvFile(dir = SERVER_DIR): S3TestServer | null {
   let text: string;
   try {
-    text = readFileSync(join(SERVER_DIR, "s3.env"), "utf8");
+    text = readFileSync(join(dir, "s3.env"), "utf8");
   } catch {
     return null;
   }
@@ -189,25 +189,30 @@ async function run(cmd: string[], what: string): Promise<void> {
   if (code !== 0) throw new Error(`${what} failed (${cmd.join(" ")} exited with ${code})`);
 }
 
-async function startServer(): Promise<S3TestServer> {
-  if (!Bun.which("radosgw") || !Bun.which("ceph-mon")) {
-    if (process.getuid?.() !== 0) {
-      throw new Error(
-        "Ceph RGW is not installed and this is not root: run `sudo scripts/s3/install.sh`, " +
-          "or point ESYNC_TEST_S3_ENDPOINT at a running S3 server",
-      );
-    }
-    log("installing Ceph RGW (scripts/s3/install.sh)");
-    await run(["bash", join(SCRIPTS, "install.sh")], "installing Ceph RGW");
+/** Installs Ceph RGW when it is missing and this is root. @throws Error saying what to do otherwise. */
+async function ensureInstalled(): Promise<void> {
+  if (Bun.which("radosgw") && Bun.which("ceph-mon")) return;
+  if (process.getuid?.() !== 0) {
+    throw new Error(
+      "Ceph RGW is not installed and this is not root: run `sudo scripts/s3/install.sh`, " +
+        "or point ESYNC_TEST_S3_ENDPOINT at a running S3 server",
+    );
   }
+  log("installing Ceph RGW (scripts/s3/install.sh)");
+  await run(["bash", join(SCRIPTS, "install.sh")], "installing Ceph RGW");
+}
+
+/** Starts an RGW with `scripts/s3/start.sh` in `dir` on a free port. */
+async function startRgw(dir: string): Promise<S3TestServer> {
+  await ensureInstalled();
   const started = Date.now();
-  log(`starting Ceph RGW in ${SERVER_DIR} (scripts/s3/start.sh)`);
+  log(`starting Ceph RGW in ${dir} (scripts/s3/start.sh)`);
   await run(
-    ["bash", join(SCRIPTS, "start.sh"), SERVER_DIR, String(freePort())],
-    `starting RGW (logs in ${SERVER_DIR}/log)`,
+    ["bash", join(SCRIPTS, "start.sh"), dir, String(freePort())],
+    `starting RGW (logs in ${dir}/log)`,
   );
-  const server = readEnvFile();
-  if (!server) throw new Error(`scripts/s3/start.sh succeeded but wrote no ${SERVER_DIR}/s3.env`);
+  const server = readEnvFile(dir);
+  if (!server) throw new Error(`scripts/s3/start.sh succeeded but wrote no ${dir}/s3.env`);
   log(`RGW ready at ${server.endpoint} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return server;
 }
@@ -273,7 +278,7 @@ async function acquire(): Promise<S3TestServer> {
       log(`using the RGW already running at ${server.endpoint}`);
     } else {
       if (server) log(`the RGW in ${SERVER_DIR} does not answer (${err?.message}); starting a new one`);
-      server = await startServer();
+      server = await startRgw(SERVER_DIR);
       const fd = openSync(MANAGED, "w");
       writeSync(fd, String(process.pid));
       closeSync(fd);
@@ -313,6 +318,49 @@ export async function s3TestConfig(label: string, prefix = ""): Promise<S3Config
     .replace(/[^a-z0-9-]+/g, "-")
     .slice(0, 30);
   return { ...server, bucket: `esync-${safe}-${randomBytes(5).toString("hex")}`, prefix };
+}
+
+/** An RGW of one test's own, for fault tests that stop and start its gateway. */
+export interface DedicatedS3 {
+  server: S3TestServer;
+  /** Kills the radosgw process (`scripts/s3/gateway.sh stop`): S3 is gone, its data is kept. */
+  stopGateway(): Promise<void>;
+  /** Starts radosgw again and waits until S3 accepts the test keys (`gateway.sh start`). */
+  startGateway(): Promise<void>;
+  /** Stops the whole server and deletes its data (`scripts/s3/stop.sh`). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts an RGW in `dir` (a new directory) for one test file, never shared: its gateway may be
+ * stopped. The caller stops it with `stop()`.
+ * @throws Error saying why when it cannot be installed or started (the test then fails).
+ */
+export async function startDedicatedS3(dir: string): Promise<DedicatedS3> {
+  // Should this process die before `stop()`, a detached watchdog stops the server all the same.
+  Bun.spawn(
+    [
+      "setsid",
+      "-f",
+      "bash",
+      "-c",
+      'while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; bash "$2" "$3"',
+      "watchdog",
+      String(process.pid),
+      join(SCRIPTS, "stop.sh"),
+      dir,
+    ],
+    { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
+  ).unref();
+  const server = await startRgw(dir);
+  const gateway = (action: string) =>
+    run(["bash", join(SCRIPTS, "gateway.sh"), dir, action], `gateway.sh ${action}`);
+  return {
+    server,
+    stopGateway: () => gateway("stop"),
+    startGateway: () => gateway("start"),
+    stop: () => run(["bash", join(SCRIPTS, "stop.sh"), dir], "stopping the RGW"),
+  };
 }
 
 /** The `ESYNC_*` variables that point a server at `cfg` (`ESYNC_STORAGE=s3` and `ESYNC_S3_*`). */
