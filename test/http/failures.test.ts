@@ -39,6 +39,8 @@ class FaultyStore implements BlobStore {
   readonly kind: string;
   failPut = false;
   failGet = false;
+  /** When set, `put` reads the body's first piece, then fails with this (e.g. S3's connection reset). */
+  failPutMidway: Error | null = null;
   /** Present when the inner store has it (disk), as `isPersistable` expects. */
   readonly persist?: (keys: string[]) => Promise<void>;
   constructor(private readonly inner: BlobStore) {
@@ -46,6 +48,12 @@ class FaultyStore implements BlobStore {
     if (isPersistable(inner)) this.persist = (keys) => inner.persist(keys);
   }
   async put(key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions): Promise<void> {
+    if (this.failPutMidway) {
+      const reader = body.getReader();
+      await reader.read();
+      await reader.cancel();
+      throw this.failPutMidway;
+    }
     if (this.failPut) {
       await body.cancel();
       throw Object.assign(new Error("EIO: i/o error, write (injected)"), { code: "EIO" });
@@ -194,6 +202,36 @@ describe("blob store failures", () => {
     store.failPut = false;
     await putChunks(t, s, ct);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+  });
+
+  test("chunk PUT returns 503 storage_unavailable, not a client error, when the store's own connection resets midway", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    store.failPutMidway = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+    const before = await snapshot(t);
+    const r = await putChunk(t, s.auth, s.sessionId, 0, ct.subarray(0, 1000));
+    expectError(r, 503, "storage_unavailable");
+    expect(await snapshot(t)).toEqual(before);
+  });
+
+  test("chunk PUT returns 400 invalid_manifest when the client's body breaks off midway, recording nothing", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(ct.subarray(0, 400));
+      },
+      pull(c) {
+        c.error(Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
+      },
+    });
+    const before = await snapshot(t);
+    const r = await putChunk(t, s.auth, s.sessionId, 0, body);
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain("ended early");
+    expect(await snapshot(t)).toEqual(before);
   });
 
   test("finalize returns 500 storage_inconsistency when chunks cannot be read, stays receiving, and succeeds later", async () => {
