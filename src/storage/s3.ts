@@ -428,11 +428,12 @@ async function consume(res: Readable): Promise<void> {
 }
 
 /**
- * Builds the S3 store of `cfg` with a real minio client: path-style requests (as Ceph RGW and
- * MinIO want), no automatic retries (a streamed body cannot be replayed; callers retry),
- * keep-alive connections, and payload signing off so bodies can be streamed.
+ * The minio client the S3 store uses for `cfg`: path-style requests (as Ceph RGW and MinIO
+ * want), no automatic retries (a streamed body cannot be replayed; callers retry), keep-alive
+ * connections, and payload signing off so bodies can be streamed. `close` destroys its agent.
+ * Exported for benchmarks that measure the same client without the store.
  */
-export function createS3BlobStore(cfg: S3Config): S3BlobStore {
+export function createS3Client(cfg: S3Config): { client: Client; close(): void } {
   const url = new URL(cfg.endpoint);
   const useSSL = url.protocol === "https:";
   const agent = useSSL ? new HttpsAgent({ keepAlive: true }) : new Agent({ keepAlive: true });
@@ -448,12 +449,18 @@ export function createS3BlobStore(cfg: S3Config): S3BlobStore {
     retryOptions: { disableRetry: true },
   });
   client.enableSHA256 = false;
+  return { client, close: () => agent.destroy() };
+}
+
+/** Builds the S3 store of `cfg` with a real minio client (`createS3Client`). */
+export function createS3BlobStore(cfg: S3Config): S3BlobStore {
+  const { client, close } = createS3Client(cfg);
   return new S3BlobStore({
     client,
     bucket: cfg.bucket,
     prefix: cfg.prefix,
     region: cfg.region,
     endpoint: cfg.endpoint,
-    onClose: () => agent.destroy(),
+    onClose: close,
   });
 }
