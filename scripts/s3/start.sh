@@ -8,7 +8,8 @@
 #   PORT      S3 port on 127.0.0.1
 #   MON_PORT  Ceph monitor port on 127.0.0.1 (default: first free port above PORT)
 # Keys: $ESYNC_TEST_S3_ACCESS_KEY / $ESYNC_TEST_S3_SECRET_KEY, defaulting to the ones below,
-# which test/support/s3-server.ts also defaults to.
+# which test/support/s3-server.ts also defaults to. $ESYNC_TEST_S3_OSD_BYTES sizes the OSD's
+# sparse block file (default 8 GiB; RGW frees deleted objects' data only hours later).
 #
 # Re-running it on the same DIR first stops whatever an earlier run left there. When S3
 # answers an authenticated request, it writes DIR/s3.env (ENDPOINT, ACCESS_KEY, SECRET_KEY,
@@ -19,6 +20,7 @@ set -euo pipefail
 DIR=${1:?usage: start.sh DIR PORT [MON_PORT]}
 PORT=${2:?usage: start.sh DIR PORT [MON_PORT]}
 MON_PORT=${3:-}
+OSD_BYTES=${ESYNC_TEST_S3_OSD_BYTES:-8589934592}
 ACCESS_KEY=${ESYNC_TEST_S3_ACCESS_KEY:-ESYNCTESTACCESSKEY}
 SECRET_KEY=${ESYNC_TEST_S3_SECRET_KEY:-esync-test-secret-key}
 REGION=us-east-1
@@ -41,6 +43,7 @@ for cmd in ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool uuidgen curl 
   command -v "$cmd" >/dev/null || die "$cmd not found: run scripts/s3/install.sh (as root)"
 done
 [[ $PORT =~ ^[0-9]+$ ]] || die "PORT must be a number, got '$PORT'"
+[[ $OSD_BYTES =~ ^[0-9]+$ ]] || die "ESYNC_TEST_S3_OSD_BYTES must be a number of bytes, got '$OSD_BYTES'"
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -100,9 +103,9 @@ paxos_propose_interval = 0.1
 [osd]
 osd_data = $DIR/osd/ceph-\$id
 osd_objectstore = bluestore
-# A sparse 8 GiB file; only what is written takes disk space.
+# A sparse file (8 GiB unless told); only what is written takes disk space.
 bluestore_block_path = $DIR/osd/ceph-\$id/block.file
-bluestore_block_size = 8589934592
+bluestore_block_size = $OSD_BYTES
 bluestore_block_create = true
 osd_memory_target = 1073741824
 # The OSD would set its CRUSH location itself with a mon command sent before it has the

@@ -183,8 +183,8 @@ function freePort(): number {
   return port;
 }
 
-async function run(cmd: string[], what: string): Promise<void> {
-  const proc = Bun.spawn(cmd, { stdout: "ignore", stderr: "inherit" });
+async function run(cmd: string[], what: string, env?: Record<string, string>): Promise<void> {
+  const proc = Bun.spawn(cmd, { stdout: "ignore", stderr: "inherit", env: { ...process.env, ...env } });
   const code = await proc.exited;
   if (code !== 0) throw new Error(`${what} failed (${cmd.join(" ")} exited with ${code})`);
 }
@@ -202,14 +202,15 @@ async function ensureInstalled(): Promise<void> {
   await run(["bash", join(SCRIPTS, "install.sh")], "installing Ceph RGW");
 }
 
-/** Starts an RGW with `scripts/s3/start.sh` in `dir` on a free port. */
-async function startRgw(dir: string): Promise<S3TestServer> {
+/** Starts an RGW with `scripts/s3/start.sh` in `dir` on a free port (`env`: extra variables for it). */
+async function startRgw(dir: string, env?: Record<string, string>): Promise<S3TestServer> {
   await ensureInstalled();
   const started = Date.now();
   log(`starting Ceph RGW in ${dir} (scripts/s3/start.sh)`);
   await run(
     ["bash", join(SCRIPTS, "start.sh"), dir, String(freePort())],
     `starting RGW (logs in ${dir}/log)`,
+    env,
   );
   const server = readEnvFile(dir);
   if (!server) throw new Error(`scripts/s3/start.sh succeeded but wrote no ${dir}/s3.env`);
@@ -323,6 +324,8 @@ export async function s3TestConfig(label: string, prefix = ""): Promise<S3Config
 /** An RGW of one test's own, for fault tests that stop and start its gateway. */
 export interface DedicatedS3 {
   server: S3TestServer;
+  /** Process ids of its daemons (monitor, OSD, radosgw) as they are now. */
+  pids(): number[];
   /** Kills the radosgw process (`scripts/s3/gateway.sh stop`): S3 is gone, its data is kept. */
   stopGateway(): Promise<void>;
   /** Starts radosgw again and waits until S3 accepts the test keys (`gateway.sh start`). */
@@ -332,11 +335,12 @@ export interface DedicatedS3 {
 }
 
 /**
- * Starts an RGW in `dir` (a new directory) for one test file, never shared: its gateway may be
- * stopped. The caller stops it with `stop()`.
+ * Starts an RGW in `dir` (a new directory) for one test file or bench, never shared: its gateway
+ * may be stopped. `osdBytes` sizes its OSD (sparse; default 8 GiB). The caller stops it with
+ * `stop()`.
  * @throws Error saying why when it cannot be installed or started (the test then fails).
  */
-export async function startDedicatedS3(dir: string): Promise<DedicatedS3> {
+export async function startDedicatedS3(dir: string, opts: { osdBytes?: number } = {}): Promise<DedicatedS3> {
   // Should this process die before `stop()`, a detached watchdog stops the server all the same.
   Bun.spawn(
     [
@@ -352,11 +356,22 @@ export async function startDedicatedS3(dir: string): Promise<DedicatedS3> {
     ],
     { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
   ).unref();
-  const server = await startRgw(dir);
+  const server = await startRgw(
+    dir,
+    opts.osdBytes ? { ESYNC_TEST_S3_OSD_BYTES: String(opts.osdBytes) } : undefined,
+  );
   const gateway = (action: string) =>
     run(["bash", join(SCRIPTS, "gateway.sh"), dir, action], `gateway.sh ${action}`);
   return {
     server,
+    pids: () =>
+      ["mon", "osd", "rgw"].flatMap((name) => {
+        try {
+          return [Number(readFileSync(join(dir, "pids", name), "utf8").trim())];
+        } catch {
+          return [];
+        }
+      }),
     stopGateway: () => gateway("stop"),
     startGateway: () => gateway("start"),
     stop: () => run(["bash", join(SCRIPTS, "stop.sh"), dir], "stopping the RGW"),
