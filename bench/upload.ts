@@ -9,7 +9,13 @@
  *
  * Without `--url` it starts `src/main.ts` itself (own process, temporary data dir, removed
  * afterwards), a fresh one for each concurrency level so that each level's peak RSS is its own.
- * `--storage s3` passes `ESYNC_STORAGE=s3` and this process's `ESYNC_S3_*` variables to it.
+ * `--storage s3` passes `ESYNC_STORAGE=s3` and the S3 settings to it: this process's `ESYNC_S3_*`
+ * variables when `ESYNC_S3_ENDPOINT` is set, else a Ceph RGW that the bench starts for itself
+ * (`scripts/s3/start.sh` in a temporary directory, stopped and deleted at the end). With S3, each
+ * run is followed by the raw ceiling: the same chunks PUT straight to S3 from this process with
+ * the store's own client (`createS3Client`) and the store's kind of request (one streamed PUT of
+ * known length per chunk, unsigned payload; not minio's buffered `putObject`), at the same
+ * concurrency; the table gives end to end / raw per level. Objects are deleted after each level.
  * With `--url` it uses that server (its RSS only when `--pid` is given); `--token` is a bearer
  * token for it (default: a `sig1.` token of a fresh random wallet key, valid on any server).
  *
@@ -22,12 +28,16 @@
  * server peak RSS (VmHWM of the server process, and the highest VmRSS sampled every 20 ms).
  * Baseline (../shared/design/facts.md, same machines): raw ingest of 16 MiB PUTs into Elysia +
  * BLAKE3 + disk, no finalize: c=1 680–826, c=4 862–1109, c=8 912–1308 MB/s. Targets (issue 2):
- * ≥ 600 MB/s end to end at c=4, peak RSS < 250 MiB.
+ * ≥ 600 MB/s end to end at c=4, peak RSS < 250 MiB. With S3 (issue 4) the baseline is the raw
+ * ceiling measured in the same run; target ≥ 80% of it at c=4.
  * Prints a table and writes JSON to bench/results/upload-<time>.json (or `--out`).
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
 import {
@@ -38,12 +48,17 @@ import {
   sr25519PairFromSeed,
   sr25519Sign,
 } from "@polkadot/util-crypto";
+import { loadConfig, type S3Config } from "../src/config/config.ts";
+import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
+import { type DedicatedS3, s3Env, startDedicatedS3 } from "../test/support/s3-server.ts";
 import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
 
 const MiB = 1024 * 1024;
 const TARGET_MBPS_C4 = 600;
 const TARGET_RSS_MIB = 250;
+/** Issue 4: end to end to S3 at c=4 at least this share of the raw S3 PUT ceiling. */
+const TARGET_S3_RATIO_C4 = 0.8;
 const BASELINE =
   "facts.md raw ingest, Elysia + BLAKE3 + disk, 16 MiB PUTs, no finalize: c=1 680–826, c=4 862–1109, c=8 912–1308 MB/s";
 
@@ -124,6 +139,82 @@ if (flags.token && !flags.owner)
   throw new Error("--token needs --owner (the SS58 address the token resolves to)");
 const auth = `Bearer ${flags.token ?? walletToken()}`;
 const owner = flags.owner ?? address;
+
+// ---- S3 (--storage s3) ----------------------------------------------------------------------
+let s3: S3Config | null = null;
+let rgw: DedicatedS3 | null = null;
+let rgwDir: string | null = null;
+if (flags.storage === "s3") {
+  if (process.env.ESYNC_S3_ENDPOINT) {
+    s3 = loadConfig({ ...process.env, ESYNC_STORAGE: "s3" }).s3;
+  } else {
+    rgwDir = mkdtempSync(join(tmpdir(), "esync-bench-rgw-"));
+    // RGW frees deleted objects' data hours later: room for every byte this run writes.
+    const written = SIZE * FILES * REPEAT * 2 * LEVELS.length;
+    rgw = await startDedicatedS3(rgwDir, { osdBytes: Math.max(8 * 1024 * MiB, 2 * written) });
+    s3 = { ...rgw.server, bucket: "esync-bench", prefix: "" };
+  }
+  if (!s3) throw new Error("no S3 settings");
+  const store = createS3BlobStore(s3);
+  await store.check(); // creates the bucket, for the raw PUTs too
+  await store.close();
+}
+
+/** Deletes every object the level wrote (under the configured prefix). */
+async function emptyBucket(cfg: S3Config): Promise<void> {
+  const store = createS3BlobStore(cfg);
+  try {
+    await store.delete(await store.list(""));
+  } finally {
+    await store.close();
+  }
+}
+
+/** `bytes` as pieces of 64 KiB (no copies), as a server receives a request body. */
+function* piecesOf(bytes: Uint8Array): Generator<Uint8Array> {
+  for (let o = 0; o < bytes.length; o += 64 * 1024)
+    yield bytes.subarray(o, Math.min(bytes.length, o + 64 * 1024));
+}
+
+/**
+ * The raw ceiling: every chunk of FILES uploads PUT straight to S3 with the store's client and
+ * request kind (streamed body of known length, unsigned payload, one PUT per chunk), `concurrency`
+ * in flight. Returns wall seconds.
+ */
+async function rawPuts(cfg: S3Config, concurrency: number, tag: string): Promise<number> {
+  const { client, close } = createS3Client(cfg);
+  const count = Math.ceil(SIZE / CHUNK);
+  const t0 = performance.now();
+  try {
+    for (let f = 0; f < FILES; f++) {
+      let next = 0;
+      const worker = async () => {
+        for (let i = next++; i < count; i = next++) {
+          const bytes = payload.subarray(i * CHUNK, Math.min(SIZE, (i + 1) * CHUNK));
+          const key = `raw/${tag}/${f}/${i}`;
+          const res = await client.makeRequestStreamAsync(
+            {
+              method: "PUT",
+              bucketName: cfg.bucket,
+              objectName: cfg.prefix === "" ? key : `${cfg.prefix}/${key}`,
+              headers: { "Content-Length": String(bytes.length) },
+            },
+            Readable.from(piecesOf(bytes), { objectMode: false }),
+            "",
+            [200],
+            "",
+          );
+          res.resume();
+          await finished(res);
+        }
+      };
+      await Promise.all([...Array(concurrency)].map(worker));
+    }
+  } finally {
+    close();
+  }
+  return (performance.now() - t0) / 1000;
+}
 
 let fileSeq = 0;
 function manifest(): Record<string, unknown> {
@@ -206,11 +297,21 @@ interface LevelResult {
     finalizeMs: number[];
     serverCpuS: number | null;
     benchCpuS: number;
+    /** S3 only: the raw ceiling measured right after this run. */
+    rawMbps: number | null;
+    /** CPU seconds of the S3 server (RGW started by the bench: mon + OSD + radosgw), this run and its raw PUTs. */
+    s3CpuS: number | null;
+    rawS3CpuS: number | null;
+    /** S3 only: CPU seconds of this process's raw PUTs (the minio client alone). */
+    rawClientCpuS: number | null;
   }[];
   /** Median over runs. */
   mbps: number;
   /** Best run: the least disturbed by other load on a shared machine. */
   bestMbps: number;
+  /** S3 only: median raw ceiling, and median end to end / median raw. */
+  rawMbps: number | null;
+  ratio: number | null;
   mibps: number;
   finalizeMsP50: number;
   finalizeMsMax: number;
@@ -232,6 +333,14 @@ async function cpuSeconds(pid: number): Promise<number | null> {
   }
 }
 
+/** CPU seconds of the RGW the bench started (all its daemons), or null. */
+async function s3Cpu(): Promise<number | null> {
+  if (!rgw) return null;
+  let sum = 0;
+  for (const p of rgw.pids()) sum += (await cpuSeconds(p)) ?? 0;
+  return sum;
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
@@ -249,10 +358,7 @@ function serverEnv(): Record<string, string> {
     if (eq < 1) throw new Error(`--server-env wants KEY=VALUE, got ${kv}`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  if (flags.storage === "s3") {
-    for (const [k, v] of Object.entries(process.env)) if (k.startsWith("ESYNC_S3_") && v) env[k] = v;
-  }
-  return env;
+  return s3 ? { ...env, ...s3Env(s3) } : env;
 }
 
 async function runLevel(concurrency: number): Promise<LevelResult> {
@@ -276,6 +382,7 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
   const runs: LevelResult["runs"] = [];
   try {
     for (let r = 0; r < REPEAT; r++) {
+      const s3Cpu0 = await s3Cpu();
       const t0 = performance.now();
       const serverCpu0 = pid ? await cpuSeconds(pid) : null;
       const benchCpu0 = process.cpuUsage();
@@ -284,17 +391,30 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
       const seconds = (performance.now() - t0) / 1000;
       const serverCpu1 = pid ? await cpuSeconds(pid) : null;
       const benchCpu = process.cpuUsage(benchCpu0);
+      const s3Cpu1 = await s3Cpu();
+      const rawCpu0 = process.cpuUsage();
+      const rawSeconds = s3 ? await rawPuts(s3, concurrency, `c${concurrency}-r${r}`) : null;
+      const s3Cpu2 = await s3Cpu();
+      const rawCpu = process.cpuUsage(rawCpu0);
       const run = {
         seconds,
         mbps: (SIZE * FILES) / seconds / 1e6,
         finalizeMs,
         serverCpuS: serverCpu0 !== null && serverCpu1 !== null ? serverCpu1 - serverCpu0 : null,
         benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
+        rawMbps: rawSeconds === null ? null : (SIZE * FILES) / rawSeconds / 1e6,
+        s3CpuS: s3Cpu0 !== null && s3Cpu1 !== null ? s3Cpu1 - s3Cpu0 : null,
+        rawS3CpuS: s3Cpu1 !== null && s3Cpu2 !== null ? s3Cpu2 - s3Cpu1 : null,
+        rawClientCpuS: rawSeconds === null ? null : (rawCpu.user + rawCpu.system) / 1e6,
       };
       runs.push(run);
       console.log(
         `  c=${concurrency} run ${r + 1}/${REPEAT}: ${run.mbps.toFixed(0)} MB/s, finalize ${finalizeMs.map((x) => x.toFixed(0)).join("/")} ms, ` +
-          `CPU s: server ${run.serverCpuS?.toFixed(2) ?? "n/a"}, bench ${run.benchCpuS.toFixed(2)} (wall ${seconds.toFixed(2)} s)`,
+          `CPU s: server ${run.serverCpuS?.toFixed(2) ?? "n/a"}, bench ${run.benchCpuS.toFixed(2)} (wall ${seconds.toFixed(2)} s)` +
+          (run.s3CpuS === null ? "" : `, S3 server ${run.s3CpuS.toFixed(2)}`) +
+          (run.rawMbps === null ? "" : `; raw S3 PUT ${run.rawMbps.toFixed(0)} MB/s`) +
+          (run.rawS3CpuS === null ? "" : ` (CPU s: S3 server ${run.rawS3CpuS.toFixed(2)}`) +
+          (run.rawClientCpuS === null ? "" : `, client ${run.rawClientCpuS.toFixed(2)})`),
       );
     }
   } finally {
@@ -306,13 +426,17 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
     await server.stop();
     rmSync(server.dataDir, { recursive: true, force: true });
   }
+  if (s3) await emptyBucket(s3);
   const mbps = median(runs.map((r) => r.mbps));
+  const rawMbps = s3 ? median(runs.map((r) => r.rawMbps ?? 0)) : null;
   const allFinalize = runs.flatMap((r) => r.finalizeMs);
   return {
     concurrency,
     runs,
     mbps,
     bestMbps: Math.max(...runs.map((r) => r.mbps)),
+    rawMbps,
+    ratio: rawMbps ? mbps / rawMbps : null,
     mibps: (mbps * 1e6) / MiB,
     finalizeMsP50: median(allFinalize),
     finalizeMsMax: Math.max(...allFinalize),
@@ -329,7 +453,12 @@ console.log(
     `concurrency ${LEVELS.join(",")}, ${REPEAT} run(s), storage ${flags.storage}${flags.url ? `, server ${flags.url}` : ""}`,
 );
 const results: LevelResult[] = [];
-for (const c of LEVELS) results.push(await runLevel(c));
+try {
+  for (const c of LEVELS) results.push(await runLevel(c));
+} finally {
+  if (rgw) await rgw.stop();
+  if (rgwDir) rmSync(rgwDir, { recursive: true, force: true });
+}
 
 const cpuPerGiB = (r: LevelResult): number | null => {
   const cpu = r.runs.map((x) => x.serverCpuS);
@@ -347,9 +476,23 @@ for (const r of results) {
     `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.bestMbps)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.finalizeMsMax)} | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.peakRssMiB)} | ${fmt(r.sampledRssChunksMiB)} / ${fmt(r.sampledRssFinalizeMiB)} |`,
   );
 }
-console.log(`baseline: ${BASELINE}`);
+if (s3) {
+  console.log("");
+  console.log(`S3 ${s3.endpoint}, bucket ${s3.bucket}${rgw ? " (Ceph RGW started by the bench)" : ""}:`);
+  console.log("| concurrency | MB/s end to end (median) | raw S3 PUT MB/s (median) | end to end / raw |");
+  console.log("|---:|---:|---:|---:|");
+  for (const r of results)
+    console.log(
+      `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.rawMbps)} | ${fmt(r.ratio === null ? null : r.ratio * 100)}% |`,
+    );
+}
+console.log(`baseline: ${s3 ? "the raw S3 PUT ceiling of the same run (above)" : BASELINE}`);
 const c4 = results.find((r) => r.concurrency === 4);
-if (c4) {
+if (c4?.ratio != null) {
+  console.log(
+    `target c=4 ≥ ${TARGET_S3_RATIO_C4 * 100}% of the raw S3 ceiling: ${c4.ratio >= TARGET_S3_RATIO_C4 ? "met" : "MISSED"} (${fmt(c4.ratio * 100)}%)`,
+  );
+} else if (c4) {
   console.log(
     `target c=4 ≥ ${TARGET_MBPS_C4} MB/s: ${c4.mbps >= TARGET_MBPS_C4 ? "met" : "MISSED"} (${fmt(c4.mbps)}); ` +
       `peak RSS < ${TARGET_RSS_MIB} MiB: ${c4.peakRssMiB === null ? "n/a" : c4.peakRssMiB < TARGET_RSS_MIB ? "met" : "MISSED"} (${fmt(c4.peakRssMiB)})`,
@@ -373,12 +516,15 @@ writeFileSync(
         concurrency: LEVELS,
         repeat: REPEAT,
         storage: flags.storage,
+        s3: s3 ? { endpoint: s3.endpoint, bucket: s3.bucket, startedByBench: rgw !== null } : null,
         fsync: flags.fsync ?? "default",
         url: flags.url ?? null,
       },
       machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version },
-      baseline: BASELINE,
-      targets: { mbpsAtC4: TARGET_MBPS_C4, peakRssMiB: TARGET_RSS_MIB },
+      baseline: s3 ? "raw S3 PUT ceiling of the same run" : BASELINE,
+      targets: s3
+        ? { s3RatioAtC4: TARGET_S3_RATIO_C4 }
+        : { mbpsAtC4: TARGET_MBPS_C4, peakRssMiB: TARGET_RSS_MIB },
       results,
     },
     null,
