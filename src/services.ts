@@ -62,6 +62,7 @@ export function buildServices(deps: AppDeps): Services {
       ttlSeconds: config.sessionTtlSeconds,
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
+      lookaheadBytes: config.lookaheadBytes,
     }),
     singleUpload: new SingleUploadService(files, blobs, log, {
       spoolDir: join(config.dataDir, "spool"),

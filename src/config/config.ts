@@ -55,6 +55,11 @@ export interface Config {
    * `Content-Length` from streamed bodies, so multi-chunk downloads go out chunked.
    */
   httpEngine: "node" | "bun";
+  /**
+   * Bytes of out-of-order chunks held in memory for in-order hashing instead of reading them back
+   * from the store (`ESYNC_LOOKAHEAD_BYTES`; default 0 with disk storage, 64 MiB with S3).
+   */
+  lookaheadBytes: number;
   /** Log level (`ESYNC_LOG_LEVEL`: `debug`, `info`, `warn`, `error`; default `info`). */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
@@ -159,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),
     maxChunkCount: int(env, "ESYNC_MAX_CHUNK_COUNT", 1_048_576, 1, 2 ** 32 - 1),
     httpEngine: oneOf(env, "ESYNC_HTTP_ENGINE", "node", ["node", "bun"] as const),
+    lookaheadBytes: int(env, "ESYNC_LOOKAHEAD_BYTES", storage === "s3" ? 64 * 1024 * 1024 : 0, 0, 2 ** 40),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     s3,

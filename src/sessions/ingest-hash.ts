@@ -8,8 +8,10 @@
  * running hasher and a cursor `next`:
  * - a chunk PUT whose index is `next` feeds its bytes to the hasher as they stream to the store
  *   (a "tap"), so an in-order upload is hashed with no extra read;
- * - once a chunk is recorded, a catch-up task reads the recorded chunks `next, next+1, ...` back
- *   from the store (page cache on disk) and hashes them, overlapping with the rest of the upload.
+ * - a chunk PUT ahead of `next` keeps its bytes in memory (a look-ahead, within a global byte
+ *   budget) until its turn comes, so out-of-order chunks of a parallel upload are not read back;
+ * - once a chunk is recorded, a catch-up task hashes the recorded chunks `next, next+1, ...`,
+ *   from look-ahead memory when it holds that generation, else read back from the store.
  *
  * The state is per process and best-effort: it is dropped on any doubt (a failed tap, a
  * re-upload of a hashed index, an error) and is never trusted blindly. Finalize compares the
@@ -44,8 +46,17 @@ export interface HashedPrefix {
   from: number;
 }
 
+/** Bytes of a recorded chunk kept for the catch-up. */
+interface Held {
+  gen: string;
+  pieces: Uint8Array[];
+  bytes: number;
+}
+
 interface State {
   hasher: Blake3;
+  /** Look-ahead: recorded chunks ahead of `next` whose bytes are in memory. */
+  held: Map<number, Held>;
   /** Chunks `0..next-1` have been fed to the hasher. */
   next: number;
   /** Generation fed for each index below `next`. */
@@ -60,8 +71,28 @@ interface State {
 export class IngestHashes {
   private readonly states = new Map<string, State>();
 
-  /** @param maxSessions most sessions tracked at once; the oldest idle one is evicted beyond it. */
-  constructor(private readonly maxSessions = 4096) {}
+  /** Look-ahead bytes held across all sessions. */
+  private heldBytes = 0;
+
+  /**
+   * @param maxSessions most sessions tracked at once; the oldest idle one is evicted beyond it.
+   * @param lookaheadBytes most chunk bytes held in memory across all sessions (default 64 MiB).
+   */
+  constructor(
+    private readonly maxSessions = 4096,
+    private readonly lookaheadBytes = 64 * 1024 * 1024,
+  ) {}
+
+  /** Drops a session's state and releases its look-ahead memory. */
+  private drop(sessionId: string, st: State): void {
+    if (this.states.get(sessionId) === st) this.states.delete(sessionId);
+    this.release(st);
+  }
+
+  private release(st: State): void {
+    for (const h of st.held.values()) this.heldBytes -= h.bytes;
+    st.held.clear();
+  }
 
   private state(sessionId: string): State {
     let st = this.states.get(sessionId);
@@ -69,20 +100,27 @@ export class IngestHashes {
       if (this.states.size >= this.maxSessions) {
         for (const [id, s] of this.states) {
           if (!s.busy) {
-            this.states.delete(id);
+            this.drop(id, s);
             break;
           }
         }
       }
-      st = { hasher: createBlake3(), next: 0, gens: [], busy: false, catchUp: null };
+      st = { hasher: createBlake3(), held: new Map(), next: 0, gens: [], busy: false, catchUp: null };
       this.states.set(sessionId, st);
     }
     return st;
   }
 
-  /** A tap for chunk `index` if it is the next to hash and nothing else feeds the hasher, else null. */
-  tap(sessionId: string, index: number): Tap | null {
+  /**
+   * A tap for a chunk PUT of `length` bytes: feeding the hasher when `index` is the next to hash
+   * and nothing else feeds it; holding the bytes when `index` is ahead and the look-ahead budget
+   * allows; else null (the catch-up will read the chunk back from the store).
+   */
+  tap(sessionId: string, index: number, length = 0): Tap | null {
     const st = this.state(sessionId);
+    if (index > st.next && length > 0 && this.heldBytes + length <= this.lookaheadBytes) {
+      return this.hold(sessionId, st, index, length);
+    }
     if (st.busy || st.next !== index) return null;
     st.busy = true;
     let open = true;
@@ -100,8 +138,40 @@ export class IngestHashes {
       fail: () => {
         if (!open) return;
         open = false;
-        if (this.states.get(sessionId) === st) this.states.delete(sessionId);
+        this.drop(sessionId, st);
       },
+    };
+  }
+
+  /** A look-ahead tap: keeps the chunk's pieces (reserving `length` bytes) until it is recorded. */
+  private hold(sessionId: string, st: State, index: number, length: number): Tap {
+    this.heldBytes += length;
+    const pieces: Uint8Array[] = [];
+    let open = true;
+    const unreserve = () => {
+      if (!open) return;
+      open = false;
+      this.heldBytes -= length;
+    };
+    return {
+      update: (piece) => {
+        // A copy: the body's buffers may be reused by the HTTP layer once this piece is consumed.
+        if (open) pieces.push(piece.slice());
+      },
+      done: (gen) => {
+        if (!open) return;
+        open = false;
+        // Still ahead and the session still tracked: keep it for the catch-up (a later upload
+        // of the same index replaces it; the catch-up checks the generation).
+        if (this.states.get(sessionId) === st && index >= st.next) {
+          const prev = st.held.get(index);
+          if (prev) this.heldBytes -= prev.bytes;
+          st.held.set(index, { gen, pieces, bytes: length });
+        } else {
+          this.heldBytes -= length;
+        }
+      },
+      fail: unreserve,
     };
   }
 
@@ -112,7 +182,7 @@ export class IngestHashes {
   recorded(sessionId: string, index: number, gen: string, chunks: RecordedChunks): void {
     const st = this.states.get(sessionId);
     if (st && index < st.next && st.gens[index] !== gen) {
-      this.states.delete(sessionId);
+      this.drop(sessionId, st);
       return;
     }
     this.advance(sessionId, chunks);
@@ -129,17 +199,26 @@ export class IngestHashes {
           if (this.states.get(sessionId) !== st) return;
           const gen = chunks.recordedGen(st.next);
           if (gen === null) return;
-          const reader = (await chunks.open(st.next, gen)).getReader();
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            st.hasher.update(value);
+          const held = st.held.get(st.next);
+          if (held) {
+            st.held.delete(st.next);
+            this.heldBytes -= held.bytes;
+          }
+          if (held?.gen === gen) {
+            for (const piece of held.pieces) st.hasher.update(piece);
+          } else {
+            const reader = (await chunks.open(st.next, gen)).getReader();
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) break;
+              st.hasher.update(value);
+            }
           }
           st.gens[st.next] = gen;
           st.next++;
         }
       } catch {
-        if (this.states.get(sessionId) === st) this.states.delete(sessionId);
+        this.drop(sessionId, st);
       } finally {
         st.busy = false;
         st.catchUp = null;
@@ -157,15 +236,21 @@ export class IngestHashes {
     if (!st) return null;
     if (st.catchUp) await st.catchUp;
     if (this.states.get(sessionId) !== st) return null; // dropped while catching up
-    this.states.delete(sessionId);
+    this.drop(sessionId, st);
     if (st.busy) return null;
     for (let i = 0; i < st.next; i++) if (st.gens[i] !== gens[i]) return null;
     return { hasher: st.hasher, from: st.next };
   }
 
-  /** Forgets a session (deleted, expired or finalized). */
+  /** Forgets a session (deleted, expired or finalized), releasing its look-ahead memory. */
   forget(sessionId: string): void {
-    this.states.delete(sessionId);
+    const st = this.states.get(sessionId);
+    if (st) this.drop(sessionId, st);
+  }
+
+  /** Look-ahead bytes currently held (for tests). */
+  get lookaheadInUse(): number {
+    return this.heldBytes;
   }
 
   /** Sessions tracked (for tests). */

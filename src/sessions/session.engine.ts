@@ -41,6 +41,12 @@ export interface SessionEngineOptions {
   ttlSeconds: number;
   maxSessionsPerUser: number;
   maxChunkCount: number;
+  /**
+   * Bytes of out-of-order chunks the ingest hasher may hold in memory instead of reading them
+   * back from the store (see ingest-hash.ts). 0 on disk, where the read-back comes from the page
+   * cache and is cheaper than holding copies; positive on S3, where it is a second transfer.
+   */
+  lookaheadBytes: number;
 }
 
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
@@ -66,7 +72,7 @@ const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInt
 /** The upload session engine; HTTP-free. */
 export class SessionEngine {
   /** Running in-order hashes of this process's sessions (an optimisation; see ingest-hash.ts). */
-  private readonly ingest = new IngestHashes();
+  private readonly ingest: IngestHashes;
 
   constructor(
     private readonly db: Db,
@@ -77,7 +83,9 @@ export class SessionEngine {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly opts: SessionEngineOptions,
-  ) {}
+  ) {
+    this.ingest = new IngestHashes(4096, opts.lookaheadBytes);
+  }
 
   /**
    * Opens a session for `caller` (spec §4.4).
@@ -189,7 +197,7 @@ export class SessionEngine {
     }
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
-    const tap = this.ingest.tap(sessionId, index);
+    const tap = this.ingest.tap(sessionId, index, length);
     const client: { error?: unknown } = {};
     try {
       const source = body

@@ -136,3 +136,77 @@ describe("IngestHashes", () => {
     expect(h.size).toBe(0);
   });
 });
+
+describe("IngestHashes look-ahead", () => {
+  test("out-of-order chunks are held in memory and hashed without reading them back", async () => {
+    const h = new IngestHashes(10, 1 << 20);
+    const parts = [randomBytes(400), randomBytes(400), randomBytes(400)];
+    const recorded = new Map<number, [string, Uint8Array]>();
+    const reads: number[] = [];
+    const base = chunksOf(recorded);
+    const chunks: RecordedChunks = { ...base, open: (i, g) => (reads.push(i), base.open(i, g)) };
+    for (const i of [2, 1, 0]) {
+      const tap = h.tap("s", i, 400)!;
+      expect(tap).not.toBeNull();
+      tap.update(parts[i]!);
+      recorded.set(i, [`g${i}`, parts[i]!]);
+      tap.done(`g${i}`);
+      h.recorded("s", i, `g${i}`, chunks);
+    }
+    const pre = await h.take("s", ["g0", "g1", "g2"]);
+    expect(pre?.from).toBe(3);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat(parts)));
+    expect(reads).toEqual([]);
+    expect(h.lookaheadInUse).toBe(0);
+  });
+
+  test("held bytes are a copy: the HTTP layer reusing its buffer does not change the hash", async () => {
+    const h = new IngestHashes(10, 1 << 20);
+    const part1 = randomBytes(100);
+    const buffer = new Uint8Array(part1); // the "request body buffer"
+    const recorded = new Map<number, [string, Uint8Array]>([[1, ["g1", part1]]]);
+    const tap = h.tap("s", 1, 100)!;
+    tap.update(buffer);
+    tap.done("g1");
+    buffer.fill(0); // reused for the next request
+    const part0 = randomBytes(100);
+    recorded.set(0, ["g0", part0]);
+    h.recorded("s", 1, "g1", chunksOf(recorded));
+    h.recorded("s", 0, "g0", chunksOf(recorded));
+    const pre = await h.take("s", ["g0", "g1"]);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat([part0, part1])));
+  });
+
+  test("a held chunk replaced by a later upload of the same index is read back, not hashed stale", async () => {
+    const h = new IngestHashes(10, 1 << 20);
+    const stale = randomBytes(50);
+    const fresh = randomBytes(50);
+    const tap = h.tap("s", 1, 50)!;
+    tap.update(stale);
+    tap.done("old");
+    const part0 = randomBytes(50);
+    const recorded = new Map<number, [string, Uint8Array]>([
+      [0, ["g0", part0]],
+      [1, ["new", fresh]],
+    ]);
+    h.recorded("s", 0, "g0", chunksOf(recorded));
+    const pre = await h.take("s", ["g0", "new"]);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat([part0, fresh])));
+  });
+
+  test("the look-ahead budget is never exceeded, and a failed or forgotten hold releases it", () => {
+    const h = new IngestHashes(10, 1000);
+    const a = h.tap("s", 1, 600);
+    expect(a).not.toBeNull();
+    expect(h.tap("s", 2, 600)).toBeNull(); // over budget: read back later instead
+    expect(h.lookaheadInUse).toBe(600);
+    a!.fail();
+    expect(h.lookaheadInUse).toBe(0);
+    const b = h.tap("s", 3, 500)!;
+    b.update(randomBytes(500));
+    b.done("g3");
+    expect(h.lookaheadInUse).toBe(500);
+    h.forget("s");
+    expect(h.lookaheadInUse).toBe(0);
+  });
+});
