@@ -3,26 +3,14 @@
  * The wire shape of a stored file: RemoteFileEntry (complement §5 = spec §2.5 without
  * `folder_hash`/`folder_label`), byte arrays as JSON arrays of integers.
  */
+
 import type { files } from "../db/schema.ts";
+import type { RemoteFileEntry } from "../wire/types.ts";
 
 /** A `files` row. */
 export type FileRow = typeof files.$inferSelect;
 
-/** RemoteFileEntry as sent on the wire (spec §2.5 fields in spec order). */
-export interface RemoteFileEntry {
-  path_hash: number[];
-  salted_hash: number[];
-  size_bytes: number;
-  revision_seq: number;
-  revision_id: number[];
-  encrypted_path: number[];
-  file_name: string | null;
-  relative_path: string | null;
-  store_hash: string | null;
-  chunk_hashes: string[] | null;
-  created_at: number;
-  updated_at: number;
-}
+export type { RemoteFileEntry } from "../wire/types.ts";
 
 /** Columns a RemoteFileEntry needs (search can select just these). */
 export type FileEntryRow = Pick<

@@ -4,6 +4,7 @@
  * `/delete` and `/download` rules: revisions (complement §1), folder counters, and blob
  * lifecycle through the deletion queue.
  */
+
 import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
@@ -12,20 +13,12 @@ import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
+import type { UploadResult } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 import type { FilesRepository } from "./files.repository.ts";
 
-/** UploadResult (spec §2.4) as sent on the wire. */
-export interface UploadResult {
-  upload_id: string;
-  /** Unix seconds of the commit. */
-  timestamp: number;
-  /** 32 bytes. */
-  revision_id: number[];
-  created_at: number;
-  updated_at: number;
-}
+export type { UploadResult } from "../wire/types.ts";
 
 /** Where a verified ciphertext lives, given to `commit`. */
 export interface StoredBlob extends BlobLayout {

@@ -2,25 +2,17 @@
  * @module folders/folders.service
  * The folder registry (spec §3.2, §4.1–4.3).
  */
+
 import type { Db } from "../db/client.ts";
 import { fail } from "../errors/errors.ts";
 import type { FilesRepository } from "../files/files.repository.ts";
 import { blobPrefix } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
+import type { RemoteFolderInfo } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import type { FolderRow, FoldersRepository } from "./folders.repository.ts";
 
-/** RemoteFolderInfo (spec §2.2) as sent on the wire. */
-export interface RemoteFolderInfo {
-  label: string;
-  folder_hash: string;
-  file_count: number;
-  /** Sum of plaintext sizes, bytes. */
-  total_bytes: number;
-  created_at: number;
-  updated_at: number;
-  device_name: string;
-}
+export type { RemoteFolderInfo } from "../wire/types.ts";
 
 function toInfo(r: FolderRow): RemoteFolderInfo {
   return {

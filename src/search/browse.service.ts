@@ -11,33 +11,13 @@
  * trailing `/`. Folder counts are kept per directory by triggers (`search_dirs`), so a folder
  * root with 300,000 files below it costs one small range read, not a scan.
  */
-import { type RemoteFileEntry, toRemoteFileEntry } from "../files/file-entry.ts";
+
+import { toRemoteFileEntry } from "../files/file-entry.ts";
+import type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 import type { BrowseQuery } from "./search.query.ts";
 import type { Cond, SearchRepository } from "./search.repository.ts";
 
-/** A sub-folder of a browse listing; counts are recursive. */
-export interface BrowseFolderEntry {
-  /** The sub-folder's own name (one path segment). */
-  name: string;
-  file_count: number;
-  /** Plaintext bytes of every file below it. */
-  total_bytes: number;
-}
-
-/** The `Success` body of `/browse`. */
-export interface BrowseResult {
-  ss58_address: string;
-  folder_hash: string;
-  /** The directory listed, normalised (no leading or trailing `/`; `""` = root). */
-  path: string;
-  folders: BrowseFolderEntry[];
-  files: RemoteFileEntry[];
-  /** Sub-folders plus files, across all pages. */
-  total_count: number;
-  has_more: boolean;
-  offset: number;
-  limit: number;
-}
+export type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 
 /** Case-insensitive alphabetical order, ties broken by the exact (binary) name. */
 function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {

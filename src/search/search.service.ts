@@ -20,30 +20,15 @@
  *   deep offsets where the filters allow, and from the far end when the offset is past the
  *   middle; or, when the walk would visit more rows, sort the candidates (FTS hits, an index range).
  */
-import { type RemoteFileEntry, toRemoteFileEntry } from "../files/file-entry.ts";
+
+import { toRemoteFileEntry } from "../files/file-entry.ts";
+import type { SearchFileHit, SearchResult } from "../wire/types.ts";
 import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
 import { Histogram } from "./histogram.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
 
-/** One search result (spec §2.5): `folder_hash`, `folder_label`, then the RemoteFileEntry fields. */
-export interface SearchFileHit extends RemoteFileEntry {
-  folder_hash: string;
-  /** `""` when the folder was never registered. */
-  folder_label: string;
-}
-
-/** The `Success` body of `/search_files` (spec §4.9). */
-export interface SearchResult {
-  ss58_address: string;
-  files: SearchFileHit[];
-  /** Matches across all pages, exact. */
-  total_count: number;
-  /** `offset + files.length < total_count`. */
-  has_more: boolean;
-  offset: number;
-  limit: number;
-}
+export type { SearchFileHit, SearchResult } from "../wire/types.ts";
 
 /** Thresholds of the planner (defaults in `DEFAULT_TUNING`); tests lower them to reach every path on small data. */
 export interface SearchTuning {

@@ -11,6 +11,7 @@
  * file and the `finalized` state in one transaction. Any failure returns it to `receiving`
  * with its chunks intact.
  */
+
 import type { Db } from "../db/client.ts";
 import { fail } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
@@ -28,6 +29,7 @@ import {
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import type { SessionStatus } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
@@ -57,15 +59,7 @@ export interface CreateSessionInput {
   ciphertext_size: unknown;
 }
 
-/** Status of a session (spec §4.6) as sent on the wire. */
-export interface SessionStatus {
-  session_id: string;
-  state: "receiving" | "finalized";
-  total_chunks: number;
-  chunks_received: number[];
-  expires_at: number;
-  ciphertext_hash: string;
-}
+export type { SessionStatus } from "../wire/types.ts";
 
 const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 

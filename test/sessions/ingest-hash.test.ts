@@ -144,7 +144,13 @@ describe("IngestHashes look-ahead", () => {
     const recorded = new Map<number, [string, Uint8Array]>();
     const reads: number[] = [];
     const base = chunksOf(recorded);
-    const chunks: RecordedChunks = { ...base, open: (i, g) => (reads.push(i), base.open(i, g)) };
+    const chunks: RecordedChunks = {
+      ...base,
+      open: (i, g) => {
+        reads.push(i);
+        return base.open(i, g);
+      },
+    };
     for (const i of [2, 1, 0]) {
       const tap = h.tap("s", i, 400)!;
       expect(tap).not.toBeNull();
