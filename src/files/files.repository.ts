@@ -7,6 +7,15 @@ import { changes, type Db } from "../db/client.ts";
 import { files } from "../db/schema.ts";
 import type { FileRow } from "./file-entry.ts";
 
+/** The primary-key condition of one file row. */
+function fileKey(owner: string, folderHash: string, pathHash: Uint8Array) {
+  return and(
+    eq(files.owner, owner),
+    eq(files.folderHash, folderHash),
+    eq(files.pathHash, Buffer.from(pathHash)),
+  );
+}
+
 /** Repository of file rows. */
 export class FilesRepository {
   constructor(private readonly db: Db) {}
@@ -15,13 +24,7 @@ export class FilesRepository {
     return this.db
       .select()
       .from(files)
-      .where(
-        and(
-          eq(files.owner, owner),
-          eq(files.folderHash, folderHash),
-          eq(files.pathHash, Buffer.from(pathHash)),
-        ),
-      )
+      .where(fileKey(owner, folderHash, pathHash))
       .get();
   }
 
@@ -39,13 +42,7 @@ export class FilesRepository {
   remove(owner: string, folderHash: string, pathHash: Uint8Array): boolean {
     const r = this.db
       .delete(files)
-      .where(
-        and(
-          eq(files.owner, owner),
-          eq(files.folderHash, folderHash),
-          eq(files.pathHash, Buffer.from(pathHash)),
-        ),
-      )
+      .where(fileKey(owner, folderHash, pathHash))
       .run();
     return changes(r) > 0;
   }

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { FileRow } from "../../src/files/file-entry.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { expectError, expectSuccess, FOLDER_B } from "../http/helpers.ts";
+import { ENTRY_KEYS, expectError, expectSuccess, FOLDER_B } from "../http/helpers.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { browse, FOLDER, hex, insertFiles, modelSearch } from "./support.ts";
@@ -143,20 +143,7 @@ test("rows without relative_path are never listed; rows with only relative_path 
 
 test("files are the RemoteFileEntry of the rows, in the order search gives", async () => {
   const s = expectSuccess(await browse(t, u, FOLDER, "path=docs/2024/q1"), KEYS);
-  expect(Object.keys(s.files[0])).toEqual([
-    "path_hash",
-    "salted_hash",
-    "size_bytes",
-    "revision_seq",
-    "revision_id",
-    "encrypted_path",
-    "file_name",
-    "relative_path",
-    "store_hash",
-    "chunk_hashes",
-    "created_at",
-    "updated_at",
-  ]);
+  expect(Object.keys(s.files[0])).toEqual(ENTRY_KEYS);
   const row = rows.find((r) => r.relativePath === "docs/2024/q1/r.pdf")!;
   expect(hex(s.files[0].path_hash)).toBe(hex(row.pathHash));
   const model = modelSearch(
