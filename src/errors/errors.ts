@@ -63,8 +63,3 @@ export class AppError extends Error {
 export function fail(code: ErrorCode, message?: string, extra?: AppError["extra"]): AppError {
   return new AppError(code, message, extra);
 }
-
-/** True when `e` is an `AppError`. */
-export function isAppError(e: unknown): e is AppError {
-  return e instanceof AppError;
-}

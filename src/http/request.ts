@@ -49,15 +49,6 @@ export function rawSegments(request: Request): string[] {
   return path.split("/").slice(1);
 }
 
-/** Decodes a percent-encoded path segment; null when the encoding is malformed. */
-export function decodeSegment(s: string): string | null {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Parses a u32 path or query value written in decimal without sign or leading zeros.
  * @throws AppError `code` when it is not one.

@@ -20,9 +20,6 @@ try {
   Native = null;
 }
 
-/** Which implementation is in use: `native` or `noble`. */
-export const blake3Implementation: "native" | "noble" = Native ? "native" : "noble";
-
 /** A new incremental hasher. */
 export function createBlake3(): Blake3 {
   if (Native) {

@@ -52,9 +52,4 @@ export class DeletionQueueRepository {
       .where(eq(blobDeletions.id, id))
       .run();
   }
-
-  /** Number of queued rows (for /health and tests). */
-  count(): number {
-    return this.db.select({ n: sql<number>`count(*)` }).from(blobDeletions).get()?.n ?? 0;
-  }
 }
