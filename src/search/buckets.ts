@@ -85,3 +85,22 @@ export const TOTAL_DIM = 0;
 export const ALL_EXTS = "*";
 /** `search_stats.ext` key of files without an extension (and of files without a name). */
 export const NO_EXT = "";
+
+/**
+ * The size × creation-time grid (`search_stats` dim 7, drizzle/0003_search_grid.sql): cells of
+ * one size fine bucket (dim 2) by 2^21 seconds (about 24 days) of `created_at`, numbered
+ * date-major: `(created_at >> 21) * 4096 + sizeFine(size_bytes)`. Fine size buckets are below
+ * 1700, so the low 12 bits of a cell are its size bucket and the rest its date bucket (bucket
+ * numbers of any integer, negative dates included: `Math.floor(cell / 4096)`, `cell & 4095`).
+ */
+export const GRID = {
+  dim: 7,
+  /** Level of the size axis (its `of`/`range`). */
+  size: sizeFine,
+  /** Level of the date axis. */
+  date: shiftLevel(7, 21),
+  /** Cell number of a (size, created_at) pair. */
+  cell(size: number, created: number): number {
+    return GRID.date.of(created) * 4096 + sizeFine.of(size);
+  },
+} as const;

@@ -5,8 +5,8 @@
  * the (at most two) finest buckets that a bound cuts are counted in the index, and of those the
  * smaller side (the cut part, or the rest of the bucket subtracted from its total).
  */
-import { type BucketLevel, HISTOGRAMS, type HistogramColumn } from "./buckets.ts";
-import type { SearchRepository } from "./search.repository.ts";
+import { type BucketLevel, GRID, HISTOGRAMS, type HistogramColumn } from "./buckets.ts";
+import type { Cond, SearchRepository } from "./search.repository.ts";
 
 /** A run of values `[lo, hi]` holding `n` rows, whole bucket of `level` or (level = levels) a cut part. */
 interface Piece {
@@ -124,4 +124,92 @@ export class Histogram {
     }
     return out;
   }
+}
+
+/** The whole buckets of a level inside `[lo, hi]`: their numbers and the values they span. */
+interface Inner {
+  bLo: number;
+  bHi: number;
+  vLo: number;
+  vHi: number;
+}
+
+/** Whole buckets of `lv` inside `[lo, hi]`, or null when the bounds cut every bucket they touch. */
+function innerBuckets(lv: BucketLevel, lo: number, hi: number): Inner | null {
+  const [a, firstEnd] = lv.range(lv.of(lo));
+  const [lastStart, z] = lv.range(lv.of(hi));
+  const vLo = a === lo ? lo : firstEnd + 1;
+  const vHi = z === hi ? hi : lastStart - 1;
+  return vLo > vHi ? null : { bLo: lv.of(vLo), bHi: lv.of(vHi), vLo, vHi };
+}
+
+/** `[lo, hi]` minus `[inner.vLo, inner.vHi]` (all of it when `inner` is null): at most two runs. */
+function edges(lo: number, hi: number, inner: Inner | null): [number, number][] {
+  if (!inner) return [[lo, hi]];
+  return (
+    [
+      [lo, inner.vLo - 1],
+      [inner.vHi + 1, hi],
+    ] as [number, number][]
+  ).filter(([l, h]) => l <= h);
+}
+
+/**
+ * Rows of one owner (with one of `exts`, or any) with `size.lo <= size_bytes <= size.hi` and
+ * `date.lo <= created_at <= date.hi`, exactly, from the size × date grid (`GRID`):
+ * - the cells inside both ranges are summed;
+ * - the rows with a date in whole date buckets and a size in the (at most two) size buckets the
+ *   size bounds cut are counted in the size_bytes index;
+ * - a date bucket the date bounds cut is counted in the created_at index, on the smaller side:
+ *   the cut part itself, or (when it holds most of the bucket's rows, by the created_at
+ *   histogram) the whole bucket from the grid minus the rest of it. A burst of files with one
+ *   date (a bulk import) then costs a scan only when a bound falls inside it.
+ */
+export function gridCount(
+  repo: SearchRepository,
+  oid: number,
+  exts: readonly string[] | null,
+  size: { lo: number; hi: number },
+  date: { lo: number; hi: number },
+): number {
+  if (size.lo > size.hi || date.lo > date.hi) return 0;
+  const sIn = innerBuckets(GRID.size, size.lo, size.hi);
+  const extConds: Cond[] = exts ? [{ kind: "exts", exts }] : [];
+  const sizeCond: Cond = { kind: "range", col: "size_bytes", lo: size.lo, hi: size.hi };
+  /** Rows with a size in range and a date in the whole date buckets `[b1, b2]`. */
+  const wholeDates = (b1: number, b2: number): number => {
+    let n = sIn ? repo.gridSum(oid, exts, b1, b2, sIn.bLo, sIn.bHi) : 0;
+    const dLo = GRID.date.range(b1)[0];
+    const dHi = GRID.date.range(b2)[1];
+    for (const [lo, hi] of edges(size.lo, size.hi, sIn)) {
+      n += repo.count(oid, "size_bytes", [
+        { kind: "range", col: "size_bytes", lo, hi },
+        { kind: "range", col: "created_at", lo: dLo, hi: dHi },
+        ...extConds,
+      ]);
+    }
+    return n;
+  };
+  /** Rows with a size in range and a date in `[lo, hi]`, scanned in the created_at index. */
+  const scanDates = (lo: number, hi: number): number =>
+    lo > hi
+      ? 0
+      : repo.count(oid, "created_at", [{ kind: "range", col: "created_at", lo, hi }, sizeCond, ...extConds]);
+  const dates = new Histogram(repo, oid, "created_at", exts);
+  /** Rows with a size in range and a date in `[lo, hi]`, which lies inside date bucket `b`. */
+  const partial = (b: number, lo: number, hi: number): number => {
+    const [a, z] = GRID.date.range(b);
+    if (lo === a && hi === z) return wholeDates(b, b);
+    const cut = dates.count(lo, hi);
+    const rest = dates.count(a, z) - cut;
+    return cut <= rest ? scanDates(lo, hi) : wholeDates(b, b) - scanDates(a, lo - 1) - scanDates(hi + 1, z);
+  };
+  const b1 = GRID.date.of(date.lo);
+  const b2 = GRID.date.of(date.hi);
+  if (b1 === b2) return partial(b1, date.lo, date.hi);
+  return (
+    partial(b1, date.lo, GRID.date.range(b1)[1]) +
+    (b2 - b1 > 1 ? wholeDates(b1 + 1, b2 - 1) : 0) +
+    partial(b2, GRID.date.range(b2)[0], date.hi)
+  );
 }

@@ -19,7 +19,7 @@
 import type { SQLQueryBindings } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
 import type { FileEntryRow } from "../files/file-entry.ts";
-import { ALL_EXTS, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
+import { ALL_EXTS, GRID, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
 import type { SortColumn } from "./search.query.ts";
 
 /** Bits of an entry id below the owner id. */
@@ -163,6 +163,29 @@ export class SearchRepository {
       )
       .get(bLo, bHi, bLo, bHi, oid, dim, ...k.params, bLo, bHi);
     return r ?? { inner: 0, first: 0, last: 0 };
+  }
+
+  /**
+   * Rows in the size × date grid cells (`GRID`, dim 7) whose date bucket is in `[dLo, dHi]` and
+   * size bucket in `[sLo, sHi]`, summed over `exts` (null = every file). Reads the cells of the
+   * date buckets in range (date-major numbering), keeping those of the size buckets in range.
+   */
+  gridSum(
+    oid: number,
+    exts: readonly string[] | null,
+    dLo: number,
+    dHi: number,
+    sLo: number,
+    sHi: number,
+  ): number {
+    const k = this.extKeys(exts);
+    const r = this.sql
+      .query<{ n: number | null }, SQLQueryBindings[]>(
+        `SELECT sum(n) AS n FROM search_stats WHERE oid = ? AND dim = ? AND ${k.sql}
+           AND bucket BETWEEN ? AND ? AND (bucket & 4095) BETWEEN ? AND ?`,
+      )
+      .get(oid, GRID.dim, ...k.params, dLo * 4096, dHi * 4096 + 4095, sLo, sHi);
+    return r?.n ?? 0;
   }
 
   /** The FROM and WHERE of a query on an owner's entries. */

@@ -6,9 +6,9 @@
  *
  * Planning. The count comes first and is exact; the page plan then knows the selectivity.
  * - No `q`: totals come from the `search_stats` histograms (`Histogram`): no filter, `file_type`
- *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges are
- *   counted by scanning whichever index range is smallest (a range, or the complement of one,
- *   subtracted from a histogram count).
+ *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges (size
+ *   and date) are counted from the size × date grid (`gridCount`), or by scanning the smaller
+ *   index range when it is small.
  * - `q` of 3+ characters: the trigram FTS index. A rare term (≤ `rareHits` hits) alone is counted
  *   by its hits; a common one alone in the FTS index. With other filters, `q` is checked row by
  *   row on the cheapest of: the FTS hits, the other filters' index range, all the owner's rows
@@ -24,7 +24,7 @@
 import { toRemoteFileEntry } from "../files/file-entry.ts";
 import type { SearchFileHit, SearchResult } from "../wire/types.ts";
 import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
-import { Histogram } from "./histogram.ts";
+import { gridCount, Histogram } from "./histogram.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
 
@@ -36,10 +36,12 @@ export interface SearchTuning {
   rareHits: number;
   /** Offsets (from the nearer end) above this seek with the histogram before walking. */
   seekMinOffset: number;
+  /** Size + date searches whose smaller index range has more rows than this count with the grid. */
+  gridMinRows: number;
 }
 
 /** The planner thresholds used in production. */
-export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 1000 };
+export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 1000, gridMinRows: 20_000 };
 
 /**
  * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
@@ -212,42 +214,18 @@ export class SearchService {
       plan.push(`count: histogram of ${first.col}`);
       return new Histogram(this.repo, oid, first.col, f.exts).count(first.lo, first.hi);
     }
-    // Two ranges: scan the smallest index range, or count one range from its histogram and
-    // subtract the rows of it that fall outside the other range (scanning that complement).
+    // Two ranges (size and date): scan the smaller index range when it is small, else sum the
+    // size × date grid and scan only the edges its bounds cut.
     const best = routes[0]!;
-    let complement: { cost: number; run: () => number; what: string } | null = null;
-    for (const [inRange, other] of [
-      [first, second],
-      [second, first],
-    ] as const) {
-      const outside = [
-        { lo: other.col === "size_bytes" ? 0 : MIN_VALUE, hi: other.lo - 1 },
-        { lo: other.hi + 1, hi: MAX_VALUE },
-      ].filter((o) => o.lo <= o.hi);
-      // Rows outside the other range: all rows minus those inside it (its route's exact count).
-      const cost = nAll - (routes.find((r) => r.access === other.col)?.rows ?? 0);
-      if (complement === null || cost < complement.cost) {
-        const keep: Cond[] = [{ kind: "range", ...inRange }];
-        if (f.exts) keep.push({ kind: "exts", exts: f.exts });
-        complement = {
-          cost,
-          what: `count: histogram of ${inRange.col} minus ${cost} rows outside the ${other.col} range`,
-          run: () =>
-            new Histogram(this.repo, oid, inRange.col, f.exts).count(inRange.lo, inRange.hi) -
-            outside.reduce(
-              (s, o) =>
-                s + this.repo.count(oid, other.col, [...keep, { kind: "range", col: other.col, ...o }]),
-              0,
-            ),
-        };
-      }
+    if (best.rows <= this.tuning.gridMinRows) {
+      plan.push(`count: scan ${best.what}`);
+      return this.repo.count(oid, best.access, best.conds);
     }
-    if (complement && complement.cost < best.rows) {
-      plan.push(complement.what);
-      return complement.run();
-    }
-    plan.push(`count: scan ${best.what}`);
-    return this.repo.count(oid, best.access, best.conds);
+    const size = f.ranges.find((r) => r.col === "size_bytes");
+    const date = f.ranges.find((r) => r.col === "created_at");
+    if (!size || !date) throw new Error("two range filters must be size_bytes and created_at");
+    plan.push("count: size × date grid");
+    return gridCount(this.repo, oid, f.exts, size, date);
   }
 
   /** Exact count with `q`, and the candidate route for a sorted page. */

@@ -159,8 +159,11 @@ function seed(
 
 const TUNINGS: [string, Partial<SearchTuning>][] = [
   ["production thresholds", {}],
-  ["every term common, always seek", { rareHits: 0, seekMinOffset: 0 }],
-  ["every term rare, always seek", { rareHits: 1_000_000, seekMinOffset: 0 }],
+  ["every term common, always seek, always the grid", { rareHits: 0, seekMinOffset: 0, gridMinRows: 0 }],
+  [
+    "every term rare, always seek, never the grid",
+    { rareHits: 1_000_000, seekMinOffset: 0, gridMinRows: 1e9 },
+  ],
 ];
 
 describe("search equals the naive filter-and-sort", () => {

@@ -13,6 +13,7 @@ import { extensionOf, type FileRow, searchNameOf } from "../../src/files/file-en
 import {
   ALL_EXTS,
   type BucketLevel,
+  GRID,
   HISTOGRAMS,
   type HistogramColumn,
   NO_EXT,
@@ -241,6 +242,7 @@ export function expectIndexConsistent(db: Db): void {
       for (const [col, levels] of Object.entries(HISTOGRAMS) as [HistogramColumn, readonly BucketLevel[]][]) {
         for (const lv of levels) add(`${e.oid}:${lv.dim}:${ext}:${lv.of(e[col])}`);
       }
+      add(`${e.oid}:${GRID.dim}:${ext}:${GRID.cell(e.size_bytes, e.created_at)}`);
     }
   }
   const stats = q<{ k: string; n: number }>(
