@@ -4,7 +4,8 @@
  *
  *   bun bench/upload.ts [--size 1GiB] [--files 1] [--chunk-size 8MiB] [--concurrency 1,4,8]
  *                       [--repeat 1] [--storage disk|s3] [--fsync persist|object|off]
- *                       [--server-env ESYNC_X=V ...] [--smol]
+ *                       [--server-env ESYNC_X=V ...] [--smol] [--server-bun-arg=--cpu-prof ...]
+ *                       [--s3-cpus LIST --server-cpus LIST]
  *                       [--url http://127.0.0.1:8080 [--token T --owner SS58] [--pid PID]] [--out FILE]
  *
  * Without `--url` it starts `src/main.ts` itself (own process, temporary data dir, removed
@@ -18,6 +19,19 @@
  * concurrency; the table gives end to end / raw per level. Objects are deleted after each level.
  * With `--url` it uses that server (its RSS only when `--pid` is given); `--token` is a bearer
  * token for it (default: a `sig1.` token of a fresh random wallet key, valid on any server).
+ *
+ * `--server-bun-arg=X` (repeatable) passes flags to the `bun` runtime of the server it starts,
+ * e.g. `--server-bun-arg=--cpu-prof --server-bun-arg=--cpu-prof-dir=/tmp/prof` for a CPU profile
+ * written when the server stops at the end of each level.
+ *
+ * `--s3-cpus LIST` and `--server-cpus LIST` (CPU lists as `taskset -c` takes them: `0`, `1-3`,
+ * `0,2`) pin processes to CPUs with `taskset -a -p` (util-linux; every thread of the process,
+ * and the threads it starts later inherit it): `--s3-cpus` the RGW the bench started (monitor,
+ * OSD, radosgw; not allowed with an external `ESYNC_S3_ENDPOINT`), `--server-cpus` the server
+ * (the one the bench starts, or `--pid`) and this bench process itself, so that end to end and
+ * the raw ceiling run their client on the same CPUs and neither competes with S3, as in
+ * production where S3 is other hardware. E.g. `--s3-cpus 0 --server-cpus 1` on 2 cores. The
+ * table and the JSON (`params.pinning`) say which pinning was used.
  *
  * The ciphertext is S random bytes generated once and held by the bench (the server never
  * decrypts, so random bytes are as good as real ciphertext); every file uploads it under its own
@@ -95,11 +109,14 @@ const { values: flags } = parseArgs({
     fsync: { type: "string" },
     "server-env": { type: "string", multiple: true },
     smol: { type: "boolean", default: false },
+    "server-bun-arg": { type: "string", multiple: true },
     url: { type: "string" },
     token: { type: "string" },
     owner: { type: "string" },
     pid: { type: "string" },
     out: { type: "string" },
+    "s3-cpus": { type: "string" },
+    "server-cpus": { type: "string" },
   },
 });
 const SIZE = parseSize(flags.size!);
@@ -111,6 +128,30 @@ if (!["disk", "s3"].includes(flags.storage!)) throw new Error("--storage must be
 if (CHUNK > 16 * MiB) throw new Error("--chunk-size must be at most 16 MiB");
 for (const n of [FILES, REPEAT, ...LEVELS])
   if (!Number.isInteger(n) || n < 1) throw new Error("counts must be positive integers");
+const S3_CPUS = flags["s3-cpus"] ?? null;
+const SERVER_CPUS = flags["server-cpus"] ?? null;
+for (const [name, list] of [
+  ["--s3-cpus", S3_CPUS],
+  ["--server-cpus", SERVER_CPUS],
+] as const) {
+  if (list !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(list))
+    throw new Error(`${name} wants a CPU list such as 0, 1-3 or 0,2; got ${list}`);
+}
+if ((S3_CPUS !== null || SERVER_CPUS !== null) && !Bun.which("taskset"))
+  throw new Error("--s3-cpus/--server-cpus need taskset (util-linux)");
+if (S3_CPUS !== null && (flags.storage !== "s3" || process.env.ESYNC_S3_ENDPOINT))
+  throw new Error("--s3-cpus pins the RGW the bench starts: needs --storage s3 without ESYNC_S3_ENDPOINT");
+
+/** Pins every thread of process `pid` (and threads it starts later) to CPUs `cpus`. */
+function pin(pid: number, cpus: string): void {
+  const r = Bun.spawnSync(["taskset", "-a", "-p", "-c", cpus, String(pid)], { stdout: "ignore" });
+  if (r.exitCode !== 0)
+    throw new Error(`taskset -a -p -c ${cpus} ${pid} failed: ${r.stderr.toString().trim()}`);
+}
+const pinning =
+  S3_CPUS === null && SERVER_CPUS === null
+    ? "unpinned"
+    : `S3 on CPUs ${S3_CPUS ?? "any"}, server and bench on CPUs ${SERVER_CPUS ?? "any"}`;
 
 await cryptoWaitReady();
 
@@ -153,6 +194,7 @@ if (flags.storage === "s3") {
     const written = SIZE * FILES * REPEAT * 2 * LEVELS.length;
     rgw = await startDedicatedS3(rgwDir, { osdBytes: Math.max(8 * 1024 * MiB, 2 * written) });
     s3 = { ...rgw.server, bucket: "esync-bench", prefix: "" };
+    if (S3_CPUS !== null) for (const p of rgw.pids()) pin(p, S3_CPUS);
   }
   if (!s3) throw new Error("no S3 settings");
   const store = createS3BlobStore(s3);
@@ -366,9 +408,16 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
   let base = flags.url?.replace(/\/+$/, "");
   let pid = flags.pid ? Number(flags.pid) : null;
   if (!base) {
-    server = await startServer({ env: serverEnv(), bunArgs: flags.smol ? ["--smol"] : [] });
+    server = await startServer({
+      env: serverEnv(),
+      bunArgs: [...(flags.smol ? ["--smol"] : []), ...(flags["server-bun-arg"] ?? [])],
+    });
     base = server.url;
     pid = server.pid;
+  }
+  if (SERVER_CPUS !== null) {
+    if (pid) pin(pid, SERVER_CPUS);
+    pin(process.pid, SERVER_CPUS);
   }
   const sampled = { chunks: 0, finalize: 0 };
   let sampling = true;
@@ -450,7 +499,7 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
 // ---- main ----------------------------------------------------------------------------------
 console.log(
   `upload bench: ${FILES} × ${(SIZE / MiB).toFixed(0)} MiB, chunks ${(CHUNK / MiB).toFixed(2)} MiB, ` +
-    `concurrency ${LEVELS.join(",")}, ${REPEAT} run(s), storage ${flags.storage}${flags.url ? `, server ${flags.url}` : ""}`,
+    `concurrency ${LEVELS.join(",")}, ${REPEAT} run(s), storage ${flags.storage}${flags.url ? `, server ${flags.url}` : ""}; ${pinning}`,
 );
 const results: LevelResult[] = [];
 try {
@@ -478,12 +527,16 @@ for (const r of results) {
 }
 if (s3) {
   console.log("");
-  console.log(`S3 ${s3.endpoint}, bucket ${s3.bucket}${rgw ? " (Ceph RGW started by the bench)" : ""}:`);
-  console.log("| concurrency | MB/s end to end (median) | raw S3 PUT MB/s (median) | end to end / raw |");
-  console.log("|---:|---:|---:|---:|");
+  console.log(
+    `S3 ${s3.endpoint}, bucket ${s3.bucket}${rgw ? " (Ceph RGW started by the bench)" : ""}; ${pinning}:`,
+  );
+  console.log(
+    "| concurrency | MB/s end to end (median) | raw S3 PUT MB/s (median) | end to end / raw | server CPU s/GiB | finalize p50 ms | server VmHWM MiB |",
+  );
+  console.log("|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of results)
     console.log(
-      `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.rawMbps)} | ${fmt(r.ratio === null ? null : r.ratio * 100)}% |`,
+      `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.rawMbps)} | ${fmt(r.ratio === null ? null : r.ratio * 100)}% | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.peakRssMiB)} |`,
     );
 }
 console.log(`baseline: ${s3 ? "the raw S3 PUT ceiling of the same run (above)" : BASELINE}`);
@@ -519,6 +572,7 @@ writeFileSync(
         s3: s3 ? { endpoint: s3.endpoint, bucket: s3.bucket, startedByBench: rgw !== null } : null,
         fsync: flags.fsync ?? "default",
         url: flags.url ?? null,
+        pinning: { s3Cpus: S3_CPUS, serverAndBenchCpus: SERVER_CPUS },
       },
       machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version },
       baseline: s3 ? "raw S3 PUT ceiling of the same run" : BASELINE,
