@@ -41,7 +41,9 @@ export type Cond =
   /** `name` contains `q` (3+ characters), answered by the trigram FTS index. */
   | { kind: "fts"; q: string }
   /** Files directly in directory `dir` of folder `folderHash` (browse). */
-  | { kind: "dir"; folderHash: string; dir: string };
+  | { kind: "dir"; folderHash: string; dir: string }
+  /** `file_name >= from` (BINARY order; rows without file_name never match). */
+  | { kind: "nameFrom"; from: string };
 
 /**
  * How a query reaches the rows: walk one of the sort indexes (in sort order), the ext index (also
@@ -188,6 +190,46 @@ export class SearchRepository {
     return r?.n ?? 0;
   }
 
+  /** Rows of an owner without `file_name` (`search_names` level 0). */
+  namelessRows(oid: number): number {
+    const r = this.sql
+      .query<{ n: number }, [number]>(
+        "SELECT n FROM search_names WHERE oid = ? AND level = 0 AND prefix = ''",
+      )
+      .get(oid);
+    return r?.n ?? 0;
+  }
+
+  /**
+   * The name bucket of `level` (`search_names`, non-empty, prefixes `>= lo` and `< hi` in BINARY
+   * order; null bounds are open) that holds the `pos`-th (0-based) of the rows of those buckets
+   * in prefix order: its prefix, the rows of the buckets before it, and the next bucket's prefix
+   * (null if it is the last). Null when the buckets hold at most `pos` rows.
+   */
+  nameBucket(
+    oid: number,
+    level: number,
+    lo: string | null,
+    hi: string | null,
+    pos: number,
+  ): { prefix: string; before: number; next: string | null } | null {
+    const bounds = `${lo === null ? "" : " AND prefix >= ?"}${hi === null ? "" : " AND prefix < ?"}`;
+    const params: SQLQueryBindings[] = [oid, level];
+    if (lo !== null) params.push(lo);
+    if (hi !== null) params.push(hi);
+    return (
+      this.sql
+        .query<{ prefix: string; before: number; next: string | null }, SQLQueryBindings[]>(
+          `SELECT prefix, cum - n AS before, next FROM (
+             SELECT prefix, n, sum(n) OVER w AS cum, lead(prefix) OVER w AS next FROM search_names
+             WHERE oid = ? AND level = ? AND n > 0${bounds}
+             WINDOW w AS (ORDER BY prefix ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
+           WHERE cum > ? ORDER BY prefix LIMIT 1`,
+        )
+        .get(...params, pos) ?? null
+    );
+  }
+
   /** The FROM and WHERE of a query on an owner's entries. */
   private from(
     oid: number,
@@ -227,6 +269,10 @@ export class SearchRepository {
         case "dir":
           where.push("folder_hash = ?", "dir = ?");
           params.push(c.folderHash, c.dir);
+          break;
+        case "nameFrom":
+          where.push("file_name >= ?");
+          params.push(c.from);
           break;
       }
     }

@@ -25,6 +25,7 @@ import { toRemoteFileEntry } from "../files/file-entry.ts";
 import type { SearchFileHit, SearchResult } from "../wire/types.ts";
 import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
 import { gridCount, Histogram } from "./histogram.ts";
+import { seekName } from "./name-histogram.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
 
@@ -292,6 +293,32 @@ export class SearchService {
     const pos = fromEnd ? total - end : offset;
     const count = end - offset;
     const dir = descending !== fromEnd;
+    // Name order over all of the owner's rows: seek with the name histogram, always walking
+    // ascending (a descending page is the reversed ascending one).
+    if (
+      sortBy === "file_name" &&
+      pos > this.tuning.seekMinOffset &&
+      f.text === null &&
+      f.ranges.length === 0 &&
+      !f.exts
+    ) {
+      const s = seekName(this.repo, oid, descending ? total - end : offset);
+      if (s) {
+        plan.push(
+          `page: walk file_name index from name bucket ${JSON.stringify(s.from)}, skipping ${s.skip}`,
+        );
+        const keys = this.repo.page(
+          oid,
+          "file_name",
+          [{ kind: "nameFrom", from: s.from }],
+          "file_name",
+          false,
+          s.skip,
+          count,
+        );
+        return descending ? keys.reverse() : keys;
+      }
+    }
     const textCond: Cond[] = f.text ? [{ kind: "substr", q: f.text.q }] : [];
     const perWalked = COST.index + (f.text && !NAME_COVERED.has(sortBy) ? COST.lookup : 0);
 

@@ -280,6 +280,11 @@ describe("planner paths", () => {
     ["from bucket", "offset=700&sort_by=size_bytes&file_type=image&size_min=50", { seekMinOffset: 10 }],
     ["from bucket", "offset=900&sort_by=updated_at", { seekMinOffset: 0 }],
     ["far end", "offset=2900&sort_by=file_name", {}],
+    ["from name bucket", "offset=1200&sort_by=file_name&sort_order=asc", { seekMinOffset: 10 }],
+    ["from name bucket", "offset=1200&sort_by=file_name&sort_order=desc", { seekMinOffset: 10 }],
+    ["from name bucket", "offset=1490&limit=30&sort_by=file_name&sort_order=desc", { seekMinOffset: 0 }],
+    // Among the rows without a file_name (they sort first): no bucket to seek to.
+    ["walk file_name index, skipping 5", "offset=5&sort_by=file_name&sort_order=asc", { seekMinOffset: 0 }],
     ["far end", "offset=1700&q=img&sort_by=size_bytes&sort_order=asc", { rareHits: 10 }],
     ["sort candidates", "q=report&offset=300&sort_by=file_name", {}],
     ["walk", "offset=40&sort_by=size_bytes&size_min=1000", {}],

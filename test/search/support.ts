@@ -249,6 +249,19 @@ export function expectIndexConsistent(db: Db): void {
     "SELECT oid || ':' || dim || ':' || ext || ':' || bucket AS k, n FROM search_stats WHERE n <> 0",
   );
   expect(new Map(stats.map((r) => [r.k, r.n]))).toEqual(cells);
+  // Name histogram: rows without file_name, and file_name by its first 2, 4, 6, 8, 11, 14, 20 characters.
+  const names = new Map<string, number>();
+  for (const e of q<{ oid: number; file_name: string | null }>("SELECT oid, file_name FROM search_entries")) {
+    const keys =
+      e.file_name === null
+        ? ["0:"]
+        : [2, 4, 6, 8, 11, 14, 20].map((len, i) => `${i + 1}:${[...e.file_name!].slice(0, len).join("")}`);
+    for (const k of keys) names.set(`${e.oid}:${k}`, (names.get(`${e.oid}:${k}`) ?? 0) + 1);
+  }
+  const nameRows = q<{ k: string; n: number }>(
+    "SELECT oid || ':' || level || ':' || prefix AS k, n FROM search_names WHERE n <> 0",
+  );
+  expect(new Map(nameRows.map((r) => [r.k, r.n]))).toEqual(names);
   // Directory counters: every ancestor directory of every entry's dir.
   const dirs = new Map<string, [number, number]>();
   for (const e of entries) {
