@@ -11,6 +11,8 @@
  * - `search_fts`: trigram FTS5 over `name`, rowid = entry id.
  * - `search_stats`: counts per (oid, dim, ext, bucket) (see `buckets.ts`).
  * - `search_dirs`: recursive file count and bytes per directory.
+ * - `search_names`: rows per `file_name` prefix (see `name-histogram.ts`).
+ * - `search_trigrams`: rows per (oid, trigram of `name`, ext).
  *
  * Triggers on `files` keep all of them in the transaction of every file write. This module only
  * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
@@ -187,6 +189,20 @@ export class SearchRepository {
            AND bucket BETWEEN ? AND ? AND (bucket & 4095) BETWEEN ? AND ?`,
       )
       .get(oid, GRID.dim, ...k.params, dLo * 4096, dHi * 4096 + 4095, sLo, sHi);
+    return r?.n ?? 0;
+  }
+
+  /**
+   * Rows of an owner whose `name` contains the 3-character `tri` (already case-folded), with one
+   * of `exts` (null = any), from `search_trigrams`: exact.
+   */
+  trigramRows(oid: number, tri: string, exts: readonly string[] | null): number {
+    const k = this.extKeys(exts);
+    const r = this.sql
+      .query<{ n: number | null }, SQLQueryBindings[]>(
+        `SELECT sum(n) AS n FROM search_trigrams WHERE oid = ? AND tri = ? AND ${k.sql}`,
+      )
+      .get(oid, tri, ...k.params);
     return r?.n ?? 0;
   }
 

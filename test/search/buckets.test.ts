@@ -89,3 +89,19 @@ describe("SQL bucket expressions of the migration", () => {
     expectIndexConsistent(t.services.deps.db);
   });
 });
+
+describe("trigram table of the migration", () => {
+  const t = makeTestApp();
+  afterAll(() => t.close());
+
+  test("the triggers count each distinct 3-character substring once per name, astral characters included", () => {
+    const user = newUser();
+    const names = ["😀ab😀cd😀", "Ärger Ärger.txt", "議事録議事録.pdf", "ΟΔΟΣ", "aaaa", "ab", "x", "a\u0301bc.é"];
+    insertFiles(
+      t,
+      user.address,
+      names.map((n, i) => ({ path: `d${i}/${n}`, size: i, created: i, updated: i })),
+    );
+    expectIndexConsistent(t.services.deps.db);
+  });
+});
