@@ -11,6 +11,7 @@ import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { openDb } from "./db/client.ts";
+import { NodeBodyRequest } from "./http/node-body.ts";
 import { createBlobStore } from "./storage/index.ts";
 import { systemClock } from "./util/clock.ts";
 import { createLogger, type Logger } from "./util/log.ts";
@@ -44,10 +45,11 @@ async function listen(config: Config, handle: (r: Request) => Promise<Response>)
     return { port: server.port ?? config.port, close: () => server.stop(true) };
   }
   // Bodies are limited by the handlers (exact chunk lengths, single-upload cap); a large upload
-  // on a slow link must not be cut by node's default 300 s request timeout.
+  // on a slow link must not be cut by node's default 300 s request timeout. Request bodies are
+  // read through `NodeBodyRequest` (no copy of every byte, see src/http/node-body.ts).
   const server = http.createServer(
     { requestTimeout: 0, keepAliveTimeout: 65_000 },
-    createServerAdapter(handle),
+    createServerAdapter(handle, { fetchAPI: { Request: NodeBodyRequest } }),
   );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
