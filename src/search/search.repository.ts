@@ -5,7 +5,7 @@
  * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
  *   size, times), `id = (oid << 36) + sequence`, so one owner's rows are one id range. Indexes:
  *   `search_by_{created,updated,size,name}` = (oid, sort column, path_hash, then the filter
- *   columns ext/size/created and, but for the name index, `name`), so a walk in sort order
+ *   columns ext/size/created and `name`; migration 0006 added it to the name index), so a walk in sort order
  *   decides every filter from the index alone; `search_by_ext` (oid, ext, created_at,
  *   size_bytes, name), also the covering full scan of an owner; `search_by_dir` (browse).
  * - `search_fts`: trigram FTS5 over `name`, rowid = entry id.

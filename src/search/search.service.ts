@@ -82,7 +82,13 @@ interface Route {
 }
 
 /** Indexes that hold `name`, so that `q` is checked without reading the table. */
-const NAME_COVERED: ReadonlySet<Access> = new Set<Access>(["created_at", "updated_at", "size_bytes", "ext"]);
+const NAME_COVERED: ReadonlySet<Access> = new Set<Access>([
+  "created_at",
+  "updated_at",
+  "size_bytes",
+  "file_name",
+  "ext",
+]);
 
 /** Estimated µs to visit a route's rows and decide every filter on them (`q` too when `text`). */
 function visitCost(r: Route, text: boolean): number {

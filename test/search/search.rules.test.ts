@@ -290,7 +290,7 @@ describe("planner paths", () => {
     // Among the rows without a file_name (they sort first): no bucket to seek to.
     ["walk file_name index, skipping 5", "offset=5&sort_by=file_name&sort_order=asc", { seekMinOffset: 0 }],
     ["far end", "offset=1700&q=img&sort_by=size_bytes&sort_order=asc", { rareHits: 10 }],
-    ["sort candidates", "q=report&offset=300&sort_by=file_name", {}],
+    ["sort candidates", "q=report-42&sort_by=file_name", {}],
     ["walk", "offset=40&sort_by=size_bytes&size_min=1000", {}],
   ];
   for (const [path, qs, tuning] of cases) {
