@@ -2,7 +2,7 @@
  * @module files/files.repository
  * Queries on `files`. Writes happen inside the transactions of `FilesService`.
  */
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
 import { changes, type Db } from "../db/client.ts";
 import { files } from "../db/schema.ts";
 import type { FileRow } from "./file-entry.ts";
@@ -16,9 +16,40 @@ function fileKey(owner: string, folderHash: string, pathHash: Uint8Array) {
   );
 }
 
+/** Key columns of a file row (the conflict target of `upsert`). */
+const KEY_COLUMNS = ["owner", "folderHash", "pathHash"] as const;
+
+/**
+ * The upsert of one file row, prepared once: every column a named placeholder, and on conflict
+ * every non-key column set from the new row (`excluded`). Preparing it per call would compile
+ * the statement and the search-index triggers it fires every time (about 0.9 ms a write).
+ */
+function prepareUpsert(db: Db) {
+  type Column = keyof typeof files.$inferInsert;
+  const columns = Object.keys(getTableColumns(files)) as Column[];
+  const values = Object.fromEntries(columns.map((c) => [c, sql.placeholder(c)])) as Record<
+    Column,
+    Placeholder
+  >;
+  const set = Object.fromEntries(
+    columns
+      .filter((c) => !(KEY_COLUMNS as readonly string[]).includes(c))
+      .map((c) => [c, sql.raw(`excluded.${files[c].name}`)]),
+  );
+  return db
+    .insert(files)
+    .values(values)
+    .onConflictDoUpdate({ target: KEY_COLUMNS.map((c) => files[c]), set })
+    .prepare();
+}
+
 /** Repository of file rows. */
 export class FilesRepository {
-  constructor(private readonly db: Db) {}
+  private readonly upsertStatement: ReturnType<typeof prepareUpsert>;
+
+  constructor(private readonly db: Db) {
+    this.upsertStatement = prepareUpsert(db);
+  }
 
   get(owner: string, folderHash: string, pathHash: Uint8Array): FileRow | undefined {
     return this.db
@@ -30,12 +61,7 @@ export class FilesRepository {
 
   /** Inserts or replaces the row at (owner, folder_hash, path_hash). */
   upsert(row: FileRow): void {
-    const { owner: _o, folderHash: _f, pathHash: _p, ...rest } = row;
-    this.db
-      .insert(files)
-      .values(row)
-      .onConflictDoUpdate({ target: [files.owner, files.folderHash, files.pathHash], set: rest })
-      .run();
+    this.upsertStatement.run(row);
   }
 
   /** Deletes one row; true when it existed. */
