@@ -10,9 +10,35 @@ import { folders } from "../db/schema.ts";
 /** A `folders` row. */
 export type FolderRow = typeof folders.$inferSelect;
 
+/** The counter upsert of `applyFileChange`, prepared once (placeholders; adds the new row's deltas). */
+function prepareCounterUpsert(db: Db) {
+  return db
+    .insert(folders)
+    .values({
+      owner: sql.placeholder("owner"),
+      folderHash: sql.placeholder("folderHash"),
+      updatedAt: sql.placeholder("now"),
+      fileCount: sql.placeholder("dCount"),
+      totalBytes: sql.placeholder("dBytes"),
+    })
+    .onConflictDoUpdate({
+      target: [folders.owner, folders.folderHash],
+      set: {
+        fileCount: sql`${folders.fileCount} + excluded.file_count`,
+        totalBytes: sql`${folders.totalBytes} + excluded.total_bytes`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+    })
+    .prepare();
+}
+
 /** Repository of folder registrations and counters. */
 export class FoldersRepository {
-  constructor(private readonly db: Db) {}
+  private readonly counterUpsert: ReturnType<typeof prepareCounterUpsert>;
+
+  constructor(private readonly db: Db) {
+    this.counterUpsert = prepareCounterUpsert(db);
+  }
 
   get(owner: string, folderHash: string): FolderRow | undefined {
     return this.db
@@ -57,18 +83,7 @@ export class FoldersRepository {
 
   /** Applies a file change to the counters: `dCount` files and `dBytes` plaintext bytes. */
   applyFileChange(owner: string, folderHash: string, dCount: number, dBytes: number, now: number): void {
-    this.db
-      .insert(folders)
-      .values({ owner, folderHash, updatedAt: now, fileCount: dCount, totalBytes: dBytes })
-      .onConflictDoUpdate({
-        target: [folders.owner, folders.folderHash],
-        set: {
-          fileCount: sql`${folders.fileCount} + ${dCount}`,
-          totalBytes: sql`${folders.totalBytes} + ${dBytes}`,
-          updatedAt: now,
-        },
-      })
-      .run();
+    this.counterUpsert.run({ owner, folderHash, dCount, dBytes, now });
   }
 
   /** Deletes the folder row. */
