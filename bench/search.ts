@@ -8,10 +8,9 @@
  * 1. Generates one account (`--files` over `--folders`; names, extensions, sizes and dates shaped
  *    like a real sync account: camera rolls, documents, source trees, music, archives; 1% legacy
  *    rows without file_name, 0.5% with no names at all; 5 folders unregistered) and inserts it
- *    with the statement `FilesRepository.upsert` runs (INSERT … ON CONFLICT DO UPDATE on `files`,
- *    so the search triggers run as on upload), prepared once: the repository re-prepares it per
- *    call (~0.6 ms a row), which would make 1M rows take ten minutes. Folder counters are set
- *    once per folder to what `applyFileChange` would have summed. `--db PATH --reuse` keeps and
+ *    through `FilesRepository.upsert` (INSERT … ON CONFLICT DO UPDATE on `files`, so the search
+ *    triggers run as on upload), in batches of one transaction. Folder counters are set once per
+ *    folder to what `applyFileChange` would have summed. `--db PATH --reuse` keeps and
  *    reuses the database across runs.
  * 2. Starts the real server (`src/main.ts`, own process) on that database and measures each query
  *    shape through HTTP: p50/p95/p99 over `--reps` requests whose parameters vary per request
@@ -25,7 +24,6 @@
  * Prints a table and writes JSON to bench/results/search-<time>.json.
  */
 
-import type { SQLQueryBindings } from "bun:sqlite";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,10 +31,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
 import { cryptoWaitReady, encodeAddress, sr25519PairFromSeed, sr25519Sign } from "@polkadot/util-crypto";
-import { getTableColumns } from "drizzle-orm";
 import { openDb } from "../src/db/client.ts";
-import { files as filesTable } from "../src/db/schema.ts";
 import { extensionOf, type FileRow, searchNameOf } from "../src/files/file-entry.ts";
+import { FilesRepository } from "../src/files/files.repository.ts";
 import { FoldersRepository } from "../src/folders/folders.repository.ts";
 import { parseSearchQuery } from "../src/search/search.query.ts";
 import { startServer } from "../test/support/server.ts";
@@ -216,15 +213,7 @@ function generate(owner: string): void {
   const db = openDb(DB_PATH);
   db.$client.exec("PRAGMA synchronous = OFF");
   const folders = new FoldersRepository(db);
-  const fields = Object.entries(getTableColumns(filesTable));
-  const columns = fields.map(([, c]) => c.name);
-  const upsert = db.$client.prepare(
-    `INSERT INTO files (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})
-     ON CONFLICT (owner, folder_hash, path_hash) DO UPDATE SET ${columns
-       .filter((c) => !["owner", "folder_hash", "path_hash"].includes(c))
-       .map((c) => `${c} = excluded.${c}`)
-       .join(", ")}`,
-  );
+  const filesRepo = new FilesRepository(db);
   const weights = Array.from({ length: FOLDERS }, (_, i) => 1 / (i + 1) ** 0.9);
   const wsum = weights.reduce((a, b) => a + b, 0);
   let done = 0;
@@ -288,7 +277,7 @@ function generate(owner: string): void {
             chunkCount: 1,
             chunkGens: '["0"]',
           };
-          upsert.run(...fields.map(([key]) => row[key as keyof FileRow] as SQLQueryBindings));
+          filesRepo.upsert(row);
         }
       });
       done += Math.min(batch, n - i);
