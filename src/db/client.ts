@@ -4,10 +4,11 @@
  * migrations in `drizzle/` with Drizzle's bun:sqlite migrator.
  */
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
+import type { Logger } from "../util/log.ts";
 import * as schema from "./schema.ts";
 
 /** The Drizzle database handle used by every repository. */
@@ -16,11 +17,29 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 /** Folder holding the generated SQL migrations (repository root `drizzle/`). */
 export const MIGRATIONS_DIR = join(import.meta.dir, "..", "..", "drizzle");
 
+/** Migrations in `drizzle/` not yet applied to `sqlite` (by count: the migrator applies them in order). */
+function pendingMigrations(sqlite: Database): number {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as {
+    entries: unknown[];
+  };
+  const table = sqlite
+    .query<{ n: number }, []>(
+      "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'",
+    )
+    .get();
+  if (!table?.n) return journal.entries.length;
+  const done = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM __drizzle_migrations").get();
+  return journal.entries.length - (done?.n ?? 0);
+}
+
 /**
  * Opens (creating if needed) the database at `path` (`:memory:` for tests) and migrates it.
+ * When `log` is given and migrations are pending, logs `db.migrating` before and `db.migrated`
+ * (with the time taken) after: on a large existing database an index migration can take minutes
+ * (filling the search tables of a million files takes about 1.5 min).
  * @throws when the file cannot be opened or a migration fails.
  */
-export function openDb(path: string): Db {
+export function openDb(path: string, log?: Logger): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec("PRAGMA journal_mode = WAL");
@@ -30,7 +49,11 @@ export function openDb(path: string): Db {
   sqlite.exec("PRAGMA temp_store = MEMORY");
   sqlite.exec("PRAGMA cache_size = -65536");
   const db = drizzle(sqlite, { schema }) as Db;
+  const pending = log ? pendingMigrations(sqlite) : 0;
+  const t0 = performance.now();
+  if (pending > 0) log?.info("db.migrating", { path, pending });
   migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+  if (pending > 0) log?.info("db.migrated", { path, pending, ms: Math.round(performance.now() - t0) });
   return db;
 }
 
