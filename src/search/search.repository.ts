@@ -12,7 +12,7 @@
  * - `search_stats`: counts per (oid, dim, ext, bucket) (see `buckets.ts`).
  * - `search_dirs`: recursive file count and bytes per directory.
  * - `search_names`: rows per `file_name` prefix (see `name-histogram.ts`).
- * - `search_trigrams`: rows per (oid, trigram of `name`, ext).
+ * - `search_trigrams`: rows per (oid, trigram of `name`).
  *
  * Triggers on `files` keep all of them in the transaction of every file write. This module only
  * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
@@ -193,16 +193,13 @@ export class SearchRepository {
   }
 
   /**
-   * Rows of an owner whose `name` contains the 3-character `tri` (already case-folded), with one
-   * of `exts` (null = any), from `search_trigrams`: exact.
+   * Rows of an owner whose `name` contains the 3-character `tri` (already case-folded), from
+   * `search_trigrams`: exact.
    */
-  trigramRows(oid: number, tri: string, exts: readonly string[] | null): number {
-    const k = this.extKeys(exts);
+  trigramRows(oid: number, tri: string): number {
     const r = this.sql
-      .query<{ n: number | null }, SQLQueryBindings[]>(
-        `SELECT sum(n) AS n FROM search_trigrams WHERE oid = ? AND tri = ? AND ${k.sql}`,
-      )
-      .get(oid, tri, ...k.params);
+      .query<{ n: number }, [number, string]>("SELECT n FROM search_trigrams WHERE oid = ? AND tri = ?")
+      .get(oid, tri);
     return r?.n ?? 0;
   }
 

@@ -252,16 +252,11 @@ export class SearchService {
       rows: hits,
       what: `${hits} FTS hits`,
     });
-    // A 3-character term, alone or with file_type: one of the name's trigrams, counted exactly in
-    // the trigram table. The page walks the sort index, or sorts the FTS hits / ext candidates.
-    if (text.fts && [...text.q].length === 3 && base.every((c) => c.kind === "exts")) {
-      const exts = base.flatMap((c) => (c.kind === "exts" ? [c.exts] : []))[0] ?? null;
-      const total = this.repo.trigramRows(oid, text.q, exts);
+    // A 3-character term alone: one of the name's trigrams, counted exactly in the trigram table.
+    if (text.fts && [...text.q].length === 3 && base.length === 0) {
+      const total = this.repo.trigramRows(oid, text.q);
       plan.push("count: trigram table");
-      const viaFts = ftsRoute(exts ? this.repo.trigramRows(oid, text.q, null) : total);
-      const viaBase = routes[0] ? { ...routes[0], conds: [...base, substr] } : null;
-      const cheaper = viaBase && visitCost(viaBase, true) < visitCost(viaFts, true);
-      return { total, candidates: cheaper ? viaBase : viaFts };
+      return { total, candidates: ftsRoute(total) };
     }
     // FTS hits, counted exactly when there are few (a rare term).
     let known: Route | null = null;

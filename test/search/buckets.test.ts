@@ -96,7 +96,16 @@ describe("trigram table of the migration", () => {
 
   test("the triggers count each distinct 3-character substring once per name, astral characters included", () => {
     const user = newUser();
-    const names = ["😀ab😀cd😀", "Ärger Ärger.txt", "議事録議事録.pdf", "ΟΔΟΣ", "aaaa", "ab", "x", "a\u0301bc.é"];
+    const names = [
+      "😀ab😀cd😀",
+      "Ärger Ärger.txt",
+      "議事録議事録.pdf",
+      "ΟΔΟΣ",
+      "aaaa",
+      "ab",
+      "x",
+      "a\u0301bc.é",
+    ];
     insertFiles(
       t,
       user.address,

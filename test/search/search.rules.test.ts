@@ -274,7 +274,7 @@ describe("planner paths", () => {
     ["check q on ext index", "q=report-4&file_type=pdf&size_min=20", {}],
     ["common term, FTS index", "q=img_", { rareHits: 10 }],
     ["trigram table", "q=img", {}],
-    ["trigram table", "q=IMG&file_type=image,pdf&offset=30", {}],
+    ["check q on", "q=IMG&file_type=image,pdf&offset=30", {}],
     ["trigram table", "q=übe&sort_by=file_name&offset=3", {}],
     ["trigram table", "q=zzz", {}],
     ["check q on", "q=img&date_from=1651000000&date_to=1652000000", { rareHits: 10 }],

@@ -262,23 +262,17 @@ export function expectIndexConsistent(db: Db): void {
     "SELECT oid || ':' || level || ':' || prefix AS k, n FROM search_names WHERE n <> 0",
   );
   expect(new Map(nameRows.map((r) => [r.k, r.n]))).toEqual(names);
-  // Trigram counts: each distinct 3-character substring of each name, per ext and '*'.
+  // Trigram counts: each distinct 3-character substring (in characters) of each name.
   const tris = new Map<string, number>();
-  for (const e of q<{ oid: number; name: string | null; ext: string | null }>(
-    "SELECT oid, name, ext FROM search_entries",
-  )) {
+  for (const e of q<{ oid: number; name: string | null }>("SELECT oid, name FROM search_entries")) {
     if (e.name === null) continue;
     const chars = [...e.name];
-    const distinct = new Set(chars.slice(0, -2).map((_, i) => chars.slice(i, i + 3).join("")));
-    for (const t of distinct) {
-      for (const ext of [e.ext ?? NO_EXT, ALL_EXTS]) {
-        const k = `${e.oid}:${t}:${ext}`;
-        tris.set(k, (tris.get(k) ?? 0) + 1);
-      }
+    for (const t of new Set(chars.slice(0, -2).map((_, i) => chars.slice(i, i + 3).join("")))) {
+      tris.set(`${e.oid}:${t}`, (tris.get(`${e.oid}:${t}`) ?? 0) + 1);
     }
   }
   const triRows = q<{ k: string; n: number }>(
-    "SELECT oid || ':' || tri || ':' || ext AS k, n FROM search_trigrams WHERE n <> 0",
+    "SELECT oid || ':' || tri AS k, n FROM search_trigrams WHERE n <> 0",
   );
   expect(new Map(triRows.map((r) => [r.k, r.n]))).toEqual(tris);
   // Directory counters: every ancestor directory of every entry's dir.
