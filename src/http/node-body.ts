@@ -30,6 +30,9 @@ export function nodeBodyStream(req: IncomingMessage): ReadableStream<Uint8Array>
   let failure: Error | undefined;
   let ended = false;
   let wake: (() => void) | null = null;
+  /** Detaches the pending read's `data` listener, if a read is pending. */
+  let detach: (() => void) | null = null;
+  let cancelled = false;
   // Listeners for the message's life: an `error` with no listener would be thrown, and `end` or
   // `close` may come while no read is pending.
   req.on("error", (e) => {
@@ -57,16 +60,25 @@ export function nodeBodyStream(req: IncomingMessage): ReadableStream<Uint8Array>
           const settle = () => {
             req.off("data", onData);
             wake = null;
+            detach = null;
           };
           const onData = (piece: Buffer) => {
             req.pause();
             settle();
-            controller.enqueue(piece);
+            // An exception in an event listener would end the process: never let one escape.
+            try {
+              if (!cancelled) controller.enqueue(piece);
+            } catch {}
+            resolve();
+          };
+          detach = () => {
+            settle();
             resolve();
           };
           wake = () => {
             settle();
-            if (failure) reject(failure);
+            if (cancelled) resolve();
+            else if (failure) reject(failure);
             else {
               controller.close();
               resolve();
@@ -77,6 +89,10 @@ export function nodeBodyStream(req: IncomingMessage): ReadableStream<Uint8Array>
         });
       },
       cancel() {
+        // A read may be pending (the consumer gave up while waiting): its listener must not
+        // enqueue into the closed stream; the rest of the body drains into nothing.
+        cancelled = true;
+        detach?.();
         req.resume();
       },
     },
