@@ -156,7 +156,9 @@ export class IngestHashes {
     return {
       update: (piece) => {
         // A copy: the body's buffers may be reused by the HTTP layer once this piece is consumed.
-        if (open) pieces.push(piece.slice());
+        // (`new Uint8Array(piece)`, not `piece.slice()`: a node `Buffer`'s slice is a view, which
+        // would also keep alive whatever larger allocation the piece is part of.)
+        if (open) pieces.push(new Uint8Array(piece));
       },
       done: (gen) => {
         if (!open) return;
