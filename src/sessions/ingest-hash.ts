@@ -46,11 +46,41 @@ export interface HashedPrefix {
   from: number;
 }
 
-/** Bytes of a recorded chunk kept for the catch-up. */
+/** Bytes of a recorded chunk kept for the catch-up (`data.byteLength` bytes, from the pool). */
 interface Held {
   gen: string;
-  pieces: Uint8Array[];
-  bytes: number;
+  data: Uint8Array;
+}
+
+/**
+ * Look-ahead buffers for reuse: a held chunk is copied into one buffer of its size, and the
+ * buffer comes back here once the chunk is hashed or dropped. Reusing them keeps the process's
+ * memory near the look-ahead budget; fresh copies of every piece left freeing to the garbage
+ * collector, which let the resident size run to several times the budget (S3, c=8).
+ */
+class BufferPool {
+  private readonly free: ArrayBuffer[] = [];
+  private retained = 0;
+
+  /** @param maxBytes most bytes kept for reuse; buffers given back beyond it are let go. */
+  constructor(private readonly maxBytes: number) {}
+
+  /** A buffer of exactly `n` bytes (a view of a pooled one when one is large enough). */
+  take(n: number): Uint8Array {
+    const i = this.free.findIndex((b) => b.byteLength >= n);
+    if (i < 0) return new Uint8Array(n);
+    const [b] = this.free.splice(i, 1);
+    this.retained -= b!.byteLength;
+    return new Uint8Array(b!, 0, n);
+  }
+
+  /** Gives back a buffer from `take`; its bytes must not be used afterwards. */
+  give(u: Uint8Array): void {
+    const b = u.buffer as ArrayBuffer;
+    if (this.retained + b.byteLength > this.maxBytes) return;
+    this.free.push(b);
+    this.retained += b.byteLength;
+  }
 }
 
 interface State {
@@ -74,6 +104,8 @@ export class IngestHashes {
   /** Look-ahead bytes held across all sessions. */
   private heldBytes = 0;
 
+  private readonly pool: BufferPool;
+
   /**
    * @param maxSessions most sessions tracked at once; the oldest idle one is evicted beyond it.
    * @param lookaheadBytes most chunk bytes held in memory across all sessions (default 64 MiB).
@@ -81,7 +113,9 @@ export class IngestHashes {
   constructor(
     private readonly maxSessions = 4096,
     private readonly lookaheadBytes = 64 * 1024 * 1024,
-  ) {}
+  ) {
+    this.pool = new BufferPool(lookaheadBytes);
+  }
 
   /** Drops a session's state and releases its look-ahead memory. */
   private drop(sessionId: string, st: State): void {
@@ -90,7 +124,10 @@ export class IngestHashes {
   }
 
   private release(st: State): void {
-    for (const h of st.held.values()) this.heldBytes -= h.bytes;
+    for (const h of st.held.values()) {
+      this.heldBytes -= h.data.byteLength;
+      this.pool.give(h.data);
+    }
     st.held.clear();
   }
 
@@ -143,35 +180,42 @@ export class IngestHashes {
     };
   }
 
-  /** A look-ahead tap: keeps the chunk's pieces (reserving `length` bytes) until it is recorded. */
+  /**
+   * A look-ahead tap: copies the chunk (reserving `length` bytes) into a pooled buffer and keeps
+   * it until it is recorded. A body that turns out longer or shorter than `length` is not kept.
+   */
   private hold(sessionId: string, st: State, index: number, length: number): Tap {
     this.heldBytes += length;
-    const pieces: Uint8Array[] = [];
+    // A copy: the body's buffers may be reused by the HTTP layer once a piece is consumed (and a
+    // view of a node `Buffer` would keep alive whatever larger allocation it is part of).
+    const data = this.pool.take(length);
+    let filled = 0;
     let open = true;
     const unreserve = () => {
       if (!open) return;
       open = false;
       this.heldBytes -= length;
+      this.pool.give(data);
     };
     return {
       update: (piece) => {
-        // A copy: the body's buffers may be reused by the HTTP layer once this piece is consumed.
-        // (`new Uint8Array(piece)`, not `piece.slice()`: a node `Buffer`'s slice is a view, which
-        // would also keep alive whatever larger allocation the piece is part of.)
-        if (open) pieces.push(new Uint8Array(piece));
+        if (!open) return;
+        if (filled + piece.byteLength > length) return unreserve();
+        data.set(piece, filled);
+        filled += piece.byteLength;
       },
       done: (gen) => {
         if (!open) return;
+        // Still ahead, complete, and the session still tracked: keep it for the catch-up (a
+        // later upload of the same index replaces it; the catch-up checks the generation).
+        if (filled !== length || this.states.get(sessionId) !== st || index < st.next) return unreserve();
         open = false;
-        // Still ahead and the session still tracked: keep it for the catch-up (a later upload
-        // of the same index replaces it; the catch-up checks the generation).
-        if (this.states.get(sessionId) === st && index >= st.next) {
-          const prev = st.held.get(index);
-          if (prev) this.heldBytes -= prev.bytes;
-          st.held.set(index, { gen, pieces, bytes: length });
-        } else {
-          this.heldBytes -= length;
+        const prev = st.held.get(index);
+        if (prev) {
+          this.heldBytes -= prev.data.byteLength;
+          this.pool.give(prev.data);
         }
+        st.held.set(index, { gen, data });
       },
       fail: unreserve,
     };
@@ -204,11 +248,13 @@ export class IngestHashes {
           const held = st.held.get(st.next);
           if (held) {
             st.held.delete(st.next);
-            this.heldBytes -= held.bytes;
+            this.heldBytes -= held.data.byteLength;
           }
           if (held?.gen === gen) {
-            for (const piece of held.pieces) st.hasher.update(piece);
+            st.hasher.update(held.data);
+            this.pool.give(held.data);
           } else {
+            if (held) this.pool.give(held.data);
             const reader = (await chunks.open(st.next, gen)).getReader();
             for (;;) {
               const { done, value } = await reader.read();
