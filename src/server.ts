@@ -74,7 +74,7 @@ export async function startServer(
   config: Config,
   log: Logger = createLogger(config.logLevel),
 ): Promise<RunningServer> {
-  const db = openDb(config.dbPath);
+  const db = openDb(config.dbPath, log);
   const blobs = createBlobStore(config);
   try {
     await blobs.check();
