@@ -9,6 +9,7 @@
  *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges (size
  *   and date) are counted from the size × date grid (`gridCount`), or by scanning the smaller
  *   index range when it is small.
+ * - `q` of exactly 3 characters alone: the trigram table (`search_trigrams`), one lookup.
  * - `q` of 3+ characters: the trigram FTS index. A rare term (≤ `rareHits` hits) alone is counted
  *   by its hits; a common one alone in the FTS index. With other filters, `q` is checked row by
  *   row on the cheapest of: the FTS hits, the other filters' index range, all the owner's rows
@@ -17,8 +18,9 @@
  *   rows are scanned with `instr` in a covering index.
  * - Page: walk the sort index (`path_hash` is its key's last column; ext, size, created and name
  *   are in it, so every filter is decided in the index), starting at a histogram-found bucket for
- *   deep offsets where the filters allow, and from the far end when the offset is past the
- *   middle; or, when the walk would visit more rows, sort the candidates (FTS hits, an index range).
+ *   deep offsets where the filters allow (sizes and dates: `Histogram`; names over all rows:
+ *   `seekName`), and from the far end when the offset is past the middle; or, when the walk would
+ *   visit more rows, sort the candidates (FTS hits, an index range).
  */
 
 import { toRemoteFileEntry } from "../files/file-entry.ts";
