@@ -110,8 +110,6 @@ export const sessionChunks = sqliteTable(
     chunkIndex: integer("chunk_index").notNull(),
     gen: text("gen").notNull(),
     size: integer("size").notNull(),
-    /** BLAKE3 hex of the chunk bytes, computed while it streamed in. */
-    hash: text("hash"),
     receivedAt: integer("received_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],

@@ -230,7 +230,6 @@ export class SessionEngine {
         chunkIndex: index,
         gen,
         size: length,
-        hash: null,
         receivedAt: now,
       });
       this.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);

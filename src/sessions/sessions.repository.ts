@@ -80,7 +80,7 @@ export class SessionsRepository {
       .values(row)
       .onConflictDoUpdate({
         target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
-        set: { gen: row.gen, size: row.size, hash: row.hash, receivedAt: row.receivedAt },
+        set: { gen: row.gen, size: row.size, receivedAt: row.receivedAt },
       })
       .run();
   }

@@ -1,0 +1,1 @@
+ALTER TABLE `session_chunks` DROP COLUMN `hash`;
