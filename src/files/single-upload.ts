@@ -20,6 +20,7 @@ import { chunkKey } from "../storage/layout.ts";
 import { createBlake3 } from "../util/blake3.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
 
 /** Largest manifest part, bytes. */
@@ -31,6 +32,8 @@ export interface SingleUploadOptions {
   spoolDir: string;
   /** Largest ciphertext part accepted, bytes. */
   maxBytes: number;
+  /** Told the size of every body stored, to give body memory back on schedule (absent: nothing). */
+  reclaimer?: BodyMemoryReclaimer;
 }
 
 /** Handles single-shot uploads. */
@@ -86,6 +89,7 @@ export class SingleUploadService {
           size,
         );
         if (isPersistable(this.blobs)) await this.blobs.persist([chunkKey(blobId, 0, gen)]);
+        this.opts.reclaimer?.stored(size);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", {

@@ -29,6 +29,7 @@ import {
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
 import type { SessionStatus } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
@@ -49,6 +50,8 @@ export interface SessionEngineOptions {
    * cache and is cheaper than holding copies; positive on S3, where it is a second transfer.
    */
   lookaheadBytes: number;
+  /** Told the size of every chunk stored, to give body memory back on schedule (absent: nothing). */
+  reclaimer?: BodyMemoryReclaimer;
 }
 
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
@@ -246,6 +249,7 @@ export class SessionEngine {
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
+    this.opts.reclaimer?.stored(length);
     return { chunk_index: index };
   }
 
