@@ -6,7 +6,7 @@
  * is live. A full collection every `intervalBytes` of stored body bounds it.
  *
  * Measured (bench/upload.ts, disk, 1 GiB in 8 MiB chunks, c=4): every 256 MiB, peak RSS 269 →
- * about 200 MiB at the same throughput (651–693 vs 680 MB/s); each collection pauses the process
+ * about 200 MiB at about the same throughput (644–693 vs 680 MB/s, within this machine's noise); each collection pauses the process
  * for 13–24 ms, about 4 per GiB. Every 64 MiB: 177 MiB but 20% slower.
  */
 import type { Logger } from "./log.ts";
