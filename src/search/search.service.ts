@@ -49,11 +49,9 @@ export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 100
 /**
  * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
  * an index entry (testing its columns), looking a row up by id, reading an FTS hit, and feeding
- * a candidate to a sort (with the lookup of its sort key). Measured: a 3-month window of 107k
- * rows checked for `q` in the created_at index 12 ms (~0.12 µs a row); the 25.8k FTS hits of
- * "backup" each looked up for its date 24 ms (~0.8 µs a hit with the FTS read).
+ * a candidate to a sort (with the lookup of its sort key).
  */
-const COST = { index: 0.1, lookup: 0.75, fts: 0.08, candidate: 2 } as const;
+const COST = { index: 0.1, lookup: 2, fts: 0.08, candidate: 2 } as const;
 
 /** A search hit row in wire form (spec §2.5 field order). */
 export function toSearchHit(r: HitRow): SearchFileHit {
