@@ -124,11 +124,14 @@ export class IngestHashes {
   }
 
   private release(st: State): void {
-    for (const h of st.held.values()) {
-      this.heldBytes -= h.data.byteLength;
-      this.pool.give(h.data);
-    }
+    for (const h of st.held.values()) this.unreserve(h.data);
     st.held.clear();
+  }
+
+  /** Returns a look-ahead buffer (held or being filled) to the pool and its bytes to the budget. */
+  private unreserve(data: Uint8Array): void {
+    this.heldBytes -= data.byteLength;
+    this.pool.give(data);
   }
 
   private state(sessionId: string): State {
@@ -194,8 +197,7 @@ export class IngestHashes {
     const unreserve = () => {
       if (!open) return;
       open = false;
-      this.heldBytes -= length;
-      this.pool.give(data);
+      this.unreserve(data);
     };
     return {
       update: (piece) => {
@@ -211,10 +213,7 @@ export class IngestHashes {
         if (filled !== length || this.states.get(sessionId) !== st || index < st.next) return unreserve();
         open = false;
         const prev = st.held.get(index);
-        if (prev) {
-          this.heldBytes -= prev.data.byteLength;
-          this.pool.give(prev.data);
-        }
+        if (prev) this.unreserve(prev.data);
         st.held.set(index, { gen, data });
       },
       fail: unreserve,
@@ -246,15 +245,13 @@ export class IngestHashes {
           const gen = chunks.recordedGen(st.next);
           if (gen === null) return;
           const held = st.held.get(st.next);
+          const fromMemory = held?.gen === gen;
           if (held) {
             st.held.delete(st.next);
-            this.heldBytes -= held.data.byteLength;
+            if (fromMemory) st.hasher.update(held.data);
+            this.unreserve(held.data);
           }
-          if (held?.gen === gen) {
-            st.hasher.update(held.data);
-            this.pool.give(held.data);
-          } else {
-            if (held) this.pool.give(held.data);
+          if (!fromMemory) {
             const reader = (await chunks.open(st.next, gen)).getReader();
             for (;;) {
               const { done, value } = await reader.read();
