@@ -19,6 +19,25 @@ function chunksOf(map: Map<number, [string, Uint8Array]>): RecordedChunks {
   };
 }
 
+/** `chunksOf(map)` that also records the index of every chunk read back from the "store". */
+function countingChunksOf(map: Map<number, [string, Uint8Array]>): {
+  chunks: RecordedChunks;
+  reads: number[];
+} {
+  const reads: number[] = [];
+  const base = chunksOf(map);
+  return {
+    reads,
+    chunks: {
+      ...base,
+      open: (i, gen) => {
+        reads.push(i);
+        return base.open(i, gen);
+      },
+    },
+  };
+}
+
 function concat(parts: Uint8Array[]): Uint8Array {
   return new Uint8Array(Buffer.concat(parts));
 }
@@ -28,15 +47,7 @@ describe("IngestHashes", () => {
     const h = new IngestHashes();
     const parts = [randomBytes(1000), randomBytes(1000), randomBytes(500)];
     const recorded = new Map<number, [string, Uint8Array]>();
-    const reads: number[] = [];
-    const chunks = chunksOf(recorded);
-    const counting: RecordedChunks = {
-      ...chunks,
-      open: (i, g) => {
-        reads.push(i);
-        return chunks.open(i, g);
-      },
-    };
+    const { chunks: counting, reads } = countingChunksOf(recorded);
     for (const [i, p] of parts.entries()) {
       const tap = h.tap("s", i);
       expect(tap).not.toBeNull();
@@ -142,15 +153,7 @@ describe("IngestHashes look-ahead", () => {
     const h = new IngestHashes(10, 1 << 20);
     const parts = [randomBytes(400), randomBytes(400), randomBytes(400)];
     const recorded = new Map<number, [string, Uint8Array]>();
-    const reads: number[] = [];
-    const base = chunksOf(recorded);
-    const chunks: RecordedChunks = {
-      ...base,
-      open: (i, g) => {
-        reads.push(i);
-        return base.open(i, g);
-      },
-    };
+    const { chunks, reads } = countingChunksOf(recorded);
     for (const i of [2, 1, 0]) {
       const tap = h.tap("s", i, 400)!;
       expect(tap).not.toBeNull();
@@ -225,15 +228,7 @@ describe("IngestHashes look-ahead", () => {
       const h = new IngestHashes(10, 1 << 20);
       const parts = [randomBytes(400), randomBytes(400)];
       const recorded = new Map<number, [string, Uint8Array]>();
-      const reads: number[] = [];
-      const base = chunksOf(recorded);
-      const chunks: RecordedChunks = {
-        ...base,
-        open: (i, g) => {
-          reads.push(i);
-          return base.open(i, g);
-        },
-      };
+      const { chunks, reads } = countingChunksOf(recorded);
       const tap = h.tap("s", 1, 400)!;
       tap.update(randomBytes(actual).subarray(0, 200));
       tap.update(randomBytes(actual - 200));
