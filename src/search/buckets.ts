@@ -99,8 +99,10 @@ export const GRID = {
   size: sizeFine,
   /** Level of the date axis. */
   date: shiftLevel(7, 21),
+  /** Cell numbers per date bucket: the size bucket is the cell number modulo this (`& 4095`). */
+  sizeSlots: 4096,
   /** Cell number of a (size, created_at) pair. */
   cell(size: number, created: number): number {
-    return GRID.date.of(created) * 4096 + sizeFine.of(size);
+    return GRID.date.of(created) * GRID.sizeSlots + sizeFine.of(size);
   },
 } as const;

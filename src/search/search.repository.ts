@@ -186,9 +186,18 @@ export class SearchRepository {
     const r = this.sql
       .query<{ n: number | null }, SQLQueryBindings[]>(
         `SELECT sum(n) AS n FROM search_stats WHERE oid = ? AND dim = ? AND ${k.sql}
-           AND bucket BETWEEN ? AND ? AND (bucket & 4095) BETWEEN ? AND ?`,
+           AND bucket BETWEEN ? AND ? AND (bucket & ?) BETWEEN ? AND ?`,
       )
-      .get(oid, GRID.dim, ...k.params, dLo * 4096, dHi * 4096 + 4095, sLo, sHi);
+      .get(
+        oid,
+        GRID.dim,
+        ...k.params,
+        dLo * GRID.sizeSlots,
+        (dHi + 1) * GRID.sizeSlots - 1,
+        GRID.sizeSlots - 1,
+        sLo,
+        sHi,
+      );
     return r?.n ?? 0;
   }
 
