@@ -3,16 +3,17 @@
  * The queries of search and browse, on the tables of drizzle/0002_search_index.sql:
  *
  * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
- *   size, times), `id = (oid << 36) + sequence`, so one owner's rows are one id range. Indexes:
+ *   size, times). `id` is partitioned (`partitions.ts`): one owner's rows are one id range, and so
+ *   are one owner's rows of one file_type category and a run of date buckets. Indexes:
  *   `search_by_{created,updated,size,name}` = (oid, sort column, path_hash, then the filter
- *   columns ext/size/created and `name`; migration 0006 added it to the name index), so a walk in sort order
- *   decides every filter from the index alone; `search_by_ext` (oid, ext, created_at,
- *   size_bytes, name), also the covering full scan of an owner; `search_by_dir` (browse).
+ *   columns ext/size/created and `name`), so a walk in sort order decides every filter from the
+ *   index alone; `search_by_ext` (oid, ext, created_at, size_bytes, name), also the covering full
+ *   scan of an owner; `search_by_dir` (browse).
  * - `search_fts`: trigram FTS5 over `name`, rowid = entry id.
  * - `search_stats`: counts per (oid, dim, ext, bucket) (see `buckets.ts`).
  * - `search_dirs`: recursive file count and bytes per directory.
  * - `search_names`: rows per `file_name` prefix (see `name-histogram.ts`).
- * - `search_trigrams`: rows per (oid, trigram of `name`).
+ * - `search_grams`: rows per (oid, class, 3- or 4-character substring of `name`).
  *
  * Triggers on `files` keep all of them in the transaction of every file write. This module only
  * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
@@ -22,14 +23,21 @@ import type { SQLQueryBindings } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
 import type { FileEntryRow } from "../files/file-entry.ts";
 import { ALL_EXTS, GRID, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
+import type { PartitionRange } from "./partitions.ts";
 import type { SortColumn } from "./search.query.ts";
 
-/** Bits of an entry id below the owner id. */
-const OWNER_SHIFT = 2 ** 36;
+/**
+ * SQL bounds (for `BETWEEN`) of an owner's ids, with the owner id bound twice: ids are 63-bit,
+ * so they are computed in SQL, never in JS (`partitions.ts`).
+ */
+const OWNER_IDS = "(? << 39) AND ((? << 39) | 549755813887)";
 
-/** The id range `[lo, hi]` of an owner's `search_entries` rows and `search_fts` rowids. */
-export function idRange(oid: number): [number, number] {
-  return [oid * OWNER_SHIFT, (oid + 1) * OWNER_SHIFT - 1];
+/** SQL bounds of a `PartitionRange`: parameters oid, cls, bLo, oid, cls, bHi (`partitionParams`). */
+const PARTITION_IDS =
+  "(((? << 16) | (? << 13) | ?) << 23) AND ((((? << 16) | (? << 13) | ?) << 23) | 8388607)";
+
+function partitionParams(r: PartitionRange): number[] {
+  return [r.oid, r.cls, r.bLo, r.oid, r.cls, r.bHi];
 }
 
 /** A condition on `search_entries` rows; a list of them is combined with AND. */
@@ -40,8 +48,11 @@ export type Cond =
   | { kind: "range"; col: HistogramColumn; lo: number; hi: number }
   /** `name` contains `q` (already case-folded): `instr`, any length. */
   | { kind: "substr"; q: string }
-  /** `name` contains `q` (3+ characters), answered by the trigram FTS index. */
-  | { kind: "fts"; q: string }
+  /**
+   * `name` contains `q` (3+ characters), answered by the trigram FTS index; among the ids of
+   * `range` only, when given.
+   */
+  | { kind: "fts"; q: string; range?: PartitionRange }
   /** Files directly in directory `dir` of folder `folderHash` (browse). */
   | { kind: "dir"; folderHash: string; dir: string }
   /** `file_name >= from` (BINARY order; rows without file_name never match). */
@@ -202,14 +213,60 @@ export class SearchRepository {
   }
 
   /**
-   * Rows of an owner whose `name` contains the 3-character `tri` (already case-folded), from
-   * `search_trigrams`: exact.
+   * Rows of an owner, among the classes `classes`, whose `name` contains `gram` (3 or 4
+   * characters, already case-folded), from `search_grams`: exact.
    */
-  trigramRows(oid: number, tri: string): number {
-    const r = this.sql
-      .query<{ n: number }, [number, string]>("SELECT n FROM search_trigrams WHERE oid = ? AND tri = ?")
-      .get(oid, tri);
-    return r?.n ?? 0;
+  gramRows(oid: number, gram: string, classes: readonly number[]): number {
+    return this.gramSums(oid, [gram], classes).get(gram) ?? 0;
+  }
+
+  /**
+   * For each of `grams` (3 or 4 characters), the rows of an owner among `classes` that contain
+   * it (`search_grams`); grams in no row are absent.
+   */
+  gramSums(oid: number, grams: readonly string[], classes: readonly number[]): Map<string, number> {
+    const rows = this.sql
+      .query<{ gram: string; n: number }, SQLQueryBindings[]>(
+        `SELECT gram, sum(n) AS n FROM search_grams WHERE oid = ? AND class IN (${classes.map(() => "?").join(", ")})
+           AND gram IN (${grams.map(() => "?").join(", ")}) GROUP BY gram`,
+      )
+      .all(oid, ...classes, ...grams);
+    return new Map(rows.map((r) => [r.gram, r.n]));
+  }
+
+  /**
+   * For each of `classes`, the rows of an owner in that class holding each of `grams` (3 or 4
+   * characters), from `search_grams`: `counts.get(cls)?.get(gram)`, absent when 0.
+   */
+  gramsByClass(
+    oid: number,
+    grams: readonly string[],
+    classes: readonly number[],
+  ): Map<number, Map<string, number>> {
+    const rows = this.sql
+      .query<{ class: number; gram: string; n: number }, SQLQueryBindings[]>(
+        `SELECT class, gram, n FROM search_grams WHERE oid = ? AND class IN (${classes.map(() => "?").join(", ")})
+           AND gram IN (${grams.map(() => "?").join(", ")}) AND n > 0`,
+      )
+      .all(oid, ...classes, ...grams);
+    const out = new Map<number, Map<string, number>>();
+    for (const r of rows) {
+      const m = out.get(r.class) ?? new Map<string, number>();
+      m.set(r.gram, r.n);
+      out.set(r.class, m);
+    }
+    return out;
+  }
+
+  /** Whether any entry's id lies in a partition range (e.g. a class's spill bucket). */
+  anyIn(range: PartitionRange): boolean {
+    return (
+      this.sql
+        .query<{ x: number }, number[]>(
+          `SELECT 1 AS x FROM search_entries WHERE id BETWEEN ${PARTITION_IDS} LIMIT 1`,
+        )
+        .get(...partitionParams(range)) !== null
+    );
   }
 
   /** Rows of an owner without `file_name` (`search_names` level 0). */
@@ -258,12 +315,11 @@ export class SearchRepository {
     access: Access,
     conds: readonly Cond[],
   ): { sql: string; params: SQLQueryBindings[] } {
-    const [lo, hi] = idRange(oid);
     const where: string[] = [];
     const params: SQLQueryBindings[] = [];
     if (access === "fts") {
-      where.push("id BETWEEN ? AND ?", "oid = ?");
-      params.push(lo, hi, oid);
+      where.push(`id BETWEEN ${OWNER_IDS}`, "oid = ?");
+      params.push(oid, oid, oid);
     } else {
       where.push("oid = ?");
       params.push(oid);
@@ -284,9 +340,9 @@ export class SearchRepository {
           break;
         case "fts":
           where.push(
-            "id IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?)",
+            `id IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ${c.range ? PARTITION_IDS : OWNER_IDS})`,
           );
-          params.push(ftsPhrase(c.q), lo, hi);
+          params.push(ftsPhrase(c.q), ...(c.range ? partitionParams(c.range) : [oid, oid]));
           break;
         case "dir":
           where.push("folder_hash = ?", "dir = ?");
@@ -336,25 +392,34 @@ export class SearchRepository {
 
   /** How many FTS hits `q` has among an owner's entries. */
   ftsCount(oid: number, q: string): number {
-    const [lo, hi] = idRange(oid);
     return (
       this.sql
         .query<{ n: number }, SQLQueryBindings[]>(
-          "SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?",
+          `SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ${OWNER_IDS}`,
         )
-        .get(ftsPhrase(q), lo, hi)?.n ?? 0
+        .get(ftsPhrase(q), oid, oid)?.n ?? 0
+    );
+  }
+
+  /** How many FTS hits `q` has among the ids of one partition range. */
+  ftsCountIn(q: string, range: PartitionRange): number {
+    return (
+      this.sql
+        .query<{ n: number }, SQLQueryBindings[]>(
+          `SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ${PARTITION_IDS}`,
+        )
+        .get(ftsPhrase(q), ...partitionParams(range))?.n ?? 0
     );
   }
 
   /** How many FTS hits `q` has among an owner's entries, counting at most `cap`. */
   ftsHits(oid: number, q: string, cap: number): number {
-    const [lo, hi] = idRange(oid);
     return (
       this.sql
         .query<{ n: number }, SQLQueryBindings[]>(
-          "SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?)",
+          `SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ${OWNER_IDS} LIMIT ?)`,
         )
-        .get(ftsPhrase(q), lo, hi, cap)?.n ?? 0
+        .get(ftsPhrase(q), oid, oid, cap)?.n ?? 0
     );
   }
 

@@ -28,6 +28,7 @@ import type { SearchFileHit, SearchResult } from "../wire/types.ts";
 import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
 import { gridCount, Histogram } from "./histogram.ts";
 import { seekName } from "./name-histogram.ts";
+import { classesOf, PARTITION, splitWindow } from "./partitions.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
 
@@ -41,17 +42,34 @@ export interface SearchTuning {
   seekMinOffset: number;
   /** Size + date searches whose smaller index range has more rows than this count with the grid. */
   gridMinRows: number;
+  /** Count `q` over the id partitions when cheaper (`cost`), whenever possible, or never. */
+  partitions: "cost" | "always" | "never";
 }
 
 /** The planner thresholds used in production. */
-export const DEFAULT_TUNING: SearchTuning = { rareHits: 5000, seekMinOffset: 1000, gridMinRows: 20_000 };
+export const DEFAULT_TUNING: SearchTuning = {
+  rareHits: 5000,
+  seekMinOffset: 1000,
+  gridMinRows: 20_000,
+  partitions: "cost",
+};
 
 /**
- * Cost model, in estimated microseconds per row, measured at 1M files (bench/search.ts): walking
- * an index entry (testing its columns), looking a row up by id, reading an FTS hit, and feeding
- * a candidate to a sort (with the lookup of its sort key).
+ * Cost model, in estimated microseconds, measured at 1M files (bench/search.ts): per row, walking
+ * an index entry (testing its columns), looking a row up by id, reading an FTS hit, feeding a
+ * candidate to a sort (with the lookup of its sort key); per entry of a trigram's FTS doclist
+ * read by a phrase inside its id range (`ftsDoc`) and outside it (`ftsDocSkipped`: a range does
+ * not skip all of a doclist); per trigram of a phrase in each FTS query on an id range (`ftsToken`).
  */
-const COST = { index: 0.1, lookup: 2, fts: 0.08, candidate: 2 } as const;
+const COST = {
+  index: 0.1,
+  lookup: 2,
+  fts: 0.08,
+  candidate: 2,
+  ftsDoc: 0.04,
+  ftsDocSkipped: 0.01,
+  ftsToken: 50,
+} as const;
 
 /** A search hit row in wire form (spec §2.5 field order). */
 export function toSearchHit(r: HitRow): SearchFileHit {
@@ -63,6 +81,14 @@ interface Range {
   col: HistogramColumn;
   lo: number;
   hi: number;
+}
+
+/** A count of `q` over id partitions (`partitionPlan`). */
+interface PartitionPlan {
+  classes: readonly number[];
+  split: ReturnType<typeof splitWindow>;
+  cost: number;
+  what: string;
 }
 
 /** The filters of a query in planning form. */
@@ -179,7 +205,7 @@ export class SearchService {
       total = this.countBase(oid, f, nAll, routes, plan);
       candidates = routes[0] ?? null;
     } else {
-      const r = this.countText(oid, f.text, nAll, base, routes, plan);
+      const r = this.countText(oid, f, f.text, nAll, base, routes, plan);
       total = r.total;
       candidates = r.candidates;
     }
@@ -240,6 +266,7 @@ export class SearchService {
   /** Exact count with `q`, and the candidate route for a sorted page. */
   private countText(
     oid: number,
+    f: Filters,
     text: { q: string; fts: boolean },
     nAll: number,
     base: Cond[],
@@ -254,15 +281,20 @@ export class SearchService {
       rows: hits,
       what: `${hits} FTS hits`,
     });
-    // A 3-character term alone: one of the name's trigrams, counted exactly in the trigram table.
-    if (text.fts && [...text.q].length === 3 && base.length === 0) {
-      const total = this.repo.trigramRows(oid, text.q);
-      plan.push("count: trigram table");
+    const length = [...text.q].length;
+    const date = f.ranges.find((r) => r.col === "created_at");
+    // The id partitions answer q with whole categories and a date window (not a size range).
+    const classes = text.fts && !f.ranges.some((r) => r.col === "size_bytes") ? classesOf(f.exts) : null;
+    // A 3- or 4-character term alone or with whole categories: the gram table, exact.
+    const grams = classes !== null && !date && length <= 4;
+    if (grams && base.length === 0) {
+      const total = this.repo.gramRows(oid, text.q, classes);
+      plan.push("count: gram table");
       return { total, candidates: ftsRoute(total) };
     }
     // FTS hits, counted exactly when there are few (a rare term).
     let known: Route | null = null;
-    if (text.fts) {
+    if (text.fts && !grams) {
       const hits = this.repo.ftsHits(oid, text.q, this.tuning.rareHits + 1);
       if (hits <= this.tuning.rareHits) known = ftsRoute(hits);
       if (base.length === 0) {
@@ -281,6 +313,19 @@ export class SearchService {
     if (known) options.push(known);
     options.sort((a, b) => visitCost(a, true) - visitCost(b, true));
     let chosen = options[0]!;
+    if (grams) {
+      plan.push("count: gram table");
+      return { total: this.repo.gramRows(oid, text.q, classes), candidates: chosen };
+    }
+    // Or count with the FTS index among the ids of the categories and date buckets.
+    const mode = this.tuning.partitions;
+    if (classes !== null && known === null && mode !== "never") {
+      const parts = this.partitionPlan(oid, f, text.q, classes, date ?? null, nAll);
+      if (parts && (mode === "always" || parts.cost < visitCost(chosen, true))) {
+        plan.push(`count: FTS over partitions (${parts.what})`);
+        return { total: this.partitionCount(oid, f, text.q, parts), candidates: chosen };
+      }
+    }
     if (text.fts && !known) {
       const cap = Math.floor(visitCost(chosen, true) / (COST.fts + COST.lookup));
       const hits = this.repo.ftsHits(oid, text.q, cap + 1);
@@ -288,6 +333,82 @@ export class SearchService {
     }
     plan.push(`count: ${chosen.access === "fts" && known ? "rare term, " : ""}check q on ${chosen.what}`);
     return { total: this.repo.count(oid, chosen.access, chosen.conds), candidates: chosen };
+  }
+
+  /**
+   * How `q` with whole categories `classes` and maybe a date window would be counted over the id
+   * partitions, and its estimated cost (µs); null when the window holds no whole date bucket.
+   * Classes where a trigram of `q` is in no row are left out (`search_grams`: exact). The FTS work
+   * is estimated per class and trigram from the rows holding it, scaled by the share of the
+   * classes' rows inside the window's whole buckets.
+   */
+  private partitionPlan(
+    oid: number,
+    f: Filters,
+    q: string,
+    classes: readonly number[],
+    date: Range | null,
+    nAll: number,
+  ): PartitionPlan | null {
+    const split = date
+      ? splitWindow(date.lo, date.hi)
+      : { buckets: { bLo: 0, bHi: PARTITION.spillBucket }, all: true, edges: [], spill: null };
+    if (!split.buckets) return null;
+    const hist = new Histogram(this.repo, oid, "created_at", f.exts);
+    const edgeRows = split.edges.reduce((n, [lo, hi]) => n + hist.count(lo, hi), 0);
+    const classRows = f.exts ? this.repo.total(oid, f.exts) : nAll;
+    const share =
+      (split.spill ? hist.count(split.spill[0], split.spill[1]) : classRows) / Math.max(classRows, 1);
+    const chars = [...q];
+    const trigrams = [...new Set(chars.slice(0, -2).map((_, i) => chars.slice(i, i + 3).join("")))];
+    const grams = this.repo.gramsByClass(oid, trigrams, classes);
+    const kept: number[] = [];
+    let cost = edgeRows * COST.index;
+    for (const cls of classes) {
+      const counts = grams.get(cls);
+      if (!counts || trigrams.some((t) => !counts.has(t))) continue;
+      kept.push(cls);
+      for (const n of counts.values()) cost += COST.ftsToken + n * (COST.ftsDoc * share + COST.ftsDocSkipped);
+    }
+    const b = split.buckets;
+    return {
+      classes: kept,
+      split,
+      cost,
+      what: `${kept.length} of ${classes.length} classes, date buckets ${b.bLo}..${b.bHi}, ${edgeRows} edge rows`,
+    };
+  }
+
+  /**
+   * Exact count of `q` by a partition plan: the FTS hits in each class's whole date buckets, plus
+   * the window's edges checked in the created_at index, plus spilled rows inside the whole
+   * buckets' span (classes that have any), each looked up.
+   */
+  private partitionCount(oid: number, f: Filters, q: string, parts: PartitionPlan): number {
+    const { split, classes } = parts;
+    const b = split.buckets!;
+    const exts: Cond[] = f.exts ? [{ kind: "exts", exts: f.exts }] : [];
+    let total = 0;
+    for (const cls of classes) total += this.repo.ftsCountIn(q, { oid, cls, ...b });
+    for (const [lo, hi] of split.edges) {
+      const conds: Cond[] = [...exts, { kind: "range", col: "created_at", lo, hi }, { kind: "substr", q }];
+      total += this.repo.count(oid, "created_at", conds);
+    }
+    if (split.spill) {
+      const [lo, hi] = split.spill;
+      const bucket = PARTITION.spillBucket;
+      for (const cls of classes) {
+        const range = { oid, cls, bLo: bucket, bHi: bucket };
+        if (!this.repo.anyIn(range)) continue;
+        const conds: Cond[] = [
+          { kind: "fts", q, range },
+          ...exts,
+          { kind: "range", col: "created_at", lo, hi },
+        ];
+        total += this.repo.count(oid, "fts", conds);
+      }
+    }
+    return total;
   }
 
   /** The page: a walk of the sort index (maybe seeked, maybe from the far end) or sorted candidates. */

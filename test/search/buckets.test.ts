@@ -37,6 +37,11 @@ const times = [
   2 ** 31 - 1,
   2 ** 31,
   4_102_444_800,
+  946_684_799,
+  946_684_800,
+  946_684_800 + 262_144,
+  3_093_382_015,
+  3_093_382_016,
   ...Array.from({ length: 300 }, () => Math.floor(Math.random() * 2 ** 32) - 2 ** 30),
 ];
 
@@ -90,11 +95,11 @@ describe("SQL bucket expressions of the migration", () => {
   });
 });
 
-describe("trigram table of the migration", () => {
+describe("gram table of the migration", () => {
   const t = makeTestApp();
   afterAll(() => t.close());
 
-  test("the triggers count each distinct 3-character substring once per name, astral characters included", () => {
+  test("the triggers count each distinct 3- and 4-character substring once per name and class, astral characters included", () => {
     const user = newUser();
     const names = [
       "😀ab😀cd😀",

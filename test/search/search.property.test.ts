@@ -46,9 +46,12 @@ const size = fc.oneof(
   fc.constantFrom(99, 100, 101, 1000, 4096),
   fc.integer({ min: 0, max: 2 ** 40 }),
 );
+// Around one time (spanning ~15 date buckets of the id partitions), and around the first and last
+// date buckets' bounds.
 const time = fc.oneof(
   fc.integer({ min: 0, max: 4 }).map((k) => BASE + k * 3000),
   fc.integer({ min: BASE - 2_000_000, max: BASE + 2_000_000 }),
+  fc.constantFrom(0, 946_684_799, 946_684_800, 947_000_000, 3_093_382_015, 3_093_382_016, 2 ** 40),
 );
 const file = fc.record({
   stem,
@@ -159,10 +162,13 @@ function seed(
 
 const TUNINGS: [string, Partial<SearchTuning>][] = [
   ["production thresholds", {}],
-  ["every term common, always seek, always the grid", { rareHits: 0, seekMinOffset: 0, gridMinRows: 0 }],
   [
-    "every term rare, always seek, never the grid",
-    { rareHits: 1_000_000, seekMinOffset: 0, gridMinRows: 1e9 },
+    "every term common, always seek, always the grid and the id partitions",
+    { rareHits: 0, seekMinOffset: 0, gridMinRows: 0, partitions: "always" },
+  ],
+  [
+    "every term rare, always seek, never the grid nor the id partitions",
+    { rareHits: 1_000_000, seekMinOffset: 0, gridMinRows: 1e9, partitions: "never" },
   ],
 ];
 

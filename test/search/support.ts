@@ -20,6 +20,7 @@ import {
   TOTAL_DIM,
 } from "../../src/search/buckets.ts";
 import { FILE_TYPE_CATEGORIES } from "../../src/search/file-types.ts";
+import { classOf, dateBucket, PARTITION } from "../../src/search/partitions.ts";
 import type { SearchQuery } from "../../src/search/search.query.ts";
 import type { TestApp } from "../support/app.ts";
 import type { TestUser } from "../support/fixtures.ts";
@@ -220,9 +221,19 @@ export function expectIndexConsistent(db: Db): void {
      LEFT JOIN search_entries e ON e.oid = o.id AND e.folder_hash = f.folder_hash AND e.path_hash = f.path_hash
      WHERE e.id IS NULL OR e.name IS NOT replace(f.search_name, 'ς', 'σ')
        OR e.ext IS NOT f.ext OR e.size_bytes <> f.size_bytes OR e.created_at <> f.created_at
-       OR e.updated_at <> f.updated_at OR e.file_name IS NOT f.file_name OR e.id >> 36 <> o.id`,
+       OR e.updated_at <> f.updated_at OR e.file_name IS NOT f.file_name OR e.id >> 39 <> o.id`,
   )[0]!.n;
   expect(mismatched).toBe(0);
+  // Id partitions (partitions.ts): the class of the ext and the date bucket of created_at, or the
+  // class's spill bucket.
+  const misplaced = q<{ ext: string | null; created_at: number; cls: number; bucket: number }>(
+    "SELECT ext, created_at, (id >> 36) & 7 AS cls, (id >> 23) & 8191 AS bucket FROM search_entries",
+  ).filter(
+    (e) =>
+      e.cls !== classOf(e.ext) ||
+      (e.bucket !== dateBucket(e.created_at) && e.bucket !== PARTITION.spillBucket),
+  );
+  expect(misplaced).toEqual([]);
   expect(q<{ n: number }>("SELECT count(*) AS n FROM search_fts")[0]!.n).toBe(
     q<{ n: number }>("SELECT count(*) AS n FROM search_entries WHERE name IS NOT NULL")[0]!.n,
   );
@@ -262,19 +273,28 @@ export function expectIndexConsistent(db: Db): void {
     "SELECT oid || ':' || level || ':' || prefix AS k, n FROM search_names WHERE n <> 0",
   );
   expect(new Map(nameRows.map((r) => [r.k, r.n]))).toEqual(names);
-  // Trigram counts: each distinct 3-character substring (in characters) of each name.
-  const tris = new Map<string, number>();
-  for (const e of q<{ oid: number; name: string | null }>("SELECT oid, name FROM search_entries")) {
+  // Gram counts: each distinct 3- and 4-character substring (in characters) of each name, per
+  // owner and class.
+  const grams = new Map<string, number>();
+  for (const e of q<{ oid: number; cls: number; name: string | null }>(
+    "SELECT oid, (id >> 36) & 7 AS cls, name FROM search_entries",
+  )) {
     if (e.name === null) continue;
     const chars = [...e.name];
-    for (const t of new Set(chars.slice(0, -2).map((_, i) => chars.slice(i, i + 3).join("")))) {
-      tris.set(`${e.oid}:${t}`, (tris.get(`${e.oid}:${t}`) ?? 0) + 1);
+    for (const len of [3, 4]) {
+      for (const g of new Set(
+        chars.slice(0, 1 - len || undefined).map((_, i) => chars.slice(i, i + len).join("")),
+      )) {
+        if ([...g].length !== len) continue;
+        const k = `${e.oid}:${e.cls}:${g}`;
+        grams.set(k, (grams.get(k) ?? 0) + 1);
+      }
     }
   }
-  const triRows = q<{ k: string; n: number }>(
-    "SELECT oid || ':' || tri AS k, n FROM search_trigrams WHERE n <> 0",
+  const gramRows = q<{ k: string; n: number }>(
+    "SELECT oid || ':' || class || ':' || gram AS k, n FROM search_grams WHERE n <> 0",
   );
-  expect(new Map(triRows.map((r) => [r.k, r.n]))).toEqual(tris);
+  expect(new Map(gramRows.map((r) => [r.k, r.n]))).toEqual(grams);
   // Directory counters: every ancestor directory of every entry's dir.
   const dirs = new Map<string, [number, number]>();
   for (const e of entries) {
