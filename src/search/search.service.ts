@@ -9,11 +9,14 @@
  *   alone, or one range (with or without `file_type`) cost a few small queries. Two ranges (size
  *   and date) are counted from the size × date grid (`gridCount`), or by scanning the smaller
  *   index range when it is small.
- * - `q` of exactly 3 characters alone: the trigram table (`search_trigrams`), one lookup.
+ * - `q` of 3 or 4 characters, alone or with whole file_type categories (no range): the gram table
+ *   (`search_grams`, per owner, class and gram), at most 8 lookups.
  * - `q` of 3+ characters: the trigram FTS index. A rare term (≤ `rareHits` hits) alone is counted
- *   by its hits; a common one alone in the FTS index. With other filters, `q` is checked row by
- *   row on the cheapest of: the FTS hits, the other filters' index range, all the owner's rows
- *   (the indexes hold `name`, so that check reads no table row).
+ *   by its hits; a common one alone in the FTS index. With other filters, the cheapest of:
+ *   checking `q` row by row on the FTS hits, the other filters' index range, or all the owner's
+ *   rows (the indexes hold `name`, so that check reads no table row); or, with whole categories
+ *   and/or a date window, counting the FTS hits inside the id partitions of those classes and the
+ *   window's whole date buckets (`partitions.ts`), plus the window's edges in the created_at index.
  * - `q` of 1–2 characters: no index can help; the other filters' candidates or all the owner's
  *   rows are scanned with `instr` in a covering index.
  * - Page: walk the sort index (`path_hash` is its key's last column; ext, size, created and name
@@ -292,16 +295,21 @@ export class SearchService {
       plan.push("count: gram table");
       return { total, candidates: ftsRoute(total) };
     }
-    // FTS hits, counted exactly when there are few (a rare term).
+    // A longer term alone: its FTS hits are the answer (rare or common).
+    if (text.fts && base.length === 0) {
+      const total = this.repo.ftsCount(oid, text.q);
+      plan.push(
+        total <= this.tuning.rareHits
+          ? `count: rare term, ${total} FTS hits`
+          : "count: common term, FTS index",
+      );
+      return { total, candidates: ftsRoute(total) };
+    }
+    // With other filters: the FTS hits, counted exactly when there are few (a rare term).
     let known: Route | null = null;
     if (text.fts && !grams) {
       const hits = this.repo.ftsHits(oid, text.q, this.tuning.rareHits + 1);
       if (hits <= this.tuning.rareHits) known = ftsRoute(hits);
-      if (base.length === 0) {
-        plan.push(known ? `count: rare term, ${known.what}` : "count: common term, FTS index");
-        const total = known ? hits : this.repo.ftsCount(oid, text.q);
-        return { total, candidates: known ?? ftsRoute(total) };
-      }
     }
     // Check the substring row by row on the cheapest set of rows: the other filters' candidates,
     // all of the owner's rows, or the FTS hits (looked up one by one) if that is cheaper.

@@ -236,4 +236,12 @@ describe("id allocation by the triggers", () => {
     expect(n).toBe(2);
     expectIndexConsistent(db);
   });
+
+  test("an owner id beyond the 24 bits of the layout is refused instead of overlapping another owner's ids", () => {
+    const owner = newUser().address;
+    sql.query("INSERT INTO search_owners (id, owner) VALUES (?, ?)").run(PARTITION.maxOwners, owner);
+    expect(() => upsert(fileRow(owner, { path: "p/x.jpg" }))).toThrow(/over 2\^24 owners/);
+    sql.query("DELETE FROM search_owners WHERE owner = ?").run(owner);
+    expectIndexConsistent(db);
+  });
 });
