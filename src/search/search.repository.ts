@@ -217,21 +217,9 @@ export class SearchRepository {
    * characters, already case-folded), from `search_grams`: exact.
    */
   gramRows(oid: number, gram: string, classes: readonly number[]): number {
-    return this.gramSums(oid, [gram], classes).get(gram) ?? 0;
-  }
-
-  /**
-   * For each of `grams` (3 or 4 characters), the rows of an owner among `classes` that contain
-   * it (`search_grams`); grams in no row are absent.
-   */
-  gramSums(oid: number, grams: readonly string[], classes: readonly number[]): Map<string, number> {
-    const rows = this.sql
-      .query<{ gram: string; n: number }, SQLQueryBindings[]>(
-        `SELECT gram, sum(n) AS n FROM search_grams WHERE oid = ? AND class IN (${classes.map(() => "?").join(", ")})
-           AND gram IN (${grams.map(() => "?").join(", ")}) GROUP BY gram`,
-      )
-      .all(oid, ...classes, ...grams);
-    return new Map(rows.map((r) => [r.gram, r.n]));
+    let n = 0;
+    for (const counts of this.gramsByClass(oid, [gram], classes).values()) n += counts.get(gram) ?? 0;
+    return n;
   }
 
   /**
