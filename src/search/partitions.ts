@@ -19,8 +19,6 @@ import { FILE_TYPE_CATEGORIES } from "./file-types.ts";
 export const PARTITION = {
   /** Bits of the per-partition sequence: 2^23 rows per (owner, class, date bucket). */
   seqBits: 23,
-  /** Date buckets per class: 0 (before `epoch`), 1..8190, and the spill bucket 8191. */
-  buckets: 8192,
   /** Classes: 0 (other) and the 7 categories of spec §4.9. */
   classes: 8,
   /** Owner ids must stay below this (24 bits). */
