@@ -13,12 +13,14 @@
  * | `uploads.json` | 0600 | sessions of interrupted pushes (`UploadStateFile`), for resume |
  * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done) |
  *
- * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s.
+ * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s. Network
+ * errors and 5xx are retried for `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 minutes.
  */
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { CliError, EXIT, usageError } from "./output.ts";
+import { DEFAULT_RETRY_FOR_MS } from "../client/retry.ts";
+import { CliError, EXIT, parseDuration, usageError } from "./output.ts";
 
 /** Server URL used when `init` is given none. */
 export const DEFAULT_SERVER_URL = "http://127.0.0.1:8080";
@@ -40,6 +42,13 @@ export interface GlobalOptions {
   configDir?: string;
   server?: string;
   json?: boolean;
+  retryFor?: string;
+}
+
+/** How long to retry network errors and 5xx, ms: `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 min. */
+export function retryForMs(flag?: string): number {
+  const text = flag ?? (process.env.ESYNC_RETRY_FOR || undefined);
+  return text === undefined ? DEFAULT_RETRY_FOR_MS : parseDuration(text);
 }
 
 /** Resolved paths of a configuration directory. */

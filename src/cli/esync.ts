@@ -21,7 +21,15 @@ import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
-import { describeError, EXIT, EXIT_CODES_HELP, eprintln, exitCodeOf } from "./output.ts";
+import {
+  describeError,
+  EXIT,
+  EXIT_CODES_HELP,
+  eprintln,
+  exitCodeOf,
+  lastOutage,
+  resumeHint,
+} from "./output.ts";
 
 /** The `esync` program with every command registered; `exitOverride` lets `main` choose exit codes. */
 export function buildProgram(): Command {
@@ -31,6 +39,10 @@ export function buildProgram(): Command {
     .option("--config-dir <dir>", "configuration directory (default $ESYNC_CONFIG_DIR or ~/.config/esync)")
     .option("--server <url>", "server URL for this run (default $ESYNC_SERVER or the one from init)")
     .option("--json", "machine-readable JSON output (one document on stdout)")
+    .option(
+      "--retry-for <duration>",
+      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
+    )
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .configureOutput({ outputError: (text, write) => write(`esync: ${text.replace(/^error: /, "")}`) })
@@ -71,7 +83,10 @@ export async function main(argv: string[]): Promise<number> {
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     eprintln(`esync: ${describeError(e)}`);
-    return exitCodeOf(e);
+    const code = exitCodeOf(e);
+    const server = lastOutage();
+    if (server && code !== EXIT.interrupted) eprintln(resumeHint(server));
+    return code;
   }
 }
 

@@ -81,15 +81,37 @@ export class InterruptedError extends Error {
   }
 }
 
+let outage: string | null = null;
+
 /**
- * One line describing `e`, without the `esync: ` prefix: `409 conflict: message` for a server
- * error, `cannot reach the server: ...` for a network failure, the message otherwise.
+ * The server of the last retryable failure (network, 5xx, 429) that `describeError` reported,
+ * or null: `main` then ends with `resumeHint`.
+ */
+export function lastOutage(): string | null {
+  return outage;
+}
+
+/** The one-line hint printed after a run that failed because a server was down or failing. */
+export function resumeHint(server: string): string {
+  return `hint: ${server} was unreachable or failing; run the same command again when it is back: uploads resume where they stopped`;
+}
+
+/**
+ * One line describing `e`, without the `esync: ` prefix: `server http://h:p: 409 conflict:
+ * message` for a server error, `cannot reach the server http://h:p: ...` for a network
+ * failure (with how long it was retried), the message otherwise.
  */
 export function describeError(e: unknown): string {
   if (e instanceof CliError) return e.message;
   if (e instanceof ApiError) {
-    if (e.status === 0) return `cannot reach the server: ${e.message}`;
-    return `${e.status} ${e.code}: ${e.message || "(no message)"}`;
+    const server = e.extra.server ?? "the server";
+    if (e.retryable) outage = server;
+    const retried =
+      e.extra.retriedForMs !== undefined && e.extra.retriedForMs > 0
+        ? ` (retried for ${formatDuration(e.extra.retriedForMs)})`
+        : "";
+    if (e.status === 0) return `cannot reach ${server}${retried}: ${e.message}`;
+    return `${server}: ${e.status} ${e.code}${retried}: ${e.message || "(no message)"}`;
   }
   if (e instanceof CiphertextError) return `ciphertext rejected (${e.reason}): ${e.message}`;
   if (e instanceof IntegrityError) return `integrity check failed: ${e.message}`;
@@ -141,6 +163,14 @@ export function formatDuration(ms: number): string {
 export function formatDate(unixSeconds: number): string {
   if (!Number.isFinite(unixSeconds)) return "-";
   return new Date(unixSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** Parses a duration: milliseconds from `90s`, `2m`, `1h`, `500ms`, or plain seconds (`120`). */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
+  if (!m) throw usageError(`not a duration: ${JSON.stringify(text)} (try 90s, 2m, 1h, 0)`);
+  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s").toLowerCase() as "s"];
+  return Math.round(Number(m[1]) * mult);
 }
 
 /** Parses a size: bytes (`1048576`) or with a unit (`10k`, `1.5MiB`, `2GB`, `512 KiB`); binary multiples. */

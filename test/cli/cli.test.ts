@@ -137,7 +137,7 @@ describe("esync folder", () => {
     expect(list.json<Array<{ label: string }>>().some((f) => f.label === "photos")).toBe(false);
     const again = await runCli(cfg, ["folder", "rm", "photos", "--yes"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+    expect(again.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 404 not_found: /);
   });
 });
 
@@ -149,7 +149,7 @@ describe("esync push / pull of a real directory tree", () => {
     buildRealTree(tree);
     fileCount = listTree(tree).size;
     expect(fileCount).toBeGreaterThan(10);
-    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--json"]);
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--create", "--json"]);
     expect(r.code).toBe(0);
     const s = r.json<PushSummary & { registered_folder: boolean }>();
     expect(s.registered_folder).toBe(true);
@@ -163,6 +163,23 @@ describe("esync push / pull of a real directory tree", () => {
     expect(s.files.some((f) => f.path === "deep/Résumé final.json")).toBe(true);
     const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSize(statSync(p).size), 0);
     expect(s.bytes_sent).toBe(total);
+  });
+
+  test("push to an unknown label without --create exits 1 listing the known labels, and registers nothing", async () => {
+    const r = await runCli(cfg, ["push", tree, "--folder", "bakcup"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no folder "bakcup" on the server (known folders: ');
+    expect(r.stderr).toContain('"backup"');
+    expect(r.stderr).toContain("--create");
+    const list = await runCli(cfg, ["folder", "list", "--json"]);
+    expect(list.json<Array<{ label: string }>>().some((f) => f.label === "bakcup")).toBe(false);
+  });
+
+  test("pull of an unknown label exits 1 and creates nothing", async () => {
+    const dest = join(work, "never");
+    const r = await runCli(cfg, ["pull", "--folder", "bakcup", dest]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no folder "bakcup" on the server');
   });
 
   test("pull into a fresh directory gives back every file byte for byte", async () => {
@@ -242,7 +259,7 @@ describe("esync push / pull of a real directory tree", () => {
   test("search rejects a bad filter: the server's code with exit 2, a bad size with exit 1", async () => {
     const bad = await runCli(cfg, ["search", "--type", "bogus"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^esync: 400 invalid_file_type: /);
+    expect(bad.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 400 invalid_file_type: /);
     const usage = await runCli(cfg, ["search", "--min-size", "lots"]);
     expect(usage.code).toBe(1);
   });
@@ -259,7 +276,7 @@ describe("esync push / pull of a real directory tree", () => {
     expect(listTree(dest).has("new note.txt")).toBe(false);
     const again = await runCli(cfg, ["rm", "--folder", "backup", "new note.txt"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+    expect(again.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 404 not_found: /);
   });
 });
 
@@ -272,11 +289,23 @@ describe("exit codes", () => {
     expect((await runCli(cfg, ["push", join(work, "nope"), "--folder", "x"])).code).toBe(1);
   });
 
-  test("an unreachable server exits 2 with one line", async () => {
-    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9"]);
+  test("an unreachable server exits 2 with one line naming its URL, then the hint that a rerun resumes", async () => {
+    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9", "--retry-for", "0"]);
     expect(r.code).toBe(2);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/^esync: cannot reach the server: /);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^esync: cannot reach http:\/\/127\.0\.0\.1:9: /);
+    expect(lines[1]).toMatch(/^hint: http:\/\/127\.0\.0\.1:9 was unreachable .* run the same command again/);
+  });
+
+  test("network errors are retried for --retry-for (ESYNC_RETRY_FOR) with a notice, then fail", async () => {
+    const t0 = performance.now();
+    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9", "--retry-for", "3s"]);
+    const ms = performance.now() - t0;
+    expect(r.code).toBe(2);
+    expect(ms).toBeGreaterThan(1500);
+    expect(r.stderr).toContain("retrying for up to 3s");
+    expect(r.stderr).toMatch(/esync: cannot reach http:\/\/127\.0\.0\.1:9 \(retried for \d+s\): /);
   });
 
   test("--help lists the commands and the exit codes", async () => {

@@ -85,6 +85,7 @@ describe("esync push resumes after being killed mid-upload", () => {
       src,
       "--folder",
       "resume",
+      "--create",
       "--json",
       "--limit-rate",
       "16MiB",
@@ -131,6 +132,7 @@ describe("esync push after Ctrl-C", () => {
       src,
       "--folder",
       "ctrl-c",
+      "--create",
       "--json",
       "--limit-rate",
       "16MiB",
@@ -160,7 +162,7 @@ describe("esync pull detects ciphertext tampered with on the server", () => {
     mkdirSync(src, { recursive: true });
     await copyHead(realFileOver8MiB(), join(src, "victim.bin"), 8 * MiB + 4096); // two chunks
     const before = blobDirs();
-    const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--json"]);
+    const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--create", "--json"]);
     expect(pushed.code).toBe(0);
     const fresh = [...blobDirs()].filter((d) => !before.has(d));
     expect(fresh).toHaveLength(1);

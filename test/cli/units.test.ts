@@ -19,6 +19,7 @@ import {
   formatRate,
   formatSize,
   InterruptedError,
+  parseDuration,
   parseSize,
   parseTime,
   table,
@@ -137,12 +138,27 @@ describe("parsing", () => {
 
 describe("errors and exit codes", () => {
   test("server errors are `status code: message` with exit 2; network failures say the server is unreachable", () => {
-    const e = new ApiError(409, "conflict", "folder already registered");
-    expect(describeError(e)).toBe("409 conflict: folder already registered");
+    const e = new ApiError(409, "conflict", "folder already registered", { server: "http://h:8080" });
+    expect(describeError(e)).toBe("http://h:8080: 409 conflict: folder already registered");
     expect(exitCodeOf(e)).toBe(EXIT.server);
-    const down = new ApiError(0, "network_error", "GET /health: Unable to connect");
-    expect(describeError(down)).toBe("cannot reach the server: GET /health: Unable to connect");
+    const down = new ApiError(0, "network_error", "GET /health: Unable to connect", {
+      server: "http://h:8080",
+      retriedForMs: 120_000,
+    });
+    expect(describeError(down)).toBe(
+      "cannot reach http://h:8080 (retried for 2m00s): GET /health: Unable to connect",
+    );
     expect(exitCodeOf(down)).toBe(EXIT.server);
+  });
+
+  test("parseDuration reads ms, s, m, h and plain seconds; rejects words", () => {
+    expect(parseDuration("2m")).toBe(120_000);
+    expect(parseDuration("90s")).toBe(90_000);
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("1h")).toBe(3_600_000);
+    expect(parseDuration("0")).toBe(0);
+    expect(parseDuration("45")).toBe(45_000);
+    expect(() => parseDuration("soon")).toThrow(CliError);
   });
 
   test("crypto and file errors exit 3, Ctrl-C 130, usage 1", () => {

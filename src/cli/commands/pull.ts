@@ -37,6 +37,7 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
@@ -89,7 +90,7 @@ Example:
 async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Promise<void> {
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
-  const keys = ctx.identity.folder(label);
+  const { keys } = await resolveFolder(ctx, label);
   const dest = resolve(destArg);
   const st = await stat(dest).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${destArg}: exists and is not a directory`);

@@ -44,6 +44,7 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { Throttle, ThrottledApi } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
 
@@ -55,6 +56,7 @@ interface PushOptions {
   encryptWorkers?: string;
   dryRun?: boolean;
   verbose?: boolean;
+  create?: boolean;
 }
 
 /** What happened to one file, as the `--json` summary lists it. */
@@ -115,7 +117,8 @@ export function registerPush(program: Command): void {
     .command("push")
     .description("upload new and changed files of DIR to a folder (resumes interrupted uploads)")
     .argument("<dir>", "local directory to push")
-    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("--create", "register the folder on the server if it does not exist yet")
     .option("-j, --jobs <n>", "files uploaded at once", "3")
     .option("--parallel <n>", "chunks of one file in flight", "4")
     .option(
@@ -133,7 +136,7 @@ locally are not deleted on the server (use \`esync rm\`). Interrupted with Ctrl-
 the same command resumes each large file where it stopped.
 
 Examples:
-  esync push ~/Documents --folder documents
+  esync push ~/Documents --folder documents --create
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
@@ -166,22 +169,9 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const walk = await walkDirectory(root);
   for (const s of walk.skipped) say(`skipping ${s} (not a regular file)`);
 
-  let registered = false;
-  const { folders } = await ctx.api.listFolders(ctx.address);
-  if (!opts.dryRun && !folders.some((f) => f.folder_hash === keys.folderHash)) {
-    try {
-      await ctx.api.registerFolder({
-        ss58Address: ctx.address,
-        folderHash: keys.folderHash,
-        label,
-        deviceName: ctx.config.device_name,
-      });
-      registered = true;
-      say(`registered folder "${label}" (${keys.folderHash})`);
-    } catch (e) {
-      if (!(e instanceof ApiError && e.status === 409)) throw e;
-    }
-  }
+  const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+  const registered = folder.registered;
+  if (registered) say(`registered folder "${label}" (${keys.folderHash})`);
 
   const remote = new Map<string, RemoteFileEntry>();
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) remote.set(toHex(e.path_hash), e);
@@ -233,7 +223,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const api: EsyncApi =
     limit === undefined
       ? ctx.api
-      : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
+      : new ThrottledApi(
+          { baseUrl: ctx.serverUrl, token: ctx.tokens, retry: ctx.retry },
+          new Throttle(limit),
+        );
   await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
   const pool =
     workers > 0 && todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool(workers) : undefined;
