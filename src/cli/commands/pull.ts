@@ -158,7 +158,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
         onProgress: (n, total) => {
           doneTotal += n - fileDone;
           fileDone = n;
-          bar.update(n / (total ?? ctSize), "receiving", n);
+          bar.update("receiving", n, total ?? ctSize);
           progress.overall(doneTotal, filesDone);
         },
       });

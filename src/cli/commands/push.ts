@@ -21,6 +21,7 @@ import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
+import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
@@ -218,7 +219,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     return;
   }
 
-  const totalBytes = todo.reduce((n, p) => n + p.file.size, 0);
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
   const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
   const api: EsyncApi =
     limit === undefined
@@ -232,6 +233,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     workers > 0 && todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool(workers) : undefined;
   const sendStart = performance.now();
   let doneTotal = 0;
+  let skippedTotal = 0;
   let filesDone = 0;
   let fatal = false;
   let next = 0;
@@ -240,22 +242,24 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const { file } = p;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
+    let fileSkipped = 0;
     let sentSoFar = 0;
-    const setDone = (n: number) => {
+    const setDone = (n: number, skipped: number) => {
       doneTotal += n - fileDone;
+      skippedTotal += skipped - fileSkipped;
       fileDone = n;
-      progress.overall(doneTotal, filesDone);
+      fileSkipped = skipped;
+      progress.overall(doneTotal, filesDone, skippedTotal);
     };
-    // A file's work is encrypting it and sending it, half each: in plaintext bytes, so the
-    // overall rate is the push's effective throughput and the ETA covers both phases.
+    // Overall progress counts ciphertext bytes on the server (what takes the time); bytes a
+    // resumed session already had are kept out of the rate.
     const onProgress = (u: UploadProgress) => {
-      const sent = u.bytesTotal > 0 ? u.bytesDone / u.bytesTotal : 0;
-      const encrypted = u.phase === "encrypting" ? u.encryptedBytes : u.plaintextSize;
-      const units = (encrypted + sent * u.plaintextSize) / 2;
       sentSoFar = u.bytesSent;
-      const fraction = u.plaintextSize > 0 ? units / u.plaintextSize : u.phase === "done" ? 1 : 0;
-      bar.update(fraction, u.phase, u.phase === "encrypting" ? u.encryptedBytes : u.bytesDone);
-      setDone(units);
+      if (u.phase === "encrypting") bar.update("encrypting", u.encryptedBytes, u.plaintextSize);
+      else {
+        bar.update(u.phase, u.bytesDone, u.bytesTotal, u.bytesSkipped);
+        setDone(u.bytesDone, u.bytesSkipped);
+      }
     };
     try {
       const out = await uploadFile({
@@ -274,7 +278,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         onProgress,
       });
       filesDone++;
-      setDone(file.size);
+      setDone(ciphertextSize(file.size), fileSkipped);
       results.push({
         path: file.rel,
         action: "uploaded",
@@ -295,7 +299,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         return;
       }
       filesDone++;
-      progress.overall(doneTotal, filesDone);
+      progress.overall(doneTotal, filesDone, skippedTotal);
       results.push({
         path: file.rel,
         action: "failed",
