@@ -11,14 +11,18 @@
  *   esync push DIR --folder LABEL             upload new and changed files (resumable)
  *   esync pull --folder LABEL DEST            download, decrypt and verify a folder
  *   esync search [Q] [filters]                search files across folders
+ *   esync ls [PATH] --folder LABEL            list a directory of a folder on the server
+ *   esync restore PATH... --folder LABEL      download and verify chosen files or directories
  *   esync rm --folder LABEL PATH...           delete files on the server
  */
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerFolder } from "./commands/folder.ts";
 import { registerInit } from "./commands/init.ts";
+import { registerLs } from "./commands/ls.ts";
 import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
+import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
 import {
@@ -52,9 +56,10 @@ export function buildProgram(): Command {
       `
 Quick start:
   esync init --server http://127.0.0.1:8080
-  esync push ~/Documents --folder documents
+  esync push ~/Documents --folder documents --create
   esync search report --type pdf
-  esync pull --folder documents ~/restore
+  esync ls --folder documents
+  esync restore reports/2026 --folder documents --to ~/restore
 
 ${EXIT_CODES_HELP}`,
     );
@@ -63,6 +68,8 @@ ${EXIT_CODES_HELP}`,
   registerPush(program);
   registerPull(program);
   registerSearch(program);
+  registerLs(program);
+  registerRestore(program);
   registerRm(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();

@@ -218,6 +218,84 @@ describe("esync push / pull of a real directory tree", () => {
     expect(await expectSameTree(tree, dest)).toBe(fileCount);
   });
 
+  test("ls lists one directory of the folder: subfolders with file counts, then files", async () => {
+    const r = await runCli(cfg, ["ls", "deep", "--folder", "backup", "--json"]);
+    expect(r.code).toBe(0);
+    const out = r.json<{
+      path: string;
+      folders: Array<{ name: string; file_count: number }>;
+      files: Array<{ relative_path: string }>;
+    }>();
+    expect(out.path).toBe("deep");
+    const under = [...listTree(join(tree, "deep")).keys()];
+    expect(out.files.map((f) => f.relative_path).sort()).toEqual(
+      under
+        .filter((p) => !p.includes("/"))
+        .map((p) => `deep/${p}`)
+        .sort(),
+    );
+    expect(out.folders.map((f) => f.name)).toContain("er");
+    const plain = await runCli(cfg, ["ls", "/deep/", "--folder", "backup"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("er/");
+    expect(plain.stdout).toContain("Résumé final.json");
+    const unknown = await runCli(cfg, ["ls", "--folder", "nope"]);
+    expect(unknown.code).toBe(1);
+  });
+
+  test("restore writes just the files and directories named, verified, under --to", async () => {
+    const dest = join(work, "partial");
+    const r = await runCli(cfg, [
+      "restore",
+      "deep",
+      "large/real-over-8MiB.bin",
+      "--folder",
+      "backup",
+      "--to",
+      dest,
+      "--json",
+    ]);
+    expect(r.code).toBe(0);
+    const want = [...listTree(tree).keys()].filter(
+      (p) => p.startsWith("deep/") || p === "large/real-over-8MiB.bin",
+    );
+    expect(r.json<{ restored: number; failed: number }>()).toMatchObject({
+      restored: want.length,
+      failed: 0,
+    });
+    const got = listTree(dest);
+    expect([...got.keys()].sort()).toEqual(want.sort());
+    for (const rel of want)
+      expect(
+        Buffer.compare(await Bun.file(join(tree, rel)).bytes(), await Bun.file(join(dest, rel)).bytes()),
+      ).toBe(0);
+  });
+
+  test("restore: a path not in the folder exits 1 writing nothing; a differing local file is kept unless --force", async () => {
+    const dest = join(work, "partial");
+    const missing = await runCli(cfg, [
+      "restore",
+      "no/such/file",
+      "--folder",
+      "backup",
+      "--to",
+      join(work, "nothing"),
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('not in folder "backup": "no/such/file"');
+    const rel = "large/real-over-8MiB.bin";
+    writeFileSync(join(dest, rel), "edited locally\n");
+    const kept = await runCli(cfg, ["restore", rel, "--folder", "backup", "--to", dest]);
+    expect(kept.code).toBe(3);
+    expect(kept.stdout).toContain(`kept      ${rel}`);
+    expect(await Bun.file(join(dest, rel)).text()).toBe("edited locally\n");
+    const forced = await runCli(cfg, ["restore", rel, "--folder", "backup", "--to", dest, "--force"]);
+    expect(forced.code).toBe(0);
+    expect(
+      Buffer.compare(await Bun.file(join(tree, rel)).bytes(), await Bun.file(join(dest, rel)).bytes()),
+    ).toBe(0);
+  });
+
   test("plain output (stdout not a terminal) has one line per file and a summary", async () => {
     writeFileSync(join(tree, "new note.txt"), "hello\n");
     fileCount++;
