@@ -14,12 +14,14 @@
  *   esync ls [PATH] --folder LABEL            list a directory of a folder on the server
  *   esync restore PATH... --folder LABEL      download and verify chosen files or directories
  *   esync rm --folder LABEL PATH...           delete files on the server
+ *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
  */
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerFolder } from "./commands/folder.ts";
 import { registerInit } from "./commands/init.ts";
 import { registerLs } from "./commands/ls.ts";
+import { registerPassphrase } from "./commands/passphrase.ts";
 import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
 import { registerRestore } from "./commands/restore.ts";
@@ -71,6 +73,7 @@ ${EXIT_CODES_HELP}`,
   registerLs(program);
   registerRestore(program);
   registerRm(program);
+  registerPassphrase(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
