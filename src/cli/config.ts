@@ -46,6 +46,13 @@ export interface GlobalOptions {
   server?: string;
   json?: boolean;
   retryFor?: string;
+  spillDir?: string;
+}
+
+/** The spill directory chosen by `--spill-dir` or `$ESYNC_SPILL_DIR`, if either is set. */
+export function spillDirOverride(flag?: string): string | undefined {
+  const dir = flag ?? (process.env.ESYNC_SPILL_DIR || undefined);
+  return dir === undefined ? undefined : resolve(dir);
 }
 
 /** How long to retry network errors and 5xx, ms: `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 min. */

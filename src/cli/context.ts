@@ -2,7 +2,8 @@
  * @module cli/context
  * What a command that talks to the server needs, built once from the global options: the
  * configuration directory, the identity of the stored mnemonic, an `EsyncApi` that signs
- * `sig1.` tokens with it, and the Ctrl-C signal.
+ * `sig1.` tokens with it and retries outages, and the Ctrl-C signal. Stale spill files are
+ * removed on the way (`spill.ts`).
  */
 import { EsyncApi } from "../client/api.ts";
 import type { ApiError } from "../client/api-error.ts";
@@ -19,8 +20,10 @@ import {
   readMnemonic,
   retryForMs,
   serverOverride,
+  spillDirOverride,
 } from "./config.ts";
 import { describeError, eprintln, formatDuration, InterruptedError } from "./output.ts";
+import { cleanSpillDir } from "./spill.ts";
 
 /**
  * Tells the user on stderr, at most every 15 s, that requests are being retried (the error
@@ -77,6 +80,8 @@ export function interruptSignal(): AbortSignal {
 /** Loads configuration, mnemonic and identity; usage error (exit 1) when `esync init` was not run. */
 export async function loadContext(opts: GlobalOptions): Promise<CommandContext> {
   const paths = configPaths(configDir(opts.configDir));
+  paths.spill = spillDirOverride(opts.spillDir) ?? paths.spill;
+  await cleanSpillDir(paths.spill, paths.uploads);
   const config = await readConfig(paths);
   const mnemonic = await readMnemonic(paths);
   const identity = await identityFromMnemonic(mnemonic);

@@ -49,6 +49,10 @@ export function buildProgram(): Command {
       "--retry-for <duration>",
       "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
     )
+    .option(
+      "--spill-dir <dir>",
+      "where encrypted copies of large files in upload are kept for resume (default $ESYNC_SPILL_DIR or <config-dir>/spill)",
+    )
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .configureOutput({ outputError: (text, write) => write(`esync: ${text.replace(/^error: /, "")}`) })
@@ -62,6 +66,14 @@ Quick start:
   esync search report --type pdf
   esync ls --folder documents
   esync restore reports/2026 --folder documents --to ~/restore
+
+Resuming large uploads (the spill directory):
+  A file over 8 MiB is encrypted once into a spill file (same size as the file, encrypted,
+  mode 0600 in a 0700 directory) so that its chunks can be sent, re-sent and, after Ctrl-C,
+  a crash or an outage, resumed by running the same command again. It is removed when the
+  file is uploaded or given up; one left behind is removed after 1 hour if no upload refers
+  to it, and after 24 hours in any case. Pick the disk with --spill-dir (needs free space
+  for the largest files in flight).
 
 ${EXIT_CODES_HELP}`,
     );
