@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ciphertextSize } from "../../src/client/frame.ts";
 import { folderHash, identityFromMnemonic } from "../../src/client/keys.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
@@ -386,10 +386,25 @@ describe("exit codes", () => {
     expect(r.stderr).toMatch(/esync: cannot reach http:\/\/127\.0\.0\.1:9 \(retried for \d+s\): /);
   });
 
+  test("scripts/install-cli.sh installs an esync that runs from any directory, and prints the PATH line", async () => {
+    const bin = join(work, "bin");
+    const install = Bun.spawnSync(["bash", join(import.meta.dir, "../../scripts/install-cli.sh")], {
+      env: { ...process.env, ESYNC_BIN_DIR: bin, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` },
+    });
+    expect(install.exitCode).toBe(0);
+    expect(install.stdout.toString()).toContain(`export PATH="${bin}:$PATH"`);
+    const run = Bun.spawnSync(["esync", "--version"], { cwd: "/", env: { PATH: `${bin}:/usr/bin:/bin` } });
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
   test("--help lists the commands and the exit codes", async () => {
     const r = await runCli(cfg, ["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["init", "folder", "push", "pull", "search", "rm"]) expect(r.stdout).toContain(`  ${c}`);
+    for (const c of ["init", "folder", "push", "pull", "search", "ls", "restore", "rm", "passphrase"])
+      expect(r.stdout).toContain(`  ${c}`);
+    expect(r.stdout).toContain("--spill-dir");
+    expect(r.stdout).toContain("Resuming large uploads (the spill directory)");
     expect(r.stdout).toContain("Exit codes:");
     expect(r.stdout).toContain("130");
   });
