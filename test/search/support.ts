@@ -70,6 +70,7 @@ export function fileRow(owner: string, spec: FileSpec): FileRow {
     updatedAt: spec.updated ?? created,
     clientTimestamp: created,
     source: null,
+    attributes: null,
     uploadId: randomBytes(16).toString("hex"),
     ciphertextHash: randomBytes(32).toString("hex"),
     ciphertextSize: (spec.size ?? 100) + 48,
