@@ -10,6 +10,7 @@
  *   esync folder add|list|rm LABEL            the server's folder registry
  *   esync push DIR --folder LABEL             upload new and changed files (resumable)
  *   esync pull --folder LABEL DEST            download, decrypt and verify a folder
+ *   esync sync DIR --folder LABEL [--watch]   two-way sync (deletions, renames, conflicts kept)
  *   esync search [Q] [filters]                search files across folders
  *   esync rm --folder LABEL PATH...           delete files on the server
  */
@@ -21,6 +22,7 @@ import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerSync } from "./commands/sync.ts";
 import { describeError, EXIT, EXIT_CODES_HELP, eprintln, exitCodeOf } from "./output.ts";
 
 /** The `esync` program with every command registered; `exitOverride` lets `main` choose exit codes. */
@@ -50,6 +52,7 @@ ${EXIT_CODES_HELP}`,
   registerFolder(program);
   registerPush(program);
   registerPull(program);
+  registerSync(program);
   registerSearch(program);
   registerRm(program);
   for (const cmd of program.commands) {

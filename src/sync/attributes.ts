@@ -64,7 +64,7 @@ export function sealAttributes(
     v: 1,
     type: attrs.type,
     mode: attrs.mode & 0o7777,
-    mtime_ms: Math.round(attrs.mtimeMs),
+    mtime_ms: attrs.mtimeMs,
   });
   const nonce = crypto.getRandomValues(new Uint8Array(NONCE));
   const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, aad(binding)).encrypt(
