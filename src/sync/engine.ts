@@ -24,7 +24,7 @@ import { dirname, join } from "node:path";
 import { safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
-import { downloadFile } from "../client/downloader.ts";
+import { downloadFile, IntegrityError } from "../client/downloader.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
@@ -126,6 +126,19 @@ class Replan extends Error {
   }
 }
 
+/**
+ * Errors that mean the plan is stale, not that something is broken: a local edit during the
+ * pass, a 409 Conflict (the remote has a newer revision), a 404 or a blob whose content differs
+ * from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
+ */
+function movedOn(e: unknown): boolean {
+  return (
+    e instanceof Replan ||
+    e instanceof IntegrityError ||
+    (e instanceof ApiError && (e.status === 409 || e.status === 404))
+  );
+}
+
 /** Errors after which a pass stops: no server, bad credentials, server failing. */
 function isFatal(e: unknown): boolean {
   return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
@@ -161,10 +174,10 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
         if (isChange(a)) ctx.onAction?.(a, "done");
       } catch (e) {
         if (ctx.signal?.aborted) throw e;
-        if (e instanceof Replan || (e instanceof ApiError && e.status === 409)) {
+        if (movedOn(e)) {
           replan = true;
           report.deferred.push(a.path);
-          ctx.onAction?.(a, "skipped", e.message);
+          ctx.onAction?.(a, "skipped", (e as Error).message);
           continue;
         }
         if (isFatal(e)) throw e;
