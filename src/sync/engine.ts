@@ -368,8 +368,13 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
 
 /** Records the remote version as the base of its path, with the local fingerprint it now has. */
 async function recordRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
-  const st = await lstat(absOf(ctx, remote.rel));
-  ctx.state.put({
+  await recordRemoteIn(ctx.state, ctx.root, remote);
+}
+
+/** Records `remote` as the synced version of its path under `root`, with the path's current fingerprint. */
+export async function recordRemoteIn(state: SyncState, root: string, remote: RemoteVersion): Promise<void> {
+  const st = await lstat(join(root, ...remote.rel.split("/")));
+  state.put({
     rel: remote.rel,
     kind: remote.kind,
     hash: remote.hash,
@@ -409,6 +414,7 @@ export async function materializeAt(
   root: string,
   remote: RemoteVersion,
   signal?: AbortSignal,
+  onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
 ): Promise<void> {
   const dest = await safeDestination(root, remote.rel);
   const existing = await lstat(dest).catch(() => null);
@@ -418,7 +424,15 @@ export async function materializeAt(
     await mkdir(tmpDir, { recursive: true });
     const tmp = join(tmpDir, toHex(crypto.getRandomValues(new Uint8Array(8))));
     try {
-      await downloadFile({ api, ss58Address: address, folder, entry: remote.entry, destPath: tmp, signal });
+      await downloadFile({
+        api,
+        ss58Address: address,
+        folder,
+        entry: remote.entry,
+        destPath: tmp,
+        signal,
+        onProgress,
+      });
       const target = await readFile(tmp, "utf8");
       const link = `${dest}.esync-part-${toHex(crypto.getRandomValues(new Uint8Array(4)))}`;
       await symlink(target, link);
@@ -428,7 +442,15 @@ export async function materializeAt(
     }
   } else {
     await mkdir(dirname(dest), { recursive: true });
-    await downloadFile({ api, ss58Address: address, folder, entry: remote.entry, destPath: dest, signal });
+    await downloadFile({
+      api,
+      ss58Address: address,
+      folder,
+      entry: remote.entry,
+      destPath: dest,
+      signal,
+      onProgress,
+    });
     if (remote.mode === null) await chmod(dest, 0o644);
   }
   await applyAttributes(dest, remote);

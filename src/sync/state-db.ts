@@ -2,7 +2,9 @@
  * @module sync/state-db
  * The sync state of one local directory: `DIR/.esync/state.sqlite` (bun:sqlite, WAL), kept
  * inside the directory so that it moves with it and two synced directories never share one.
- * `.esync/` is always excluded from sync.
+ * `.esync/` is always excluded from sync. (`esync pull` into a directory that is not synced
+ * keeps the same records under the configuration directory instead, so that a restore holds
+ * only the restored files.)
  *
  * Per path it records the base of the three-way comparison: the version last seen identical
  * on both sides (kind, `salted_hash`, permission bits, the server's `revision_id` and
@@ -13,7 +15,7 @@
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { EntryKind } from "./attributes.ts";
 import { STATE_DIR } from "./excludes.ts";
 import type { Fingerprint } from "./local-tree.ts";
@@ -69,12 +71,12 @@ export class SyncState {
   }
 
   /**
-   * Opens (creating) the state of `root` for `binding`.
+   * Opens (creating) the state of `root` for `binding`, at `path` (default `DIR/.esync/state.sqlite`).
    * @throws StateBindingError when it belongs to another folder or account.
    */
-  static open(root: string, binding: StateBinding): SyncState {
-    mkdirSync(join(root, STATE_DIR), { recursive: true, mode: 0o700 });
-    const db = new Database(statePath(root), { create: true, strict: true });
+  static open(root: string, binding: StateBinding, path = statePath(root)): SyncState {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const db = new Database(path, { create: true, strict: true });
     db.run("PRAGMA journal_mode = WAL");
     db.run("PRAGMA busy_timeout = 5000");
     db.run("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
@@ -92,7 +94,7 @@ export class SyncState {
       if (have && have.value !== value) {
         db.close();
         throw new StateBindingError(
-          `${root} is synced with ${key} ${have.value}, not ${value}; sync another directory (or remove ${statePath(root)})`,
+          `${root} is synced with ${key} ${have.value}, not ${value}; sync another directory (or remove ${path})`,
         );
       }
       if (!have) db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(key, value);
