@@ -20,7 +20,6 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
-import { IntegrityError } from "../../client/downloader.ts";
 import { ciphertextSize } from "../../client/frame.ts";
 import { sha256, toHex } from "../../client/hash.ts";
 import { applyAttributes, materializeAt, recordRemoteIn } from "../../sync/engine.ts";
@@ -134,14 +133,20 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
   const results: PullFileResult[] = [];
   const todo: PlannedDownload[] = [];
   for (const entry of tree.unplaceable) {
-    const why =
-      entry.relative_path === null ? "without a relative path" : "whose path does not hash to its path_hash";
+    if (entry.relative_path === null) {
+      results.push({ path: "", action: "no_path", size: entry.size_bytes });
+      say(`skipping a file without a relative path (${entry.size_bytes} bytes)`);
+      continue;
+    }
+    const error = `integrity check failed: ${JSON.stringify(entry.relative_path)} does not hash to its path_hash`;
     results.push({
-      path: entry.relative_path ?? "",
-      action: entry.relative_path === null ? "no_path" : "failed",
+      path: entry.relative_path,
+      action: "failed",
       size: entry.size_bytes,
+      error,
+      exit_code: EXIT.local,
     });
-    say(`skipping a file ${why} (${entry.size_bytes} bytes)`);
+    if (!ctx.json) println(`FAILED    ${entry.relative_path}: ${error}`);
   }
   for (const remote of tree.entries.values()) {
     ctx.signal.throwIfAborted();
