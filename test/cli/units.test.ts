@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { searchFilters } from "../../src/cli/commands/search.ts";
-import { safeDestination, UnsafePathError, walkDirectory } from "../../src/cli/local-files.ts";
+import { safeDestination, UnsafePathError } from "../../src/cli/local-files.ts";
 import {
   CliError,
   describeError,
@@ -26,6 +26,8 @@ import {
 import { fitName, RateMeter } from "../../src/cli/progress.ts";
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
+import { excludesFrom } from "../../src/sync/excludes.ts";
+import { scanLocalTree } from "../../src/sync/local-tree.ts";
 
 const work = mkdtempSync(join(tmpdir(), "esync-cli-unit-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -184,9 +186,13 @@ describe("pull destinations", () => {
     await expect(safeDestination(dest, "escape/x.txt")).rejects.toThrow(/leading outside the destination/);
   });
 
-  test("push does not follow symbolic links", async () => {
-    const walked = await walkDirectory(dest);
-    expect(walked.skipped).toContain("escape");
-    expect(walked.files.some((f) => f.rel.startsWith("escape"))).toBe(false);
+  test("push stores a symbolic link as a link and does not follow it", async () => {
+    const tree = await scanLocalTree(
+      dest,
+      "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY",
+      excludesFrom([]),
+    );
+    expect(tree.entries.get("escape")).toMatchObject({ kind: "symlink", target: join(work, "outside") });
+    expect([...tree.entries.keys()].some((rel) => rel.startsWith("escape/"))).toBe(false);
   });
 });
