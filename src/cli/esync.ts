@@ -10,6 +10,8 @@
  *   esync folder add|list|rm LABEL            the server's folder registry
  *   esync push DIR --folder LABEL             upload new and changed files (resumable)
  *   esync pull --folder LABEL DEST            download, decrypt and verify a folder
+ *   esync sync DIR --folder LABEL [--watch]   two-way sync (deletions, renames, conflicts kept)
+ *   esync status DIR --folder LABEL           what a sync would do, without doing it
  *   esync search [Q] [filters]                search files across folders
  *   esync ls [PATH] --folder LABEL            list a directory of a folder on the server
  *   esync restore PATH... --folder LABEL      download and verify chosen files or directories
@@ -27,6 +29,8 @@ import { registerPush } from "./commands/push.ts";
 import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerStatus } from "./commands/status.ts";
+import { registerSync } from "./commands/sync.ts";
 import {
   describeError,
   EXIT,
@@ -81,6 +85,8 @@ ${EXIT_CODES_HELP}`,
   registerFolder(program);
   registerPush(program);
   registerPull(program);
+  registerSync(program);
+  registerStatus(program);
   registerSearch(program);
   registerLs(program);
   registerRestore(program);

@@ -95,6 +95,11 @@ export interface UploadFileOptions {
    * it was opened with; a Conflict at its finalize is handled by `onConflict`.
    */
   revision?: RevisionInfo;
+  /**
+   * The manifest's `attributes` (esync extension) for the sealed content, given its
+   * `salted_hash` (32 bytes); omitted when undefined.
+   */
+  attributes?: (saltedHash: Uint8Array) => Uint8Array;
   /** On a 409 Conflict envelope: throw (default) or rebase onto the current revision and retry. */
   onConflict?: "fail" | "rebase";
   /** Remembers sessions for resume; without it an interrupted upload starts over. */
@@ -246,6 +251,7 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
       relativePath: rel,
       revision: o.revision ?? NEW_FILE,
       timestamp: o.now?.(),
+      attributes: o.attributes?.(sealed.saltedHash),
     },
     o.folder,
   );

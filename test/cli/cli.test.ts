@@ -4,7 +4,7 @@
  * real files of this machine and pull back byte for byte, unchanged files skipped, a changed
  * file sent as a new revision, search, rm, and the exit codes of failures.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -12,6 +12,9 @@ import { ciphertextSize } from "../../src/client/frame.ts";
 import { folderHash, identityFromMnemonic } from "../../src/client/keys.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { buildRealTree, expectSameTree, listTree, runCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MNEMONIC = `${"abandon ".repeat(11)}about`;
 const work = mkdtempSync(join(tmpdir(), "esync-cli-"));

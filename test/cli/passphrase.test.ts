@@ -2,12 +2,15 @@
  * The mnemonic file sealed with a passphrase: the format (`mnemonic-seal.ts`) and the CLI
  * (`esync init --passphrase`, `esync passphrase set|remove`, `ESYNC_PASSPHRASE`).
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isSealed, openMnemonic, sealMnemonic, WrongPassphraseError } from "../../src/cli/mnemonic-seal.ts";
 import { runCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MNEMONIC = `${"abandon ".repeat(11)}about`;
 const FAST = { mKib: 64, t: 1, p: 1 };

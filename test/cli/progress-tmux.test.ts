@@ -5,12 +5,15 @@
  * error lines (the server killed mid-push) are wrapped at word boundaries, never cut.
  * tmux is installed with apt-get when missing (as root).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { CLI, copyHead, runCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MiB = 1024 * 1024;
 const COLS = 80;

@@ -7,7 +7,7 @@
  * - ciphertext altered on the server's disk is caught on pull (exit 3) and nothing is written
  *   at the destination.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -19,6 +19,9 @@ import { WalletTokenSource } from "../../src/client/token.ts";
 import type { PendingUpload } from "../../src/client/upload-state.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { copyHead, expectSameTree, realFileOver8MiB, runCli, spawnCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MiB = 1024 * 1024;
 const MNEMONIC = `${"abandon ".repeat(11)}about`;

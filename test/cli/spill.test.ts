@@ -1,10 +1,13 @@
 /** Stale spill files are removed (`cli/spill.ts`), in the directory `--spill-dir` names. */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanSpillDir } from "../../src/cli/spill.ts";
 import { runCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const work = mkdtempSync(join(tmpdir(), "esync-spill-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

@@ -3,12 +3,12 @@
  * tables, exit codes of errors, search filters from options, and the destination check that
  * keeps `pull` inside DEST whatever paths the server sends.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { searchFilters } from "../../src/cli/commands/search.ts";
-import { safeDestination, UnsafePathError, walkDirectory } from "../../src/cli/local-files.ts";
+import { safeDestination, UnsafePathError } from "../../src/cli/local-files.ts";
 import {
   CliError,
   describeError,
@@ -27,6 +27,11 @@ import {
 import { composeLine, fitName, percent, RateMeter, wrapWords } from "../../src/cli/progress.ts";
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
+import { excludesFrom } from "../../src/sync/excludes.ts";
+import { scanLocalTree } from "../../src/sync/local-tree.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const work = mkdtempSync(join(tmpdir(), "esync-cli-unit-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -243,9 +248,13 @@ describe("pull destinations", () => {
     await expect(safeDestination(dest, "escape/x.txt")).rejects.toThrow(/leading outside the destination/);
   });
 
-  test("push does not follow symbolic links", async () => {
-    const walked = await walkDirectory(dest);
-    expect(walked.skipped).toContain("escape");
-    expect(walked.files.some((f) => f.rel.startsWith("escape"))).toBe(false);
+  test("push stores a symbolic link as a link and does not follow it", async () => {
+    const tree = await scanLocalTree(
+      dest,
+      "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY",
+      excludesFrom([]),
+    );
+    expect(tree.entries.get("escape")).toMatchObject({ kind: "symlink", target: join(work, "outside") });
+    expect([...tree.entries.keys()].some((rel) => rel.startsWith("escape/"))).toBe(false);
   });
 });

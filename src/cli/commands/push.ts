@@ -2,11 +2,13 @@
  * @module cli/commands/push
  * `esync push DIR --folder LABEL`: uploads the new and changed files of a directory tree.
  *
- * 1. Walk DIR (regular files; symbolic links are not followed and are reported).
+ * 1. Walk DIR: regular files and symbolic links (stored as links, never followed), leaving out
+ *    what `DIR/.esyncignore` and `--exclude` match (`sync/excludes.ts`).
  * 2. Register the folder if the server does not list it yet.
  * 3. Read the folder's state (`/get_state`, every page). A local file is unchanged when the
- *    server has its path with the same `size_bytes` and `salted_hash` (which the client
- *    computes from the plaintext, complement §6); unchanged files are not sent.
+ *    server has its path with the same `salted_hash` (which the client computes from the
+ *    plaintext, complement §6), kind and permission bits (from the attributes); unchanged files
+ *    are not sent. Every upload carries the file's attributes (README "File attributes").
  * 4. Upload the rest with `uploadFile`, `--jobs` files at a time, each with `--parallel`
  *    chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
  *    the server's (rebased if the server moved on meanwhile).
@@ -14,8 +16,8 @@
  *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
  *    each file from the server's `status`, sending only the chunks it lacks.
  */
-import { mkdir, rm, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
@@ -26,9 +28,12 @@ import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import { sealAttributes } from "../../sync/attributes.ts";
+import { loadExcludes } from "../../sync/excludes.ts";
+import { type LocalEntry, scanLocalTree } from "../../sync/local-tree.ts";
+import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { type LocalFile, sameContent, walkDirectory } from "../local-files.ts";
 import {
   CliError,
   describeError,
@@ -48,6 +53,7 @@ import { progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { Throttle, ThrottledApi } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
+import { collect } from "./sync.ts";
 
 interface PushOptions {
   folder: string;
@@ -58,6 +64,7 @@ interface PushOptions {
   dryRun?: boolean;
   verbose?: boolean;
   create?: boolean;
+  exclude: string[];
 }
 
 /** What happened to one file, as the `--json` summary lists it. */
@@ -91,7 +98,7 @@ function isFatal(e: unknown): boolean {
 }
 
 interface PlannedFile {
-  file: LocalFile;
+  file: LocalEntry;
   id: string;
   entry: RemoteFileEntry | undefined;
 }
@@ -129,10 +136,18 @@ export function registerPush(program: Command): void {
     .option("--limit-rate <rate>", "average upload bandwidth cap per second, e.g. 20MiB")
     .option("-n, --dry-run", "only show what would be uploaded")
     .option("-v, --verbose", "also list unchanged files")
+    .option(
+      "-x, --exclude <pattern>",
+      "leave out paths matching PATTERN (gitignore syntax; repeatable)",
+      collect,
+      [],
+    )
     .addHelpText(
       "after",
       `
-Unchanged files (same size and salted_hash as on the server) are skipped. Files removed
+Unchanged files (same content, kind and mode as on the server) are skipped. Symbolic links,
+mode bits and modification times are stored. Paths matching DIR/.esyncignore (gitignore
+syntax) or --exclude are left out. Files removed
 locally are not deleted on the server (use \`esync rm\`). Interrupted with Ctrl-C or by a crash,
 the same command resumes each large file where it stopped.
 
@@ -167,15 +182,18 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   };
   const started = performance.now();
 
-  const walk = await walkDirectory(root);
-  for (const s of walk.skipped) say(`skipping ${s} (not a regular file)`);
+  const tree = await scanLocalTree(root, ctx.address, await loadExcludes(root, opts.exclude));
+  const walk = { files: [...tree.entries.values()], skipped: tree.skipped };
+  for (const s of walk.skipped) say(`skipping ${s} (not a regular file or link)`);
 
   const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
   const registered = folder.registered;
   if (registered) say(`registered folder "${label}" (${keys.folderHash})`);
 
-  const remote = new Map<string, RemoteFileEntry>();
-  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) remote.set(toHex(e.path_hash), e);
+  const entries: RemoteFileEntry[] = [];
+  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
+  const remote = new Map(entries.map((e) => [toHex(e.path_hash), e]));
+  const versions = remoteTree(entries, keys.key).entries;
 
   if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
   const results: PushFileResult[] = [];
@@ -184,7 +202,9 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     ctx.signal.throwIfAborted();
     const id = fileId(pathHash(file.rel));
     const entry = remote.get(id);
-    if (entry && (await sameContent(file.abs, ctx.address, file.size, entry.salted_hash))) {
+    const version = versions.get(file.rel);
+    // A file stored without attributes (an older push, another client) is sent again with them.
+    if (entry && version && version.mode !== null && sameVersion(file, version)) {
       results.push({ path: file.rel, action: "unchanged", size: file.size });
       if (opts.verbose) say(`unchanged ${file.rel}`);
     } else {
@@ -261,16 +281,28 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         setDone(u.bytesDone, u.bytesSkipped);
       }
     };
+    // A link is uploaded as a file holding its target (encrypted like any content).
+    const linkFile =
+      file.kind === "symlink"
+        ? join(ctx.paths.spill, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`)
+        : null;
     try {
+      if (linkFile) await writeFile(linkFile, file.target ?? "", { mode: 0o600 });
       const out = await uploadFile({
         api,
         ss58Address: ctx.address,
         folder: keys,
-        localPath: file.abs,
+        localPath: linkFile ?? file.abs,
         relativePath: file.rel,
+        attributes: (saltedHash) =>
+          sealAttributes(
+            keys.key,
+            { pathHash: pathHash(file.rel), saltedHash },
+            { type: file.kind, mode: file.mode, mtimeMs: file.mtimeMs },
+          ),
         revision: nextRevision(p.entry),
         onConflict: "rebase",
-        stateFile: state,
+        stateFile: linkFile ? undefined : state,
         spillDir: ctx.paths.spill,
         parallelism: parallel,
         encryptPool: pool,
@@ -309,6 +341,8 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       });
       bar.done(`FAILED    ${file.rel}: ${describeError(e)}`);
       if (isFatal(e)) fatal = true;
+    } finally {
+      if (linkFile) await rm(linkFile, { force: true });
     }
   };
 
@@ -360,7 +394,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 function summary(
   label: string,
   folderHash: string,
-  walk: { files: LocalFile[]; skipped: string[] },
+  walk: { files: LocalEntry[]; skipped: string[] },
   results: PushFileResult[],
   registered: boolean,
   sendMs: number,

@@ -5,7 +5,8 @@
  * authenticated, plaintext checked against `salted_hash`, written atomically), keeping their
  * paths inside the folder under DIR (default: the current directory).
  *
- * A PATH is a file's relative path, or a directory: every file below it. A PATH that matches
+ * Symbolic links, mode bits and modification times stored by esync come back too (the sync
+ * engine's `materializeAt`). A PATH is a file's relative path, or a directory: every file below it. A PATH that matches
  * nothing on the server is a usage error (exit 1) before anything is written. A file already
  * identical at its destination is skipped; a different file there is left alone and reported
  * unless `--force` replaces it.
@@ -15,13 +16,13 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
-import { downloadFile, IntegrityError } from "../../client/downloader.ts";
 import { ciphertextSize } from "../../client/frame.ts";
-import { bytesEqual } from "../../client/hash.ts";
-import { pathHash } from "../../client/manifest.ts";
+import { applyAttributes, materializeAt } from "../../sync/engine.ts";
+import { readLocalEntry } from "../../sync/local-tree.ts";
+import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { safeDestination, sameContent } from "../local-files.ts";
+import { safeDestination } from "../local-files.ts";
 import {
   CliError,
   describeError,
@@ -128,19 +129,27 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
   await mkdir(dest, { recursive: true });
   const started = performance.now();
 
+  const tree = remoteTree(selected, keys.key);
   const results: RestoreFileResult[] = [];
-  const todo: Array<{ entry: RemoteFileEntry; rel: string; target: string }> = [];
-  for (const entry of selected) {
-    const rel = entry.relative_path as string;
+  const todo: RemoteVersion[] = [];
+  for (const entry of tree.unplaceable)
+    results.push({
+      path: entry.relative_path ?? "",
+      action: "failed",
+      size: entry.size_bytes,
+      error: `integrity check failed: ${JSON.stringify(entry.relative_path)} does not hash to its path_hash`,
+      exit_code: EXIT.local,
+    });
+  for (const remote of tree.entries.values()) {
+    const { rel, entry } = remote;
     try {
-      if (!bytesEqual(pathHash(rel), Uint8Array.from(entry.path_hash)))
-        throw new IntegrityError(`${JSON.stringify(rel)} does not hash to its path_hash`);
-      const target = await safeDestination(dest, rel);
-      if (await sameContent(target, ctx.address, entry.size_bytes, entry.salted_hash))
+      await safeDestination(dest, rel);
+      const local = await readLocalEntry(dest, rel, ctx.address);
+      if (local && sameVersion(local, { ...remote, mode: null })) {
+        await applyAttributes(local.abs, remote);
         results.push({ path: rel, action: "up_to_date", size: entry.size_bytes });
-      else if (!opts.force && (await stat(target).catch(() => null)))
-        results.push({ path: rel, action: "exists", size: entry.size_bytes });
-      else todo.push({ entry, rel, target });
+      } else if (local && !opts.force) results.push({ path: rel, action: "exists", size: entry.size_bytes });
+      else todo.push(remote);
     } catch (e) {
       results.push({
         path: rel,
@@ -165,28 +174,21 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
   let filesDone = 0;
   let next = 0;
   let fatal = false;
-  const one = async (p: (typeof todo)[number]) => {
-    const bar = progress.file(p.rel, ciphertextSize(p.entry.size_bytes));
+  const one = async (p: RemoteVersion) => {
+    const ctSize = ciphertextSize(p.entry.size_bytes);
+    const bar = progress.file(p.rel, ctSize);
     let fileDone = 0;
     try {
-      const out = await downloadFile({
-        api: ctx.api,
-        ss58Address: ctx.address,
-        folder: keys,
-        entry: p.entry,
-        destPath: p.target,
-        signal: ctx.signal,
-        onProgress: (n, t) => {
-          doneTotal += n - fileDone;
-          fileDone = n;
-          bar.update("receiving", n, t ?? ciphertextSize(p.entry.size_bytes));
-          progress.overall(doneTotal, filesDone);
-        },
+      await materializeAt(ctx.api, ctx.address, keys, dest, p, ctx.signal, (n, t) => {
+        doneTotal += n - fileDone;
+        fileDone = n;
+        bar.update("receiving", n, t ?? ctSize);
+        progress.overall(doneTotal, filesDone);
       });
       filesDone++;
       progress.overall(doneTotal, filesDone);
-      results.push({ path: p.rel, action: "restored", size: out.bytes });
-      bar.done(`restored  ${p.rel}  ${formatSize(out.bytes)}  verified`);
+      results.push({ path: p.rel, action: "restored", size: p.entry.size_bytes });
+      bar.done(`restored  ${p.rel}  ${formatSize(p.entry.size_bytes)}  verified`);
     } catch (e) {
       if (ctx.signal.aborted || isAbort(e)) {
         results.push({ path: p.rel, action: "interrupted", size: p.entry.size_bytes });
