@@ -66,18 +66,22 @@ export function buildProgram(): Command {
       `
 Quick start:
   esync init --server http://127.0.0.1:8080
-  esync push ~/Documents --folder documents --create
+  esync folder add documents
+  esync status ~/Documents --folder documents
+  esync sync ~/Documents --folder documents
+  esync push ~/Photos --folder photos --create
   esync search report --type pdf
   esync ls --folder documents
   esync restore reports/2026 --folder documents --to ~/restore
 
 Resuming large uploads (the spill directory):
-  A file over 8 MiB is encrypted once into a spill file (same size as the file, encrypted,
-  mode 0600 in a 0700 directory) so that its chunks can be sent, re-sent and, after Ctrl-C,
-  a crash or an outage, resumed by running the same command again. It is removed when the
-  file is uploaded or given up; one left behind is removed after 1 hour if no upload refers
-  to it, and after 24 hours in any case. Pick the disk with --spill-dir (needs free space
-  for the largest files in flight).
+  A file over 8 MiB is encrypted once into a spill file (as large as the file,
+  encrypted, mode 0600 in a 0700 directory) so that its chunks can be sent,
+  re-sent and, after Ctrl-C, a crash or an outage, resumed by running the same
+  command again. It is removed when the file is uploaded or given up; one left
+  behind is removed after 1 hour if no upload refers to it, and after 24 hours
+  in any case. --spill-dir picks the disk (it needs room for the largest files
+  in flight).
 
 ${EXIT_CODES_HELP}`,
     );
