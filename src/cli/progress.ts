@@ -115,6 +115,11 @@ interface LineSpec {
   minName: number;
   pct: number;
   fields: string[];
+  /**
+   * Aligned columns: the name exactly this wide and a 12-cell bar, so that lines of several
+   * files line up; used when everything fits, else the line is composed as usual.
+   */
+  column?: number;
 }
 
 /**
@@ -124,6 +129,10 @@ interface LineSpec {
  */
 export function composeLine(spec: LineSpec, width: number): string {
   const pctText = `${String(spec.pct).padStart(3)}%`;
+  if (spec.column !== undefined) {
+    const line = `${fitName(spec.name, spec.column)} ${bar(12, spec.pct)} ${[pctText, ...spec.fields].join("  ")}`;
+    if (line.length <= width) return line;
+  }
   for (let keep = spec.fields.length; keep >= 0; keep--) {
     const tail = [pctText, ...spec.fields.slice(0, keep)].join("  ");
     for (const barWidth of [24, 20, 16, 12, 8, 6]) {
@@ -159,10 +168,12 @@ export function transferProgress(
   let done = 0;
   let skipped = 0;
   let files = 0;
+  // No ETA until enough has moved for the moving average to mean something (1% or 1 MiB).
   const eta = () => {
     if (done >= totalBytes) return "0s";
     const rate = meter.rate();
-    return rate > 0 ? formatDuration(Math.ceil((totalBytes - done) / rate) * 1000) : "-";
+    if (rate <= 0 || done - skipped < Math.min(totalBytes / 100, 1024 * 1024)) return "-";
+    return formatDuration(Math.ceil((totalBytes - done) / rate) * 1000);
   };
   const record = (bytesDone: number, filesDone: number, bytesSkipped: number) => {
     done = bytesDone;
@@ -231,6 +242,7 @@ export function transferProgress(
           {
             name: `  ${name}`,
             minName: 16,
+            column: Math.max(12, Math.min(40, terminalWidth() - 60)),
             pct: percent(fm.bytes, fm.total),
             fields: [
               `${fm.phase.padEnd(10)} ${formatSize(fm.bytes)}/${formatSize(fm.total)}`,

@@ -109,6 +109,13 @@ describe("formatting", () => {
     );
     expect(file.length).toBeLessThanOrEqual(79);
     expect(file).toContain("name.bin");
+    // Aligned columns: two files with names of different lengths put their bars at one column.
+    const row = (name: string) =>
+      composeLine(
+        { name, minName: 16, pct: 40, fields: ["uploading  8 MiB/20 MiB", "4.5 MiB/s"], column: 19 },
+        79,
+      );
+    expect(row("  a.txt").indexOf("█")).toBe(row("  a/much/longer/name/of/a/file.bin").indexOf("█"));
   });
 
   test("lines above the bars are wrapped at word boundaries, never cut mid-word", () => {
