@@ -269,6 +269,7 @@ function generate(owner: string): void {
             updatedAt: updated,
             clientTimestamp: created,
             source: "bench",
+            attributes: null,
             uploadId: randomBytes(16).toString("hex"),
             ciphertextHash: randomBytes(32).toString("hex"),
             ciphertextSize: sizeBytes + 48,

@@ -1,63 +1,14 @@
 /**
  * @module cli/local-files
- * The local side of push and pull: walking a directory tree into relative paths, the
- * `salted_hash` of a local file (to tell unchanged files from changed ones without
- * downloading anything), and the destination of a pulled file, refused when it would land
- * outside the destination directory.
+ * The local side of push, pull and sync: the `salted_hash` of a local file (to tell unchanged
+ * files from changed ones without downloading anything), and the destination of a pulled
+ * file, refused when it would land outside the destination directory. Walking a tree is
+ * `sync/local-tree.ts`.
  */
-import { lstat, mkdir, readdir, realpath } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { mkdir, realpath } from "node:fs/promises";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { forEachChunk } from "../client/byte-stream.ts";
-import { bytesEqual } from "../client/hash.ts";
 import { normalizeRelativePath, SaltedHasher } from "../client/manifest.ts";
-
-/** A regular file found under the pushed directory. */
-export interface LocalFile {
-  /** Path inside the folder: NFC, `/` separators. */
-  rel: string;
-  /** Absolute path on disk. */
-  abs: string;
-  size: number;
-  mtimeMs: number;
-}
-
-/** What a walk found besides regular files. */
-export interface WalkResult {
-  files: LocalFile[];
-  /** Relative paths of symbolic links, sockets, devices and other non-regular entries (not pushed). */
-  skipped: string[];
-}
-
-/** Suffix of the temporary files `downloadFile` writes before its rename; never pushed. */
-const PART_FILE = /\.esync-part-[0-9a-f]+$/;
-
-/**
- * Every regular file under `root` (depth first, names sorted), as folder-relative paths.
- * Symbolic links are not followed and are reported in `skipped`, as are other non-regular
- * entries and leftover partial downloads.
- */
-export async function walkDirectory(root: string): Promise<WalkResult> {
-  const files: LocalFile[] = [];
-  const skipped: string[] = [];
-  const visit = async (dir: string, prefix: string): Promise<void> => {
-    const entries = await readdir(dir, { withFileTypes: true });
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const e of entries) {
-      const abs = join(dir, e.name);
-      const relRaw = prefix ? `${prefix}/${e.name}` : e.name;
-      if (e.isDirectory()) {
-        await visit(abs, relRaw);
-      } else if (e.isFile() && !PART_FILE.test(e.name)) {
-        const st = await lstat(abs);
-        files.push({ rel: normalizeRelativePath(relRaw), abs, size: st.size, mtimeMs: st.mtimeMs });
-      } else {
-        skipped.push(relRaw);
-      }
-    }
-  };
-  await visit(resolve(root), "");
-  return { files, skipped };
-}
 
 /** `salted_hash` (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6) of a local file, streamed. */
 export async function fileSaltedHash(path: string, ss58Address: string): Promise<Uint8Array> {
@@ -66,23 +17,6 @@ export async function fileSaltedHash(path: string, ss58Address: string): Promise
     h.update(chunk);
   });
   return h.digest();
-}
-
-/** True when the local file has `size` bytes and the given `salted_hash`. */
-export async function sameContent(
-  path: string,
-  ss58Address: string,
-  size: number,
-  saltedHash: readonly number[],
-): Promise<boolean> {
-  let st: Awaited<ReturnType<typeof lstat>>;
-  try {
-    st = await lstat(path);
-  } catch {
-    return false;
-  }
-  if (!st.isFile() || st.size !== size) return false;
-  return bytesEqual(await fileSaltedHash(path, ss58Address), Uint8Array.from(saltedHash));
 }
 
 /** A remote path that must not be written: absolute, with `..`, or leading outside the destination. */

@@ -42,6 +42,8 @@ export interface Manifest {
   file_name: string | null;
   relative_path: string | null;
   source?: string | null;
+  /** esync extension: opaque client-encrypted attributes (README "File attributes"); absent when not sent. */
+  attributes?: number[];
 }
 
 /** Name this library puts in `source`. */
@@ -154,6 +156,8 @@ export interface ManifestInput {
   encryptedPath?: Uint8Array;
   /** Default `esync`; null to send null. */
   source?: string | null;
+  /** Sealed attributes (`sync/attributes.ts`), 1..4096 bytes; omitted when undefined. */
+  attributes?: Uint8Array;
 }
 
 function bytesField(b: Uint8Array | readonly number[], length: number | null, name: string): number[] {
@@ -193,6 +197,7 @@ export function buildManifest(input: ManifestInput, signer: ManifestSigner): Man
     file_name: rel.split("/").at(-1) ?? null,
     relative_path: rel,
     source: input.source === undefined ? MANIFEST_SOURCE : input.source,
+    ...(input.attributes === undefined ? {} : { attributes: Array.from(input.attributes) }),
   };
 }
 

@@ -62,6 +62,8 @@ export const files = sqliteTable(
     /** Client-reported Unix seconds from the manifest. */
     clientTimestamp: integer("client_timestamp").notNull(),
     source: text("source"),
+    /** Opaque client-encrypted attributes from the manifest (at most 4 KiB), returned unchanged; null when absent. */
+    attributes: bytes("attributes"),
     uploadId: text("upload_id").notNull(),
     ciphertextHash: text("ciphertext_hash").notNull(),
     ciphertextSize: integer("ciphertext_size").notNull(),

@@ -27,11 +27,15 @@ export type FileEntryRow = Pick<
   | "chunkHashes"
   | "createdAt"
   | "updatedAt"
->;
+> &
+  Partial<Pick<FileRow, "attributes">>;
 
-/** Maps a row to its RemoteFileEntry. */
+/**
+ * Maps a row to its RemoteFileEntry. `attributes` (an esync extension) is present only when the
+ * row has them, so files written by other clients keep exactly the spec's fields.
+ */
 export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
-  return {
+  const entry: RemoteFileEntry = {
     path_hash: Array.from(r.pathHash),
     salted_hash: Array.from(r.saltedHash),
     size_bytes: r.sizeBytes,
@@ -45,6 +49,8 @@ export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
     created_at: r.createdAt,
     updated_at: r.updatedAt,
   };
+  if (r.attributes) entry.attributes = Array.from(r.attributes);
+  return entry;
 }
 
 /**

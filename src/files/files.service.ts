@@ -120,6 +120,7 @@ export class FilesService {
         updatedAt: now,
         clientTimestamp: m.timestamp,
         source: m.source,
+        attributes: m.attributes === null ? null : Buffer.from(m.attributes),
         uploadId: randomHex(16),
         ciphertextHash: blob.ciphertextHash,
         ciphertextSize: blob.size,

@@ -46,6 +46,12 @@ export const Manifest = t.Object({
   file_name: t.Union([t.String(), t.Null()]),
   relative_path: t.Union([t.String(), t.Null()]),
   source: t.Optional(t.Union([t.String(), t.Null()])),
+  attributes: t.Optional(
+    t.Union([t.Array(t.Integer({ minimum: 0, maximum: 255 }), { minItems: 1, maxItems: 4096 }), t.Null()], {
+      description:
+        "esync extension: opaque client-encrypted file attributes, returned unchanged by /get_state",
+    }),
+  ),
 });
 
 /** RemoteFileEntry (spec §2.5 without folder fields). */
@@ -62,6 +68,7 @@ export const RemoteFileEntry = t.Object({
   chunk_hashes: t.Union([t.Array(t.String()), t.Null()]),
   created_at: t.Integer(),
   updated_at: t.Integer(),
+  attributes: t.Optional(ByteArray),
 });
 
 /** UploadResult (spec §2.4). */

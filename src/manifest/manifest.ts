@@ -27,12 +27,16 @@ export interface Manifest {
   fileName: string | null;
   relativePath: string | null;
   source: string | null;
+  /** Opaque client-encrypted file attributes (mode, mtime, link), stored and returned unchanged; null when absent. */
+  attributes: Uint8Array | null;
 }
 
 /** Longest `encrypted_path` accepted, bytes. */
 export const MAX_ENCRYPTED_PATH_BYTES = 8192;
 /** Longest `file_name` / `relative_path` accepted, characters. */
 export const MAX_NAME_CHARS = 4096;
+/** Longest `attributes` accepted, bytes (an esync extension outside the signed sentence; README "File attributes"). */
+export const MAX_ATTRIBUTES_BYTES = 4096;
 
 /** The exact sentence a client signs (complement §1; its spelling is part of the wire format). */
 export function signedSentence(ciphertextHash: string): string {
@@ -128,6 +132,10 @@ export function parseManifest(raw: unknown): Manifest {
     fileName: readOptString(m.file_name, "file_name"),
     relativePath: readOptString(m.relative_path, "relative_path"),
     source: readOptString(m.source, "source"),
+    attributes:
+      m.attributes === undefined || m.attributes === null
+        ? null
+        : readBytes(m.attributes, "attributes", [1, MAX_ATTRIBUTES_BYTES]),
   };
   let ok = false;
   try {

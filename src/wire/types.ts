@@ -48,6 +48,11 @@ export interface RemoteFileEntry {
   chunk_hashes: string[] | null;
   created_at: number;
   updated_at: number;
+  /**
+   * esync extension: the manifest's opaque, client-encrypted attributes (mode, mtime, symlink),
+   * present only when the file was written with them (`/get_state`).
+   */
+  attributes?: number[];
 }
 
 /** A search result (spec §2.5): a file entry plus its folder. */

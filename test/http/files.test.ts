@@ -58,6 +58,7 @@ function seedFiles(owner: string, folderHash: string, n: number): void {
       updatedAt: t.clock.now(),
       clientTimestamp: 0,
       source: null,
+      attributes: null,
       uploadId: `u${i}`,
       ciphertextHash: "00".repeat(32),
       ciphertextSize: 48,

@@ -70,6 +70,7 @@ export function fileRow(owner: string, spec: FileSpec): FileRow {
     updatedAt: spec.updated ?? created,
     clientTimestamp: created,
     source: null,
+    attributes: null,
     uploadId: randomBytes(16).toString("hex"),
     ciphertextHash: randomBytes(32).toString("hex"),
     ciphertextSize: (spec.size ?? 100) + 48,
@@ -85,7 +86,14 @@ export function fileRow(owner: string, spec: FileSpec): FileRow {
  * UPDATE that `FilesRepository.upsert` runs, prepared once (the repository prepares it per call).
  */
 export function filesUpserter(db: Db): (row: FileRow) => void {
-  const fields = Object.entries(getTableColumns(files));
+  // Only the columns the database has yet: the migration test inserts rows before later
+  // migrations add columns (e.g. 0009's attributes).
+  const present = new Set(
+    (db.$client.prepare("SELECT name FROM pragma_table_info('files')").all() as { name: string }[]).map(
+      (r) => r.name,
+    ),
+  );
+  const fields = Object.entries(getTableColumns(files)).filter(([, c]) => present.has(c.name));
   const columns = fields.map(([, c]) => c.name);
   const keys = ["owner", "folder_hash", "path_hash"];
   const stmt = db.$client.prepare(

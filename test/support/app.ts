@@ -8,9 +8,7 @@
  * and a fresh key prefix in it for every app, emptied by `close`.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import { openDb } from "../../src/db/client.ts";
@@ -21,6 +19,7 @@ import { ManualClock } from "../../src/util/clock.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
+import { tempDir } from "./tmp.ts";
 
 export { testStorage };
 
@@ -70,7 +69,7 @@ export function makeTestApp(
   env: Record<string, string> = {},
   blobs?: BlobStore | ((store: BlobStore) => BlobStore),
 ): TestApp {
-  const dir = mkdtempSync(join(tmpdir(), "esync-test-"));
+  const dir = tempDir("esync-test-");
   const storageVars = s3Bucket ? s3Env({ ...s3Bucket, prefix: `app-${randomBytes(6).toString("hex")}` }) : {};
   const config = loadConfig({
     ESYNC_DATA_DIR: dir,

@@ -58,6 +58,8 @@ export interface ManifestOpts {
   revisionSeq?: number;
   baseRevisionId?: number[] | null;
   ciphertextHash?: string;
+  /** The esync `attributes` extension field; omitted when undefined. */
+  attributes?: number[];
 }
 
 /** 32-byte path hash of a relative path (complement §1: BLAKE3 of the NFC UTF-8 path). */
@@ -85,5 +87,6 @@ export function makeManifest(o: ManifestOpts): Record<string, unknown> {
     encrypted_path: Array.from(randomBytes(24)),
     file_name: o.fileName === undefined ? path.split("/").pop()! : o.fileName,
     relative_path: o.relativePath === undefined ? path : o.relativePath,
+    ...(o.attributes === undefined ? {} : { attributes: o.attributes }),
   };
 }

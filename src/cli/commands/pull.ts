@@ -9,19 +9,26 @@
  * The server is not trusted with paths either: a `relative_path` that is absolute, has a
  * `..` segment, does not hash to the entry's `path_hash`, or leads (through a symbolic link)
  * outside DEST is refused. Files already identical locally are not downloaded again.
+ *
+ * Attributes (README "File attributes") are restored: symbolic links as links, permission bits
+ * and modification times. A local file that differs from the server's is only replaced when
+ * it is the copy an earlier pull or sync wrote and nobody edited since (DEST/.esync/state.sqlite
+ * records what was written), or with `--force`; otherwise it is kept and reported.
  */
-import { mkdir, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, realpath, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
-import { downloadFile, IntegrityError } from "../../client/downloader.ts";
 import { ciphertextSize } from "../../client/frame.ts";
-import { bytesEqual } from "../../client/hash.ts";
-import { pathHash } from "../../client/manifest.ts";
+import { sha256, toHex } from "../../client/hash.ts";
+import { applyAttributes, materializeAt, recordRemoteIn } from "../../sync/engine.ts";
+import { readLocalEntry } from "../../sync/local-tree.ts";
+import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.ts";
+import { SyncState, statePath } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { safeDestination, sameContent } from "../local-files.ts";
+import { safeDestination } from "../local-files.ts";
 import {
   CliError,
   describeError,
@@ -37,6 +44,7 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
@@ -44,12 +52,13 @@ interface PullOptions {
   folder: string;
   jobs: string;
   verbose?: boolean;
+  force?: boolean;
 }
 
 /** What happened to one remote file, as the `--json` summary lists it. */
 export interface PullFileResult {
   path: string;
-  action: "downloaded" | "up_to_date" | "failed" | "interrupted" | "no_path";
+  action: "downloaded" | "up_to_date" | "kept_local" | "failed" | "interrupted" | "no_path";
   size: number;
   bytes_received?: number;
   error?: string;
@@ -58,8 +67,19 @@ export interface PullFileResult {
 
 interface PlannedDownload {
   entry: RemoteFileEntry;
+  remote: RemoteVersion;
   rel: string;
-  dest: string;
+}
+
+/**
+ * Where pull records what it wrote into `dest`: the directory's own sync state when `dest` is
+ * synced (`DEST/.esync/state.sqlite`), else `<config-dir>/pulls/<sha256(DEST)>.sqlite`, so a
+ * restore directory holds only the restored files.
+ */
+async function pullStatePath(ctx: CommandContext, dest: string): Promise<string> {
+  const own = statePath(dest);
+  if (await stat(own).catch(() => null)) return own;
+  return join(dirname(ctx.paths.uploads), "pulls", `${toHex(sha256(await realpath(dest)))}.sqlite`);
 }
 
 /** Registers `esync pull` on `program`. */
@@ -71,11 +91,14 @@ export function registerPull(program: Command): void {
     .requiredOption("-f, --folder <label>", "folder label")
     .option("-j, --jobs <n>", "files downloaded at once", "3")
     .option("-v, --verbose", "also list files already up to date")
+    .option("--force", "replace local files that were changed locally (default: keep them)")
     .addHelpText(
       "after",
       `
-Files already identical in DEST are skipped; others are replaced atomically. Local files the
-server does not have are left alone.
+Files already identical in DEST are skipped; others are replaced atomically, unless the local
+file was edited after it was last pulled or synced: such a file is kept (and reported) unless
+--force is given. Local files the server does not have are left alone. Symbolic links, mode
+bits and modification times stored by esync are restored. DEST/.esync/ records what was pulled.
 
 Example:
   esync pull --folder documents ~/restore/documents`,
@@ -89,7 +112,7 @@ Example:
 async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Promise<void> {
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
-  const keys = ctx.identity.folder(label);
+  const { keys } = await resolveFolder(ctx, label);
   const dest = resolve(destArg);
   const st = await stat(dest).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${destArg}: exists and is not a directory`);
@@ -101,26 +124,51 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
 
   const entries: RemoteFileEntry[] = [];
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
+  const tree = remoteTree(entries, keys.key);
+  const state = SyncState.open(
+    dest,
+    { address: ctx.address, folderHash: keys.folderHash },
+    await pullStatePath(ctx, dest),
+  );
+  const base = state.entries();
   const results: PullFileResult[] = [];
   const todo: PlannedDownload[] = [];
-  for (const entry of entries) {
-    ctx.signal.throwIfAborted();
-    const rel = entry.relative_path;
-    if (rel === null) {
+  for (const entry of tree.unplaceable) {
+    if (entry.relative_path === null) {
       results.push({ path: "", action: "no_path", size: entry.size_bytes });
       say(`skipping a file without a relative path (${entry.size_bytes} bytes)`);
       continue;
     }
+    const error = `integrity check failed: ${JSON.stringify(entry.relative_path)} does not hash to its path_hash`;
+    results.push({
+      path: entry.relative_path,
+      action: "failed",
+      size: entry.size_bytes,
+      error,
+      exit_code: EXIT.local,
+    });
+    if (!ctx.json) println(`FAILED    ${entry.relative_path}: ${error}`);
+  }
+  for (const remote of tree.entries.values()) {
+    ctx.signal.throwIfAborted();
+    const { rel, entry } = remote;
     try {
-      if (!bytesEqual(pathHash(rel), Uint8Array.from(entry.path_hash)))
-        throw new IntegrityError(`${JSON.stringify(rel)} does not hash to its path_hash`);
-      const target = await safeDestination(dest, rel);
-      if (await sameContent(target, ctx.address, entry.size_bytes, entry.salted_hash)) {
+      await safeDestination(dest, rel);
+      const local = await readLocalEntry(dest, rel, ctx.address, (r) => base.get(r));
+      if (local && sameVersion(local, { ...remote, mode: null })) {
+        await applyAttributes(local.abs, remote);
+        await recordRemoteIn(state, dest, remote);
         results.push({ path: rel, action: "up_to_date", size: entry.size_bytes });
         if (opts.verbose) say(`up to date ${rel}`);
-      } else {
-        todo.push({ entry, rel, dest: target });
+        continue;
       }
+      const b = base.get(rel);
+      if (local && !opts.force && !(b && sameVersion(local, b))) {
+        results.push({ path: rel, action: "kept_local", size: entry.size_bytes });
+        say(`kept      ${rel}: changed locally (use --force to replace it with the server's)`);
+        continue;
+      }
+      todo.push({ entry, remote, rel });
     } catch (e) {
       results.push({
         path: rel,
@@ -147,29 +195,22 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     const ctSize = ciphertextSize(p.entry.size_bytes);
     let fileDone = 0;
     try {
-      const out = await downloadFile({
-        api: ctx.api,
-        ss58Address: ctx.address,
-        folder: keys,
-        entry: p.entry,
-        destPath: p.dest,
-        signal: ctx.signal,
-        onProgress: (n, total) => {
-          doneTotal += n - fileDone;
-          fileDone = n;
-          bar.update(n / (total ?? ctSize), "receiving", n);
-          progress.overall(doneTotal, filesDone);
-        },
+      await materializeAt(ctx.api, ctx.address, keys, dest, p.remote, ctx.signal, (n, total) => {
+        doneTotal += n - fileDone;
+        fileDone = n;
+        bar.update("receiving", n, total ?? ctSize);
+        progress.overall(doneTotal, filesDone);
       });
+      await recordRemoteIn(state, dest, p.remote);
       filesDone++;
       progress.overall(doneTotal, filesDone);
       results.push({
         path: p.rel,
         action: "downloaded",
-        size: out.bytes,
-        bytes_received: out.ciphertextBytes,
+        size: p.entry.size_bytes,
+        bytes_received: fileDone,
       });
-      bar.done(`downloaded ${p.rel}  ${formatSize(out.bytes)}  verified`);
+      bar.done(`downloaded ${p.rel}  ${formatSize(p.entry.size_bytes)}  verified`);
     } catch (e) {
       if (ctx.signal.aborted || isAbort(e)) {
         results.push({ path: p.rel, action: "interrupted", size: p.entry.size_bytes });
@@ -197,6 +238,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
   } finally {
     progress.stop();
+    state.close();
   }
 
   const recvMs = performance.now() - recvStart;
@@ -210,6 +252,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     files: entries.length,
     downloaded: downloaded.length,
     up_to_date: results.filter((r) => r.action === "up_to_date").length,
+    kept_local: results.filter((r) => r.action === "kept_local").length,
     failed: failed.length,
     bytes_downloaded: downloaded.reduce((n, r) => n + r.size, 0),
     bytes_received: bytesReceived,
@@ -225,6 +268,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     ];
     if (s.downloaded > 0) parts.push(formatRate(s.rate_bytes_per_sec));
     parts.push(`${s.up_to_date} up to date`);
+    if (s.kept_local > 0) parts.push(`${s.kept_local} kept (changed locally; --force replaces them)`);
     if (s.failed > 0) parts.push(`${s.failed} failed`);
     println(parts.join("; "));
   }

@@ -2,11 +2,13 @@
  * @module cli/commands/push
  * `esync push DIR --folder LABEL`: uploads the new and changed files of a directory tree.
  *
- * 1. Walk DIR (regular files; symbolic links are not followed and are reported).
+ * 1. Walk DIR: regular files and symbolic links (stored as links, never followed), leaving out
+ *    what `DIR/.esyncignore` and `--exclude` match (`sync/excludes.ts`).
  * 2. Register the folder if the server does not list it yet.
  * 3. Read the folder's state (`/get_state`, every page). A local file is unchanged when the
- *    server has its path with the same `size_bytes` and `salted_hash` (which the client
- *    computes from the plaintext, complement §6); unchanged files are not sent.
+ *    server has its path with the same `salted_hash` (which the client computes from the
+ *    plaintext, complement §6), kind and permission bits (from the attributes); unchanged files
+ *    are not sent. Every upload carries the file's attributes (README "File attributes").
  * 4. Upload the rest with `uploadFile`, `--jobs` files at a time, each with `--parallel`
  *    chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
  *    the server's (rebased if the server moved on meanwhile).
@@ -14,20 +16,24 @@
  *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
  *    each file from the server's `status`, sending only the chunks it lacks.
  */
-import { mkdir, rm, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
+import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import { sealAttributes } from "../../sync/attributes.ts";
+import { loadExcludes } from "../../sync/excludes.ts";
+import { type LocalEntry, scanLocalTree } from "../../sync/local-tree.ts";
+import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { type LocalFile, sameContent, walkDirectory } from "../local-files.ts";
 import {
   CliError,
   describeError,
@@ -44,8 +50,10 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { Throttle, ThrottledApi } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
+import { collect } from "./sync.ts";
 
 interface PushOptions {
   folder: string;
@@ -55,6 +63,8 @@ interface PushOptions {
   encryptWorkers?: string;
   dryRun?: boolean;
   verbose?: boolean;
+  create?: boolean;
+  exclude: string[];
 }
 
 /** What happened to one file, as the `--json` summary lists it. */
@@ -88,7 +98,7 @@ function isFatal(e: unknown): boolean {
 }
 
 interface PlannedFile {
-  file: LocalFile;
+  file: LocalEntry;
   id: string;
   entry: RemoteFileEntry | undefined;
 }
@@ -115,7 +125,8 @@ export function registerPush(program: Command): void {
     .command("push")
     .description("upload new and changed files of DIR to a folder (resumes interrupted uploads)")
     .argument("<dir>", "local directory to push")
-    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("--create", "register the folder on the server if it does not exist yet")
     .option("-j, --jobs <n>", "files uploaded at once", "3")
     .option("--parallel <n>", "chunks of one file in flight", "4")
     .option(
@@ -125,15 +136,23 @@ export function registerPush(program: Command): void {
     .option("--limit-rate <rate>", "average upload bandwidth cap per second, e.g. 20MiB")
     .option("-n, --dry-run", "only show what would be uploaded")
     .option("-v, --verbose", "also list unchanged files")
+    .option(
+      "-x, --exclude <pattern>",
+      "leave out paths matching PATTERN (gitignore syntax; repeatable)",
+      collect,
+      [],
+    )
     .addHelpText(
       "after",
       `
-Unchanged files (same size and salted_hash as on the server) are skipped. Files removed
+Unchanged files (same content, kind and mode as on the server) are skipped. Symbolic links,
+mode bits and modification times are stored. Paths matching DIR/.esyncignore (gitignore
+syntax) or --exclude are left out. Files removed
 locally are not deleted on the server (use \`esync rm\`). Interrupted with Ctrl-C or by a crash,
 the same command resumes each large file where it stopped.
 
 Examples:
-  esync push ~/Documents --folder documents
+  esync push ~/Documents --folder documents --create
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
@@ -163,28 +182,18 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   };
   const started = performance.now();
 
-  const walk = await walkDirectory(root);
-  for (const s of walk.skipped) say(`skipping ${s} (not a regular file)`);
+  const tree = await scanLocalTree(root, ctx.address, await loadExcludes(root, opts.exclude));
+  const walk = { files: [...tree.entries.values()], skipped: tree.skipped };
+  for (const s of walk.skipped) say(`skipping ${s} (not a regular file or link)`);
 
-  let registered = false;
-  const { folders } = await ctx.api.listFolders(ctx.address);
-  if (!opts.dryRun && !folders.some((f) => f.folder_hash === keys.folderHash)) {
-    try {
-      await ctx.api.registerFolder({
-        ss58Address: ctx.address,
-        folderHash: keys.folderHash,
-        label,
-        deviceName: ctx.config.device_name,
-      });
-      registered = true;
-      say(`registered folder "${label}" (${keys.folderHash})`);
-    } catch (e) {
-      if (!(e instanceof ApiError && e.status === 409)) throw e;
-    }
-  }
+  const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+  const registered = folder.registered;
+  if (registered) say(`registered folder "${label}" (${keys.folderHash})`);
 
-  const remote = new Map<string, RemoteFileEntry>();
-  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) remote.set(toHex(e.path_hash), e);
+  const entries: RemoteFileEntry[] = [];
+  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
+  const remote = new Map(entries.map((e) => [toHex(e.path_hash), e]));
+  const versions = remoteTree(entries, keys.key).entries;
 
   if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
   const results: PushFileResult[] = [];
@@ -193,7 +202,9 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     ctx.signal.throwIfAborted();
     const id = fileId(pathHash(file.rel));
     const entry = remote.get(id);
-    if (entry && (await sameContent(file.abs, ctx.address, file.size, entry.salted_hash))) {
+    const version = versions.get(file.rel);
+    // A file stored without attributes (an older push, another client) is sent again with them.
+    if (entry && version && version.mode !== null && sameVersion(file, version)) {
       results.push({ path: file.rel, action: "unchanged", size: file.size });
       if (opts.verbose) say(`unchanged ${file.rel}`);
     } else {
@@ -228,17 +239,21 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     return;
   }
 
-  const totalBytes = todo.reduce((n, p) => n + p.file.size, 0);
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
   const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
   const api: EsyncApi =
     limit === undefined
       ? ctx.api
-      : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
+      : new ThrottledApi(
+          { baseUrl: ctx.serverUrl, token: ctx.tokens, retry: ctx.retry },
+          new Throttle(limit),
+        );
   await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
   const pool =
     workers > 0 && todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool(workers) : undefined;
   const sendStart = performance.now();
   let doneTotal = 0;
+  let skippedTotal = 0;
   let filesDone = 0;
   let fatal = false;
   let next = 0;
@@ -247,33 +262,47 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const { file } = p;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
+    let fileSkipped = 0;
     let sentSoFar = 0;
-    const setDone = (n: number) => {
+    const setDone = (n: number, skipped: number) => {
       doneTotal += n - fileDone;
+      skippedTotal += skipped - fileSkipped;
       fileDone = n;
-      progress.overall(doneTotal, filesDone);
+      fileSkipped = skipped;
+      progress.overall(doneTotal, filesDone, skippedTotal);
     };
-    // A file's work is encrypting it and sending it, half each: in plaintext bytes, so the
-    // overall rate is the push's effective throughput and the ETA covers both phases.
+    // Overall progress counts ciphertext bytes on the server (what takes the time); bytes a
+    // resumed session already had are kept out of the rate.
     const onProgress = (u: UploadProgress) => {
-      const sent = u.bytesTotal > 0 ? u.bytesDone / u.bytesTotal : 0;
-      const encrypted = u.phase === "encrypting" ? u.encryptedBytes : u.plaintextSize;
-      const units = (encrypted + sent * u.plaintextSize) / 2;
       sentSoFar = u.bytesSent;
-      const fraction = u.plaintextSize > 0 ? units / u.plaintextSize : u.phase === "done" ? 1 : 0;
-      bar.update(fraction, u.phase, u.phase === "encrypting" ? u.encryptedBytes : u.bytesDone);
-      setDone(units);
+      if (u.phase === "encrypting") bar.update("encrypting", u.encryptedBytes, u.plaintextSize);
+      else {
+        bar.update(u.phase, u.bytesDone, u.bytesTotal, u.bytesSkipped);
+        setDone(u.bytesDone, u.bytesSkipped);
+      }
     };
+    // A link is uploaded as a file holding its target (encrypted like any content).
+    const linkFile =
+      file.kind === "symlink"
+        ? join(ctx.paths.spill, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`)
+        : null;
     try {
+      if (linkFile) await writeFile(linkFile, file.target ?? "", { mode: 0o600 });
       const out = await uploadFile({
         api,
         ss58Address: ctx.address,
         folder: keys,
-        localPath: file.abs,
+        localPath: linkFile ?? file.abs,
         relativePath: file.rel,
+        attributes: (saltedHash) =>
+          sealAttributes(
+            keys.key,
+            { pathHash: pathHash(file.rel), saltedHash },
+            { type: file.kind, mode: file.mode, mtimeMs: file.mtimeMs },
+          ),
         revision: nextRevision(p.entry),
         onConflict: "rebase",
-        stateFile: state,
+        stateFile: linkFile ? undefined : state,
         spillDir: ctx.paths.spill,
         parallelism: parallel,
         encryptPool: pool,
@@ -281,7 +310,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         onProgress,
       });
       filesDone++;
-      setDone(file.size);
+      setDone(ciphertextSize(file.size), fileSkipped);
       results.push({
         path: file.rel,
         action: "uploaded",
@@ -302,7 +331,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         return;
       }
       filesDone++;
-      progress.overall(doneTotal, filesDone);
+      progress.overall(doneTotal, filesDone, skippedTotal);
       results.push({
         path: file.rel,
         action: "failed",
@@ -312,6 +341,8 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       });
       bar.done(`FAILED    ${file.rel}: ${describeError(e)}`);
       if (isFatal(e)) fatal = true;
+    } finally {
+      if (linkFile) await rm(linkFile, { force: true });
     }
   };
 
@@ -363,7 +394,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 function summary(
   label: string,
   folderHash: string,
-  walk: { files: LocalFile[]; skipped: string[] },
+  walk: { files: LocalEntry[]; skipped: string[] },
   results: PushFileResult[],
   registered: boolean,
   sendMs: number,

@@ -1,0 +1,196 @@
+/**
+ * @module cli/commands/sync
+ * `esync sync DIR --folder LABEL [--watch]`: two-way sync of a directory with a folder
+ * (`src/sync/`): local creations, changes, deletions and renames go up, remote ones come down,
+ * a file changed on both sides keeps both versions. The state of the directory lives in
+ * `DIR/.esync/state.sqlite`. With `--watch` it keeps running: local changes are picked up
+ * from filesystem events, remote ones by polling, and a server outage only delays sync.
+ */
+import { mkdir, stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { ApiError } from "../../client/api-error.ts";
+import { UploadStateFile } from "../../client/upload-state.ts";
+import { runSyncPass, type SyncContext, type SyncReport } from "../../sync/engine.ts";
+import { loadExcludes } from "../../sync/excludes.ts";
+import type { SyncAction } from "../../sync/planner.ts";
+import { SyncState } from "../../sync/state-db.ts";
+import { watchLoop } from "../../sync/watch.ts";
+import type { GlobalOptions } from "../config.ts";
+import { type CommandContext, loadContext } from "../context.ts";
+import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import { checkLabel } from "./folder.ts";
+import { positiveInt } from "./push.ts";
+
+interface SyncOptions {
+  folder: string;
+  watch?: boolean;
+  exclude: string[];
+  interval: string;
+  debounce: string;
+}
+
+/** Collects a repeatable option's values. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** One line describing a settled action. */
+export function describeAction(a: SyncAction): string {
+  switch (a.op) {
+    case "upload":
+      return `uploaded    ${a.path}${a.reason === "changed" ? " (changed)" : ""}`;
+    case "download":
+      return `downloaded  ${a.path}${a.reason === "changed" ? " (changed)" : ""}`;
+    case "delete_remote":
+      return `deleted     ${a.path} on the server`;
+    case "delete_local":
+      return `deleted     ${a.path} locally`;
+    case "rename_remote":
+      return `renamed     ${a.from} -> ${a.path} on the server`;
+    case "move_local":
+      return `renamed     ${a.from} -> ${a.path} locally`;
+    case "conflict":
+      return `conflict    ${a.path}: both changed; yours kept as ${a.copyPath}`;
+    case "record":
+    case "forget":
+      return `recorded    ${a.path}`;
+  }
+}
+
+function summaryLine(label: string, r: SyncReport): string {
+  const parts: string[] = [];
+  if (r.uploaded) parts.push(`${r.uploaded} uploaded`);
+  if (r.downloaded) parts.push(`${r.downloaded} downloaded`);
+  if (r.renamed) parts.push(`${r.renamed} renamed`);
+  if (r.deletedRemote) parts.push(`${r.deletedRemote} deleted on the server`);
+  if (r.deletedLocal) parts.push(`${r.deletedLocal} deleted locally`);
+  if (r.conflicts.length) parts.push(`${r.conflicts.length} conflict(s) kept as copies`);
+  if (r.failures.length) parts.push(`${r.failures.length} failed`);
+  if (r.deferred.length) parts.push(`${r.deferred.length} left for the next pass`);
+  return parts.length === 0 ? `"${label}" is in sync` : `synced "${label}": ${parts.join(", ")}`;
+}
+
+/** Registers `esync sync` on `program`. */
+export function registerSync(program: Command): void {
+  program
+    .command("sync")
+    .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
+    .argument("<dir>", "local directory to sync (created if missing)")
+    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .option("-w, --watch", "keep running: sync on local changes and poll the server")
+    .option(
+      "-x, --exclude <pattern>",
+      "leave out paths matching PATTERN (gitignore syntax; repeatable)",
+      collect,
+      [],
+    )
+    .option("--interval <seconds>", "with --watch: how often to poll the server", "5")
+    .option("--debounce <ms>", "with --watch: quiet time after a local change before syncing", "300")
+    .addHelpText(
+      "after",
+      `
+A file changed on both sides keeps both: the server's version under its name, yours as
+"NAME (conflicted copy from DEVICE YYYY-MM-DD).EXT". Deletions and renames propagate both
+ways. Mode bits, modification times and symbolic links are kept. Paths matching
+DIR/.esyncignore (gitignore syntax) or --exclude are left alone on both sides.
+The sync state is kept in DIR/.esync/ (never synced).
+
+Examples:
+  esync sync ~/Documents --folder documents
+  esync sync ~/Documents -f documents --watch --exclude '*.tmp' --exclude node_modules/`,
+    )
+    .action(async (dir: string, opts: SyncOptions, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      await sync(ctx, dir, opts);
+    });
+}
+
+async function ensureFolder(ctx: CommandContext, label: string, folderHash: string): Promise<boolean> {
+  const { folders } = await ctx.api.listFolders(ctx.address);
+  if (folders.some((f) => f.folder_hash === folderHash)) return false;
+  try {
+    await ctx.api.registerFolder({
+      ss58Address: ctx.address,
+      folderHash,
+      label,
+      deviceName: ctx.config.device_name,
+    });
+    return true;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 409) return false;
+    throw e;
+  }
+}
+
+async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promise<void> {
+  const label = checkLabel(opts.folder);
+  const intervalS = positiveInt("--interval", opts.interval, 86400);
+  const debounce = Number(opts.debounce);
+  if (!Number.isInteger(debounce) || debounce < 0 || debounce > 60_000)
+    throw usageError("--debounce must be an integer 0..60000 (milliseconds)");
+  const root = resolve(dir);
+  const st = await stat(root).catch(() => null);
+  if (st && !st.isDirectory()) throw usageError(`${dir}: exists and is not a directory`);
+  await mkdir(root, { recursive: true });
+  const folder = ctx.identity.folder(label);
+  const say = (line: string) => (ctx.json ? undefined : println(line));
+
+  const state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash });
+  try {
+    await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
+    const base: Omit<SyncContext, "excludes"> = {
+      api: ctx.api,
+      address: ctx.address,
+      folder,
+      root,
+      device: ctx.config.device_name,
+      state,
+      uploadState: new UploadStateFile(ctx.paths.uploads),
+      spillDir: ctx.paths.spill,
+      signal: ctx.signal,
+      onAction: (a, outcome, detail) => {
+        if (outcome === "done") say(describeAction(a));
+        else if (outcome === "failed") say(`FAILED      ${a.path}: ${detail ?? ""}`);
+      },
+    };
+    let registered = false;
+    const pass = async (): Promise<SyncReport> => {
+      if (!registered) {
+        if (await ensureFolder(ctx, label, folder.folderHash)) say(`registered folder "${label}"`);
+        registered = true;
+      }
+      // The ignore file is read again each pass, so editing it takes effect without a restart.
+      const excludes = await loadExcludes(root, opts.exclude);
+      const report = await runSyncPass({ ...base, excludes });
+      if (ctx.json) printJson({ folder: label, folder_hash: folder.folderHash, dir: root, ...report });
+      return report;
+    };
+
+    if (!opts.watch) {
+      const report = await pass();
+      say(summaryLine(label, report));
+      if (report.failures.length > 0)
+        throw new CliError(`${report.failures.length} path(s) failed to sync`, EXIT.local);
+      return;
+    }
+    say(`watching ${root} <-> "${label}" (Ctrl-C to stop)`);
+    await watchLoop({
+      root,
+      excludes: await loadExcludes(root, opts.exclude),
+      debounceMs: debounce,
+      pollMs: intervalS * 1000,
+      signal: ctx.signal,
+      pass: async () => {
+        const report = await pass();
+        const line = summaryLine(label, report);
+        if (!line.endsWith("is in sync")) say(`${new Date().toISOString().slice(11, 19)} ${line}`);
+      },
+      onRetry: (e, delay) =>
+        eprintln(`esync: ${describeError(e)}; retrying in ${Math.round(delay / 1000)} s`),
+    });
+  } finally {
+    state.close();
+  }
+  if (ctx.signal.aborted) throw new CliError("stopped", EXIT.interrupted);
+}

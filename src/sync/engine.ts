@@ -1,0 +1,461 @@
+/**
+ * @module sync/engine
+ * One sync pass of a local directory with a remote folder: scan, read the remote state,
+ * `planSync`, then carry the plan out, recording each settled path in the state database.
+ *
+ * Safety rules of the execution (nothing is lost):
+ * - A local path is only replaced, moved or deleted when it still has the fingerprint the plan
+ *   saw; a path edited meanwhile is left for the next round.
+ * - Uploads carry the remote revision the plan saw as `base_revision_id` and never rebase on
+ *   their own: a 409 Conflict envelope means the remote moved on, so the pass reads the remote
+ *   state again and plans that path again (it becomes a download or a conflict), up to
+ *   `MAX_ROUNDS` rounds.
+ * - A conflict keeps both versions: the local one moves to its conflicted-copy name (and is
+ *   uploaded there), the remote one is downloaded under the name.
+ * - Downloads are verified (`downloadFile`) and land atomically; symbolic links are created
+ *   under a temporary name and renamed into place; mode and mtime come from the attributes.
+ *
+ * Renames go through `propagateRename`, the one seam that will call `POST /rename_files`
+ * (extensions §1.2) once the server has it; today it uploads at the new path, then deletes
+ * the old one.
+ */
+import { chmod, lstat, mkdir, readFile, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { safeDestination } from "../cli/local-files.ts";
+import type { EsyncApi } from "../client/api.ts";
+import { ApiError } from "../client/api-error.ts";
+import { downloadFile, IntegrityError } from "../client/downloader.ts";
+import { fromHex, toHex } from "../client/hash.ts";
+import type { FolderKeys } from "../client/keys.ts";
+import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
+import type { UploadStateFile } from "../client/upload-state.ts";
+import { uploadFile } from "../client/uploader.ts";
+import { sealAttributes } from "./attributes.ts";
+import { type Excludes, STATE_DIR } from "./excludes.ts";
+import {
+  type LocalEntry,
+  type LocalTree,
+  readLocalEntry,
+  sameFingerprint,
+  scanLocalTree,
+} from "./local-tree.ts";
+import {
+  isChange,
+  planSync,
+  type RemoteTree,
+  type RemoteVersion,
+  remoteTree,
+  type SyncAction,
+} from "./planner.ts";
+import type { BaseEntry, SyncState } from "./state-db.ts";
+
+/** Rounds of plan-and-execute one pass runs at most while the remote keeps moving. */
+export const MAX_ROUNDS = 4;
+
+/** What a pass needs. */
+export interface SyncContext {
+  api: EsyncApi;
+  /** Account SS58 address. */
+  address: string;
+  folder: FolderKeys;
+  /** Absolute path of the synced directory. */
+  root: string;
+  /** This device's name (conflicted copies). */
+  device: string;
+  excludes: Excludes;
+  state: SyncState;
+  /** Resumable upload sessions (optional). */
+  uploadState?: UploadStateFile;
+  spillDir?: string;
+  signal?: AbortSignal;
+  /** One line per settled action, for display. */
+  onAction?: (a: SyncAction, outcome: "done" | "skipped" | "failed", detail?: string) => void;
+  /** Clock for conflicted-copy dates; default now. */
+  now?: () => Date;
+}
+
+/** A plan with the trees it was made from. */
+export interface FolderPlan {
+  actions: SyncAction[];
+  local: LocalTree;
+  remote: RemoteTree;
+}
+
+/** Scans the directory, reads the remote state and plans (no changes made): what `esync status` shows. */
+export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
+  const base = ctx.state.entries();
+  // Paths the rules exclude are out of sync on every side: adding a pattern never deletes anything.
+  for (const rel of [...base.keys()]) if (ctx.excludes.excluded(rel)) base.delete(rel);
+  const local = await scanLocalTree(ctx.root, ctx.address, ctx.excludes, (rel) => base.get(rel));
+  const entries = [];
+  for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
+  const remote = remoteTree(entries, ctx.folder.key);
+  // Remote paths the local rules exclude are left alone, as if absent on both sides.
+  for (const rel of [...remote.entries.keys()])
+    if (ctx.excludes.excluded(rel) && !local.entries.has(rel)) remote.entries.delete(rel);
+  const actions = planSync({
+    base,
+    local: local.entries,
+    remote: remote.entries,
+    device: ctx.device,
+    now: ctx.now?.() ?? new Date(),
+  });
+  return { actions, local, remote };
+}
+
+/** What a pass did. */
+export interface SyncReport {
+  rounds: number;
+  uploaded: number;
+  downloaded: number;
+  deletedRemote: number;
+  deletedLocal: number;
+  renamed: number;
+  conflicts: string[];
+  failures: { path: string; op: SyncAction["op"]; error: string }[];
+  /** Paths left for a later pass (edited during the pass, or the remote kept moving). */
+  deferred: string[];
+  unplaceable: number;
+}
+
+/** The local path changed after it was planned, or the remote moved on: plan again. */
+class Replan extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = "Replan";
+  }
+}
+
+/**
+ * Errors that mean the plan is stale, not that something is broken: a local edit during the
+ * pass, a 409 Conflict (the remote has a newer revision), a 404 or a blob whose content differs
+ * from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
+ */
+function movedOn(e: unknown): boolean {
+  return (
+    e instanceof Replan ||
+    e instanceof IntegrityError ||
+    (e instanceof ApiError && (e.status === 409 || e.status === 404))
+  );
+}
+
+/** Errors after which a pass stops: no server, bad credentials, server failing. */
+function isFatal(e: unknown): boolean {
+  return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
+}
+
+/** Runs one sync pass (up to `MAX_ROUNDS` plan-and-execute rounds). Throws only fatal errors. */
+export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
+  const report: SyncReport = {
+    rounds: 0,
+    uploaded: 0,
+    downloaded: 0,
+    deletedRemote: 0,
+    deletedLocal: 0,
+    renamed: 0,
+    conflicts: [],
+    failures: [],
+    deferred: [],
+    unplaceable: 0,
+  };
+  const failed = new Set<string>();
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    ctx.signal?.throwIfAborted();
+    report.rounds = round;
+    const plan = await planFolder(ctx);
+    report.unplaceable = plan.remote.unplaceable.length;
+    const todo = plan.actions.filter((a) => !failed.has(a.path));
+    let replan = false;
+    report.deferred = [];
+    for (const a of todo) {
+      ctx.signal?.throwIfAborted();
+      try {
+        await execute(ctx, a, report);
+        if (isChange(a)) ctx.onAction?.(a, "done");
+      } catch (e) {
+        if (ctx.signal?.aborted) throw e;
+        if (movedOn(e)) {
+          replan = true;
+          report.deferred.push(a.path);
+          ctx.onAction?.(a, "skipped", (e as Error).message);
+          continue;
+        }
+        if (isFatal(e)) throw e;
+        failed.add(a.path);
+        report.failures.push({ path: a.path, op: a.op, error: (e as Error).message });
+        ctx.onAction?.(a, "failed", (e as Error).message);
+      }
+    }
+    ctx.state.setDirs(plan.local.dirs);
+    if (!replan) break;
+  }
+  return report;
+}
+
+function absOf(ctx: SyncContext, rel: string): string {
+  return join(ctx.root, ...rel.split("/"));
+}
+
+/** Throws `Replan` unless `rel` is still what the plan saw (`planned` null = absent). */
+async function expectLocal(ctx: SyncContext, rel: string, planned: LocalEntry | null): Promise<void> {
+  const st = await lstat(absOf(ctx, rel)).catch(() => null);
+  if (!planned) {
+    if (st) throw new Replan(`${rel} appeared locally`);
+    return;
+  }
+  if (!st) throw new Replan(`${rel} disappeared locally`);
+  const fp = { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
+  if (!sameFingerprint(fp, planned) || st.isSymbolicLink() !== (planned.kind === "symlink"))
+    throw new Replan(`${rel} changed locally`);
+}
+
+function baseOf(local: LocalEntry, revisionId: string, revisionSeq: number, hash = local.hash): BaseEntry {
+  return {
+    rel: local.rel,
+    kind: local.kind,
+    hash,
+    mode: local.mode,
+    size: local.size,
+    mtimeMs: local.mtimeMs,
+    ino: local.ino,
+    revisionId,
+    revisionSeq,
+  };
+}
+
+async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Promise<void> {
+  switch (a.op) {
+    case "upload": {
+      await uploadEntry(ctx, a.path, a.local, a.remote);
+      report.uploaded++;
+      return;
+    }
+    case "download": {
+      await expectLocal(ctx, a.path, a.local);
+      if (a.local && a.local.kind === a.remote.kind && a.local.hash === a.remote.hash) {
+        await applyAttributes(absOf(ctx, a.path), a.remote);
+      } else {
+        await materialize(ctx, a.remote);
+      }
+      await recordRemote(ctx, a.remote);
+      report.downloaded++;
+      return;
+    }
+    case "delete_remote": {
+      await deleteRemote(ctx, a.remote);
+      ctx.state.remove(a.path);
+      report.deletedRemote++;
+      return;
+    }
+    case "delete_local": {
+      await expectLocal(ctx, a.path, a.local);
+      await rm(absOf(ctx, a.path), { force: true });
+      ctx.state.remove(a.path);
+      report.deletedLocal++;
+      return;
+    }
+    case "rename_remote": {
+      await propagateRename(ctx, a.from, a.path, a.local, a.remote);
+      report.renamed++;
+      return;
+    }
+    case "move_local": {
+      await expectLocal(ctx, a.from, a.local);
+      await expectLocal(ctx, a.path, null);
+      const dest = await safeDestination(ctx.root, a.path);
+      await rename(absOf(ctx, a.from), dest);
+      await applyAttributes(dest, a.remote);
+      ctx.state.remove(a.from);
+      await recordRemote(ctx, a.remote);
+      report.renamed++;
+      return;
+    }
+    case "conflict": {
+      await expectLocal(ctx, a.path, a.local);
+      await expectLocal(ctx, a.copyPath, null);
+      const copyAbs = await safeDestination(ctx.root, a.copyPath);
+      await rename(absOf(ctx, a.path), copyAbs);
+      await materialize(ctx, a.remote);
+      await recordRemote(ctx, a.remote);
+      report.conflicts.push(a.copyPath);
+      const copy = await readLocalEntry(ctx.root, a.copyPath, ctx.address);
+      if (copy) await uploadEntry(ctx, a.copyPath, copy, null);
+      return;
+    }
+    case "record": {
+      ctx.state.put(baseOf(a.local, a.remote.revisionId, a.remote.revisionSeq));
+      return;
+    }
+    case "forget": {
+      ctx.state.remove(a.path);
+      return;
+    }
+  }
+}
+
+/**
+ * The rename seam (extensions §1.2): moves remote file `from` to `to`, whose local entry is
+ * `local`. Until the server has `POST /rename_files` this uploads at `to`, then deletes `from`
+ * (the old path stays if the upload fails, so nothing is lost).
+ */
+export async function propagateRename(
+  ctx: SyncContext,
+  from: string,
+  to: string,
+  local: LocalEntry,
+  old: RemoteVersion,
+): Promise<void> {
+  await uploadEntry(ctx, to, local, null);
+  await deleteRemote(ctx, old);
+  ctx.state.remove(from);
+}
+
+async function deleteRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
+  try {
+    await ctx.api.deleteFile(ctx.address, ctx.folder.folderHash, fileId(remote.entry.path_hash));
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) throw e;
+  }
+}
+
+/**
+ * Uploads the local entry at `rel` as the revision after `remote` (null = a new file), with
+ * its attributes; records the result as the base. A Conflict (409) propagates as `ApiError`.
+ */
+async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, remote: RemoteVersion | null) {
+  await expectLocal(ctx, rel, local);
+  let source = local.abs;
+  let temp: string | null = null;
+  if (local.kind === "symlink") {
+    temp = join(ctx.root, STATE_DIR, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`);
+    await writeFile(temp, local.target ?? "", { mode: 0o600 });
+    source = temp;
+  }
+  try {
+    const out = await uploadFile({
+      api: ctx.api,
+      ss58Address: ctx.address,
+      folder: ctx.folder,
+      localPath: source,
+      relativePath: rel,
+      revision: remote
+        ? nextRevision({ revision_seq: remote.revisionSeq, revision_id: fromHex(remote.revisionId) })
+        : NEW_FILE,
+      onConflict: "fail",
+      attributes: (saltedHash) =>
+        sealAttributes(
+          ctx.folder.key,
+          { pathHash: pathHash(rel), saltedHash },
+          { type: local.kind, mode: local.mode, mtimeMs: local.mtimeMs },
+        ),
+      stateFile: local.kind === "file" ? ctx.uploadState : undefined,
+      spillDir: ctx.spillDir,
+      signal: ctx.signal,
+    });
+    if (!out.result) throw new Replan(`${rel}: a resumed upload finished earlier; reading the state again`);
+    ctx.state.put(
+      baseOf(
+        local,
+        toHex(out.result.revision_id),
+        out.manifest.revision_seq,
+        toHex(out.manifest.salted_hash),
+      ),
+    );
+  } finally {
+    if (temp) await rm(temp, { force: true });
+  }
+}
+
+/** Records the remote version as the base of its path, with the local fingerprint it now has. */
+async function recordRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
+  await recordRemoteIn(ctx.state, ctx.root, remote);
+}
+
+/** Records `remote` as the synced version of its path under `root`, with the path's current fingerprint. */
+export async function recordRemoteIn(state: SyncState, root: string, remote: RemoteVersion): Promise<void> {
+  const st = await lstat(join(root, ...remote.rel.split("/")));
+  state.put({
+    rel: remote.rel,
+    kind: remote.kind,
+    hash: remote.hash,
+    mode: st.mode & 0o7777,
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    ino: st.ino,
+    revisionId: remote.revisionId,
+    revisionSeq: remote.revisionSeq,
+  });
+}
+
+/** Sets mode and mtime from the remote attributes (when it has them). */
+export async function applyAttributes(abs: string, remote: Pick<RemoteVersion, "kind" | "mode" | "mtimeMs">) {
+  if (remote.kind === "file" && remote.mode !== null) await chmod(abs, remote.mode);
+  if (remote.mtimeMs !== null) {
+    const t = remote.mtimeMs / 1000;
+    if (remote.kind === "file") await utimes(abs, t, t);
+    else await lutimesIfPossible(abs, t);
+  }
+}
+
+async function lutimesIfPossible(abs: string, t: number): Promise<void> {
+  const { lutimes } = await import("node:fs/promises");
+  await lutimes(abs, t, t).catch(() => {});
+}
+
+/**
+ * Downloads `remote` into place (verified, atomic): a file with its mode (0644 without
+ * attributes) and mtime, or a symbolic link to the decrypted target. Refuses unsafe paths
+ * (`UnsafePathError`) and a directory in the way.
+ */
+export async function materializeAt(
+  api: EsyncApi,
+  address: string,
+  folder: FolderKeys,
+  root: string,
+  remote: RemoteVersion,
+  signal?: AbortSignal,
+  onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
+): Promise<void> {
+  const dest = await safeDestination(root, remote.rel);
+  const existing = await lstat(dest).catch(() => null);
+  if (existing?.isDirectory()) throw new Error(`${remote.rel}: a local directory is in the way`);
+  if (remote.kind === "symlink") {
+    const tmpDir = join(root, STATE_DIR, "tmp");
+    await mkdir(tmpDir, { recursive: true });
+    const tmp = join(tmpDir, toHex(crypto.getRandomValues(new Uint8Array(8))));
+    try {
+      await downloadFile({
+        api,
+        ss58Address: address,
+        folder,
+        entry: remote.entry,
+        destPath: tmp,
+        signal,
+        onProgress,
+      });
+      const target = await readFile(tmp, "utf8");
+      const link = `${dest}.esync-part-${toHex(crypto.getRandomValues(new Uint8Array(4)))}`;
+      await symlink(target, link);
+      await rename(link, dest);
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  } else {
+    await mkdir(dirname(dest), { recursive: true });
+    await downloadFile({
+      api,
+      ss58Address: address,
+      folder,
+      entry: remote.entry,
+      destPath: dest,
+      signal,
+      onProgress,
+    });
+    if (remote.mode === null) await chmod(dest, 0o644);
+  }
+  await applyAttributes(dest, remote);
+}
+
+async function materialize(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
+  await materializeAt(ctx.api, ctx.address, ctx.folder, ctx.root, remote, ctx.signal);
+}
