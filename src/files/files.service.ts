@@ -46,7 +46,18 @@ export class FilesService {
     private readonly deletions: DeletionQueueRepository,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
+    /** Seconds a replaced or deleted revision's objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
+    private readonly graceSeconds: number,
   ) {}
+
+  /**
+   * Checks the revision rules for `m` against the current row before any byte is stored (the
+   * commit checks them again).
+   * @throws as `checkRevision`.
+   */
+  precheck(m: Manifest): void {
+    this.checkRevision(m, this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash));
+  }
 
   /**
    * Checks the revision rules for writing `m` against the current row (complement §1).
@@ -90,15 +101,23 @@ export class FilesService {
   /**
    * Records a verified blob as the new revision of the manifest's file, in the caller's
    * transaction or a new one: revision checks, row upsert, folder counters, and the replaced
-   * revision's blob queued for deletion. `also` runs in the same transaction (finalize marks
-   * its session there).
-   * @throws as `checkRevision`.
+   * revision's blob queued for deletion after the grace period. `also` runs in the same
+   * transaction (finalize marks its session there). With `intent`, the write intent of the blob
+   * (`DeletionQueueRepository.reserve`) is claimed in the same transaction.
+   * @throws as `checkRevision`; `storage_unavailable` (503) when the intent's lease ran out.
    */
-  commit(m: Manifest, blob: StoredBlob, also?: (result: UploadResult) => void): UploadResult {
+  commit(
+    m: Manifest,
+    blob: StoredBlob,
+    also?: (result: UploadResult) => void,
+    intent?: number,
+  ): UploadResult {
     return this.db.transaction(() => {
       const now = this.clock.now();
       const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
       this.checkRevision(m, current);
+      if (intent !== undefined && !this.deletions.claim(intent, now))
+        throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
       const revisionId = Buffer.from(randomHex(32), "hex");
       const searchName = searchNameOf(m.fileName, m.relativePath);
       const row: FileRow = {
@@ -137,7 +156,7 @@ export class FilesService {
         now,
       );
       if (current && current.blobId !== blob.blobId)
-        this.deletions.enqueue([blobPrefix(current.blobId)], now);
+        this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
       const result: UploadResult = {
         upload_id: row.uploadId,
         timestamp: now,
@@ -161,7 +180,7 @@ export class FilesService {
   }
 
   /**
-   * Deletes one file (`/delete`): row, counters, blob queued for deletion.
+   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period.
    * @throws AppError `not_found` when there is no such file.
    */
   remove(owner: string, folderHash: string, pathHash: Uint8Array): void {
@@ -171,7 +190,7 @@ export class FilesService {
       if (!current) throw fail("not_found", "No file with this file_id in this folder");
       this.filesRepo.remove(owner, folderHash, pathHash);
       this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-      this.deletions.enqueue([blobPrefix(current.blobId)], now);
+      this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
     });
   }
 

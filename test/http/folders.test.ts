@@ -247,6 +247,9 @@ describe("DELETE /unregister_folder", () => {
     }
     expect(rowsOf(t, "blob_deletions")).toHaveLength(3);
     await t.sweeper.runOnce();
+    expect(rowsOf(t, "blob_deletions")).toHaveLength(3); // within ESYNC_BLOB_GRACE_SECONDS
+    t.clock.advance(t.config.blobGraceSeconds);
+    await t.sweeper.runOnce();
     expect(rowsOf(t, "blob_deletions")).toHaveLength(0);
     expect(await blobFiles(t)).toHaveLength(1);
     expect((await stateOf(t, u, FOLDER_B)).files).toHaveLength(1);
