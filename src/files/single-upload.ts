@@ -133,7 +133,7 @@ export class SingleUploadService {
    * at once when the store allows it (else the sweeper does it).
    */
   private async discard(intent: number, blobId: string): Promise<void> {
-    this.deletions.release(intent, this.clock.now());
+    this.deletions.release(intent, blobPrefix(blobId), this.clock.now());
     try {
       await this.blobs.deletePrefix(blobPrefix(blobId));
       this.deletions.done(intent);

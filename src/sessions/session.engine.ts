@@ -237,10 +237,13 @@ export class SessionEngine {
       const now = this.clock.now();
       const cur = this.sessions.get(sessionId);
       if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
-        this.deletions.release(intent, now);
+        this.deletions.release(intent, key, now);
         return cur && cur.expiresAt > now ? cur.state : "gone";
       }
-      if (!this.deletions.claim(intent, now)) return "lease_lost";
+      if (!this.deletions.claim(intent, now)) {
+        this.deletions.release(intent, key, now);
+        return "lease_lost";
+      }
       const prev = this.sessions.chunk(sessionId, index);
       if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
       this.sessions.putChunk({

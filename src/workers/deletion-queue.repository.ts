@@ -68,9 +68,14 @@ export class DeletionQueueRepository {
     );
   }
 
-  /** A write failed or was refused: its intent's objects are due for deletion at `now`. */
-  release(id: number, now: number): void {
-    this.db.update(blobDeletions).set({ notBefore: now }).where(eq(blobDeletions.id, id)).run();
+  /**
+   * A write failed or was refused: the objects of intent `id` (`target`) are due for deletion at
+   * `now`. When the lease had run out and the sweeper already processed the row (possibly before
+   * the bytes landed), the deletion is queued again.
+   */
+  release(id: number, target: string, now: number): void {
+    const r = this.db.update(blobDeletions).set({ notBefore: now }).where(eq(blobDeletions.id, id)).run();
+    if (changes(r) === 0) this.enqueue([target], now);
   }
 
   /** Up to `limit` rows due at `now`, oldest first. */
