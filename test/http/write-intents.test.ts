@@ -45,6 +45,8 @@ class HookStore implements BlobStore {
   puts = 0;
   /** Runs before the body is read. */
   before: ((key: string) => Promise<void> | void) | null = null;
+  /** Runs once the first piece of the body has been read (the write is under way). */
+  midway: ((key: string) => Promise<void> | void) | null = null;
   /** Runs after the object is stored, before `put` returns (the moment a crash would strand it). */
   after: ((key: string) => Promise<void> | void) | null = null;
   /** When set, `put` fails with it without storing. */
@@ -61,7 +63,22 @@ class HookStore implements BlobStore {
       await body.cancel();
       throw this.fault;
     }
-    await this.inner.put(key, body, length, opts);
+    const midway = this.midway;
+    let first = true;
+    const source = midway
+      ? body.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            async transform(piece, c) {
+              if (first) {
+                first = false;
+                await midway(key);
+              }
+              c.enqueue(piece);
+            },
+          }),
+        )
+      : body;
+    await this.inner.put(key, source, length, opts);
     await this.after?.(key);
   }
   get(key: string, range?: ByteRange) {
@@ -141,9 +158,11 @@ describe("write intents (a crash at any point leaves nothing unreclaimed)", () =
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     const midWrite: { orphans?: string[] } = {};
-    store.after = async () => {
+    store.before = async () => {
       expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
       await t.sweeper.runOnce();
+    };
+    store.after = async () => {
       midWrite.orphans = await orphansNow();
     };
     expectError(await putChunk(t, s.auth, s.sessionId, 0, chunkOf(ct, 1000, 0)), 404, "not_found");
@@ -163,8 +182,8 @@ describe("chunk PUT racing the end of its session", () => {
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [1]);
-    store.before = async () => {
-      store.before = null;
+    store.midway = async () => {
+      store.midway = null;
       expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
       await t.sweeper.runOnce();
     };
@@ -179,8 +198,8 @@ describe("chunk PUT racing the end of its session", () => {
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [1]);
-    store.before = async () => {
-      store.before = null;
+    store.midway = async () => {
+      store.midway = null;
       t.clock.advance(t.config.sessionTtlSeconds + 1);
       await t.sweeper.runOnce();
     };
