@@ -8,6 +8,7 @@
 import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
+import { evaluatePreconditions, type Preconditions, revisionEtag } from "../http/conditional.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
@@ -20,6 +21,8 @@ import type { FilesRepository } from "./files.repository.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
+const NO_PRECONDITIONS: Preconditions = { ifMatch: null, ifNoneMatch: null, ifRange: null };
+
 /** Where a verified ciphertext lives, given to `commit`. */
 export interface StoredBlob extends BlobLayout {
   /** BLAKE3 hex of the whole ciphertext (already verified against the manifest). */
@@ -28,13 +31,20 @@ export interface StoredBlob extends BlobLayout {
   chunkHashes: string[] | null;
 }
 
-/** A resolved download: the file row, the byte range `[start, end)` and the stream. */
+/**
+ * A resolved download: the file row, its strong entity tag, the byte range `[start, end)` and the
+ * stream. `notModified` (If-None-Match matched): no range and no body; answer 304.
+ */
 export interface Download {
   row: FileRow;
+  /** Strong entity tag of the revision (`"<revision id hex>"`). */
+  etag: string;
   start: number;
   end: number;
   partial: boolean;
-  body: ReadableStream<Uint8Array>;
+  notModified: boolean;
+  /** Null when `notModified`. */
+  body: ReadableStream<Uint8Array> | null;
 }
 
 /** Rules of file writes, reads and deletes. */
@@ -195,20 +205,37 @@ export class FilesService {
   }
 
   /**
-   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5).
+   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5), after its
+   * conditional headers (`src/http/conditional.ts`) are evaluated against the same row: a range
+   * whose If-Range names another revision gets the whole current file, never a splice.
    * @param range the `Range` header value, or null.
-   * @throws AppError `not_found`; `range_not_satisfiable` (416) for an unsatisfiable range.
+   * @param preconditions parsed If-Match / If-None-Match / If-Range (default: none).
+   * @throws AppError `not_found`; `precondition_failed` (412) when If-Match does not match;
+   *   `range_not_satisfiable` (416) for an unsatisfiable range.
    */
   async download(
     owner: string,
     folderHash: string,
     pathHash: Uint8Array,
     range: string | null,
+    preconditions: Preconditions = NO_PRECONDITIONS,
   ): Promise<Download> {
     const row = this.filesRepo.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
+    const etag = revisionEtag(toHex(row.revisionId));
+    const outcome = evaluatePreconditions(preconditions, etag, range !== null);
+    if (outcome === "precondition_failed")
+      throw fail(
+        "precondition_failed",
+        `The file's current revision is ${etag}, not the one If-Match names`,
+        {
+          headers: { etag },
+        },
+      );
     const size = row.ciphertextSize;
-    const r = parseRange(range, size);
+    if (outcome === "not_modified")
+      return { row, etag, start: 0, end: size, partial: false, notModified: true, body: null };
+    const r = parseRange(outcome === "full" ? null : range, size);
     if (r === "unsatisfiable") {
       throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
         headers: { "content-range": `bytes */${size}` },
@@ -224,7 +251,7 @@ export class FilesService {
     };
     // Read the first piece before answering, so that a store failure is a 500, not a truncated 200.
     const body = await primed(readBlobRange(this.blobs, layout, start, end));
-    return { row, start, end, partial: r !== null, body };
+    return { row, etag, start, end, partial: r !== null, notModified: false, body };
   }
 }
 
