@@ -17,7 +17,7 @@ import { Readable, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
-import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import { blobPrefix, chunkKey } from "../storage/layout.ts";
 import { createBlake3 } from "../util/blake3.ts";
@@ -78,6 +78,7 @@ export class SingleUploadService {
     const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
     try {
       const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
+      checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
           owner: caller,

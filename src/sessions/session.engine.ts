@@ -21,7 +21,7 @@
 import type { Db } from "../db/client.ts";
 import { type AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
-import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import {
   type BlobLayout,
@@ -116,6 +116,7 @@ export class SessionEngine {
     }
     if (count > this.opts.maxChunkCount)
       throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
+    checkPlaintextSize(manifest, total);
     if (manifest.ss58Address !== caller)
       throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 

@@ -421,7 +421,7 @@ describe("folder counters file_count / total_bytes / updated_at", () => {
     const before = await foldersOf(t, u);
     t.clock.advance(5);
     const again = randomCiphertext(300);
-    const m = makeManifest({ owner: u.address, ciphertext: again, path: "a.bin", sizeBytes: 999 });
+    const m = makeManifest({ owner: u.address, ciphertext: again, path: "a.bin", sizeBytes: 250 });
     expect((await uploadSingle(t, authAt(t, u), m, again)).status).toBe(409);
     expect(await foldersOf(t, u)).toEqual(before);
   });
