@@ -19,7 +19,7 @@
  */
 
 import type { Db } from "../db/client.ts";
-import { type AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
+import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
@@ -340,9 +340,12 @@ export class SessionEngine {
     ) {
       throw conflict("The session is being finalized by another request");
     }
-    const backToReceiving = () =>
+    // A finalize refused for the client's reason (4xx) leaves the session as it found it; after a
+    // server-side failure (5xx) the session gets a fresh lifetime for the retry it was told to make.
+    const backToReceiving = (e: unknown) =>
       this.sessions.transition(sessionId, "finalizing", "receiving", {
-        expiresAt: this.clock.now() + this.opts.ttlSeconds,
+        expiresAt:
+          e instanceof AppError && e.status < 500 ? s.expiresAt : this.clock.now() + this.opts.ttlSeconds,
       });
     try {
       const chunks = this.sessions.chunks(sessionId);
@@ -414,7 +417,7 @@ export class SessionEngine {
       });
       return result;
     } catch (e) {
-      backToReceiving();
+      backToReceiving(e);
       throw e;
     }
   }

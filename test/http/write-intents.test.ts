@@ -225,6 +225,39 @@ describe("chunk PUT racing the end of its session", () => {
   });
 });
 
+describe("finalize refused for the client's reason changes nothing", () => {
+  test("returns 400 invalid_manifest for a hash mismatch and changes nothing, not even expires_at", async () => {
+    app();
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    const wrong = Buffer.from(ct);
+    wrong[1500] = (wrong[1500] as number) ^ 1;
+    await putChunks(t, s, wrong);
+    t.clock.advance(100);
+    const before = await snapshot(t);
+    expectError(await finalize(t, s.auth, s.sessionId), 400, "invalid_manifest");
+    expect(await snapshot(t)).toEqual(before);
+  });
+
+  test("returns 409 for a revision conflict and changes nothing, not even expires_at", async () => {
+    app();
+    const u = newUser();
+    const first = randomCiphertext(900);
+    expectSuccess(
+      await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: first }), first),
+      UPLOAD_RESULT_KEYS,
+    );
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    await putChunks(t, s, ct);
+    t.clock.advance(100);
+    const before = await snapshot(t);
+    expect((await finalize(t, s.auth, s.sessionId)).status).toBe(409);
+    expect(await snapshot(t)).toEqual(before);
+  });
+});
+
 describe("finalize refused for missing chunks", () => {
   test("returns 400 invalid_manifest and changes nothing, not even expires_at", async () => {
     app();
