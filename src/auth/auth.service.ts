@@ -20,6 +20,11 @@ export function sha256Hex(s: string): string {
   return createHash("sha256").update(s).digest("hex");
 }
 
+/** A 401 `unauthorized` tagged with why (for `onFailure`). */
+function refused(reason: AuthFailureReason, message: string) {
+  return Object.assign(fail("unauthorized", message), { reason });
+}
+
 /** A newly issued token: `token` is shown once and never stored. */
 export interface IssuedToken {
   id: string;
@@ -30,6 +35,14 @@ export interface IssuedToken {
   expiresAt: number | null;
 }
 
+/** Why an authentication failed (the `reason` label of `esync_auth_failures_total`). */
+export type AuthFailureReason =
+  | "missing_or_malformed"
+  | "wallet_token_invalid"
+  | "api_token_revoked"
+  | "api_token_expired"
+  | "unknown_token";
+
 /** Authentication of requests and management of issued API tokens. */
 export class AuthService {
   private readonly wallet = new WalletTokenVerifier();
@@ -38,6 +51,8 @@ export class AuthService {
     private readonly tokens: ApiTokensRepository,
     private readonly clock: Clock,
     private readonly insecureSs58Tokens: boolean,
+    /** Told the reason of every failed authentication (metrics). */
+    private readonly onFailure: (reason: AuthFailureReason) => void = () => {},
   ) {}
 
   /**
@@ -46,26 +61,40 @@ export class AuthService {
    *   or the token is malformed, expired, revoked or unknown.
    */
   async authenticate(header: string | null | undefined): Promise<string> {
+    try {
+      return await this.resolve(header);
+    } catch (e) {
+      const reason = (e as { reason?: AuthFailureReason }).reason;
+      if (reason) this.onFailure(reason);
+      throw e;
+    }
+  }
+
+  private async resolve(header: string | null | undefined): Promise<string> {
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!m?.[1])
-      throw fail("unauthorized", "Missing or malformed Authorization header; expected 'Bearer <token>'");
+      throw refused(
+        "missing_or_malformed",
+        "Missing or malformed Authorization header; expected 'Bearer <token>'",
+      );
     const token = m[1];
     const now = this.clock.now();
     if (token.startsWith("sig1.")) {
       const addr = await this.wallet.verify(token, now);
       if (addr) return addr;
-      throw fail("unauthorized", "Invalid or expired wallet-signed token");
+      throw refused("wallet_token_invalid", "Invalid or expired wallet-signed token");
     }
     if (token.length <= 512) {
       const row = this.tokens.findBySha(sha256Hex(token));
       if (row) {
-        if (row.revokedAt !== null) throw fail("unauthorized", "API token revoked");
-        if (row.expiresAt !== null && now >= row.expiresAt) throw fail("unauthorized", "API token expired");
+        if (row.revokedAt !== null) throw refused("api_token_revoked", "API token revoked");
+        if (row.expiresAt !== null && now >= row.expiresAt)
+          throw refused("api_token_expired", "API token expired");
         return row.owner;
       }
     }
     if (this.insecureSs58Tokens && isSs58(token)) return token;
-    throw fail("unauthorized", "Unknown bearer token");
+    throw refused("unknown_token", "Unknown bearer token");
   }
 
   /**

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import { openDb } from "../../src/db/client.ts";
+import { Metrics } from "../../src/metrics/metrics.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { createBlobStore } from "../../src/storage/index.ts";
 import { createS3BlobStore } from "../../src/storage/s3.ts";
@@ -49,7 +50,11 @@ export interface TestApp {
   clock: ManualClock;
   blobs: BlobStore;
   services: ReturnType<typeof createApp>["services"];
+  /** The app's metrics (a fresh registry, without the process metrics). */
+  metrics: Metrics;
   sweeper: Sweeper;
+  /** The app's request handler (what the server passes every request to). */
+  handle(request: Request): Promise<Response>;
   /** Sends a request to the app. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends a request and parses the JSON answer. */
@@ -84,15 +89,17 @@ export function makeTestApp(
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
-  const { app, services } = createApp({ config, db, blobs: store, clock, log: silentLogger });
-  const fetchFn = (path: string, init?: RequestInit) =>
-    app.handle(new Request(`http://127.0.0.1${path}`, init));
+  const metrics = new Metrics({ defaultMetrics: false });
+  const { services, handle } = createApp({ config, db, blobs: store, clock, log: silentLogger, metrics });
+  const fetchFn = (path: string, init?: RequestInit) => handle(new Request(`http://127.0.0.1${path}`, init));
   return {
     config,
     clock,
     blobs: store,
     services,
+    metrics,
     sweeper: new Sweeper(services),
+    handle,
     fetch: fetchFn,
     async json(path, init) {
       const r = await fetchFn(path, init);
