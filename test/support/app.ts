@@ -19,7 +19,7 @@ import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { createBlobStore } from "../../src/storage/index.ts";
 import { createS3BlobStore } from "../../src/storage/s3.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { silentLogger } from "../../src/util/log.ts";
+import { type Logger, silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
 
@@ -69,11 +69,13 @@ export interface TestApp {
 /**
  * Builds a test app on the test storage (see the module comment); `env` overrides
  * configuration variables. `blobs` replaces the store, or wraps it when it is a function (e.g.
- * to inject faults); the app owns the store either way and closes it.
+ * to inject faults); the app owns the store either way and closes it. `log` receives the app's
+ * log events (default: none).
  */
 export function makeTestApp(
   env: Record<string, string> = {},
   blobs?: BlobStore | ((store: BlobStore) => BlobStore),
+  log: Logger = silentLogger,
 ): TestApp {
   const dir = mkdtempSync(join(tmpdir(), "esync-test-"));
   const storageVars = s3Bucket ? s3Env({ ...s3Bucket, prefix: `app-${randomBytes(6).toString("hex")}` }) : {};
@@ -90,7 +92,7 @@ export function makeTestApp(
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
   const metrics = new Metrics({ defaultMetrics: false });
-  const { services, handle } = createApp({ config, db, blobs: store, clock, log: silentLogger, metrics });
+  const { services, handle } = createApp({ config, db, blobs: store, clock, log, metrics });
   const fetchFn = (path: string, init?: RequestInit) => handle(new Request(`http://127.0.0.1${path}`, init));
   return {
     config,
