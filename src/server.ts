@@ -72,7 +72,12 @@ async function listen(config: Config, handle: (r: Request) => Promise<Response>)
     port: (server.address() as AddressInfo).port,
     close: (force) =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // Kept-alive connections go as soon as they are idle, so the close ends with the last request.
+        const idle = setInterval(() => server.closeIdleConnections(), 100);
+        server.close(() => {
+          clearInterval(idle);
+          resolve();
+        });
         if (force) server.closeAllConnections();
         else server.closeIdleConnections();
       }),
