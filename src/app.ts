@@ -9,6 +9,7 @@ import { swagger } from "@elysiajs/swagger";
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia } from "elysia";
 import pkg from "../package.json" with { type: "json" };
+import { authFailureReason } from "./auth/auth.service.ts";
 import { AppError, fail } from "./errors/errors.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
@@ -89,6 +90,8 @@ export function createApp(deps: AppDeps) {
     .use(routeTemplatePlugin())
     .onError(({ error, code, request }) => {
       const requestId = currentRequest()?.id ?? randomHex(8);
+      const authFailure = authFailureReason(error);
+      if (authFailure) deps.metrics?.authFailures.inc({ reason: authFailure });
       return errorResponse(toAppError(error, code, s, request, requestId), requestId);
     })
     .use(healthController(s))

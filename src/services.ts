@@ -57,31 +57,32 @@ export interface Services {
  * `InstrumentedBlobStore` (so `Services.deps.blobs` is the timed one) and the services report to it.
  */
 export function buildServices(appDeps: AppDeps): Services {
-  const metrics = appDeps.metrics;
+  const { metrics } = appDeps;
   const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
   const { config, db, blobs, clock, log } = deps;
-  const sessionsRepo = new SessionsRepository(db);
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
   const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
   const searchRepo = new SearchRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
-  const services: Services = {
+  const sessionCounts = new SessionsRepository(db);
+  metrics?.bindState({
+    sessionsByState: () => sessionCounts.countByState(),
+    deletionQueue: () => deletions.stats(clock.now()),
+  });
+  return {
     deps,
-    auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens, (reason) =>
-      metrics?.authFailures.inc({ reason }),
-    ),
+    auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
     folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock),
     files,
-    sessions: new SessionEngine(db, sessionsRepo, deletions, files, blobs, clock, log, {
+    sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
       reclaimer,
-      onFinalize:
-        metrics && ((path, outcome, seconds) => metrics.finalizeDuration.observe({ path, outcome }, seconds)),
+      onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
     }),
     singleUpload: new SingleUploadService(files, blobs, log, {
       spoolDir: join(config.dataDir, "spool"),
@@ -95,9 +96,4 @@ export function buildServices(appDeps: AppDeps): Services {
     browse: new BrowseService(searchRepo),
     readiness: new Readiness(db, blobs, log),
   };
-  metrics?.bindState({
-    sessionsByState: () => sessionsRepo.countByState(),
-    deletionQueue: () => deletions.stats(clock.now()),
-  });
-  return services;
 }

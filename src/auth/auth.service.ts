@@ -20,9 +20,14 @@ export function sha256Hex(s: string): string {
   return createHash("sha256").update(s).digest("hex");
 }
 
-/** A 401 `unauthorized` tagged with why (for `onFailure`). */
+/** A 401 `unauthorized` tagged with why (`authFailureReason`). */
 function refused(reason: AuthFailureReason, message: string) {
-  return Object.assign(fail("unauthorized", message), { reason });
+  return Object.assign(fail("unauthorized", message), { authFailure: reason });
+}
+
+/** Why `e`, thrown by `authenticate`, refused the request; undefined for any other error. */
+export function authFailureReason(e: unknown): AuthFailureReason | undefined {
+  return (e as { authFailure?: AuthFailureReason } | null)?.authFailure;
 }
 
 /** A newly issued token: `token` is shown once and never stored. */
@@ -51,8 +56,6 @@ export class AuthService {
     private readonly tokens: ApiTokensRepository,
     private readonly clock: Clock,
     private readonly insecureSs58Tokens: boolean,
-    /** Told the reason of every failed authentication (metrics). */
-    private readonly onFailure: (reason: AuthFailureReason) => void = () => {},
   ) {}
 
   /**
@@ -61,16 +64,6 @@ export class AuthService {
    *   or the token is malformed, expired, revoked or unknown.
    */
   async authenticate(header: string | null | undefined): Promise<string> {
-    try {
-      return await this.resolve(header);
-    } catch (e) {
-      const reason = (e as { reason?: AuthFailureReason }).reason;
-      if (reason) this.onFailure(reason);
-      throw e;
-    }
-  }
-
-  private async resolve(header: string | null | undefined): Promise<string> {
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!m?.[1])
       throw refused(

@@ -35,23 +35,6 @@ export class DeletionQueueRepository {
       .all();
   }
 
-  /**
-   * Rows in the queue, and seconds since the oldest due row became due at `now` (Unix seconds;
-   * 0 when no row is due): how far the sweeper is behind.
-   */
-  stats(now: number): { depth: number; oldestDueAgeSeconds: number } {
-    const r = this.db
-      .select({
-        depth: sql<number>`count(*)`,
-        oldestDue: sql<
-          number | null
-        >`min(case when ${blobDeletions.notBefore} <= ${now} then ${blobDeletions.notBefore} end)`,
-      })
-      .from(blobDeletions)
-      .get();
-    return { depth: r?.depth ?? 0, oldestDueAgeSeconds: r?.oldestDue == null ? 0 : now - r.oldestDue };
-  }
-
   /** Removes a processed row. */
   done(id: number): void {
     this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
@@ -68,5 +51,22 @@ export class DeletionQueueRepository {
       })
       .where(eq(blobDeletions.id, id))
       .run();
+  }
+
+  /**
+   * Rows in the queue, and seconds since the oldest due row became due at `now` (Unix seconds;
+   * 0 when no row is due): how far the sweeper is behind.
+   */
+  stats(now: number): { depth: number; oldestDueAgeSeconds: number } {
+    const r = this.db
+      .select({
+        depth: sql<number>`count(*)`,
+        oldestDue: sql<
+          number | null
+        >`min(case when ${blobDeletions.notBefore} <= ${now} then ${blobDeletions.notBefore} end)`,
+      })
+      .from(blobDeletions)
+      .get();
+    return { depth: r?.depth ?? 0, oldestDueAgeSeconds: r?.oldestDue == null ? 0 : now - r.oldestDue };
   }
 }
