@@ -78,11 +78,11 @@ export function buildServices(appDeps: AppDeps): Services {
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
+      onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
       reclaimer,
-      onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
     }),
     singleUpload: new SingleUploadService(files, blobs, log, {
       spoolDir: join(config.dataDir, "spool"),

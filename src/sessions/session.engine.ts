@@ -42,6 +42,8 @@ export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 export interface SessionEngineOptions {
   /** Idle lifetime, seconds. */
   ttlSeconds: number;
+  /** Told how every finalize that reached hashing went, and its duration in seconds (metrics). */
+  onFinalize?: (path: FinalizePath, outcome: FinalizeOutcome, seconds: number) => void;
   maxSessionsPerUser: number;
   maxChunkCount: number;
   /**
@@ -52,8 +54,6 @@ export interface SessionEngineOptions {
   lookaheadBytes: number;
   /** Told the size of every chunk stored, to give body memory back on schedule (absent: nothing). */
   reclaimer?: BodyMemoryReclaimer;
-  /** Told how every finalize that reached hashing went, and its duration in seconds (metrics). */
-  onFinalize?: (path: FinalizePath, outcome: FinalizeOutcome, seconds: number) => void;
 }
 
 /**
