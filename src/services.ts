@@ -60,17 +60,18 @@ export function buildServices(appDeps: AppDeps): Services {
   const { metrics } = appDeps;
   const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
   const { config, db, blobs, clock, log } = deps;
+  const sessionCounts = new SessionsRepository(db);
+  const queue = new DeletionQueueRepository(db);
+  metrics?.bindState({
+    sessionsByState: () => sessionCounts.countByState(),
+    deletionQueue: () => queue.stats(clock.now()),
+  });
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
   const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
   const searchRepo = new SearchRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
-  const sessionCounts = new SessionsRepository(db);
-  metrics?.bindState({
-    sessionsByState: () => sessionCounts.countByState(),
-    deletionQueue: () => deletions.stats(clock.now()),
-  });
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),

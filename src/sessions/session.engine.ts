@@ -55,16 +55,6 @@ export interface SessionEngineOptions {
   /** Told the size of every chunk stored, to give body memory back on schedule (absent: nothing). */
   reclaimer?: BodyMemoryReclaimer;
 }
-
-/**
- * How a finalize got the BLAKE3 of the assembled ciphertext: entirely from the hash kept while the
- * chunks arrived (`running_hash`), partly (`partial_read`: the rest read back from the store), or
- * by reading every chunk back (`full_pass`).
- */
-export type FinalizePath = "running_hash" | "partial_read" | "full_pass";
-/** How a finalize that reached hashing ended. */
-export type FinalizeOutcome = "ok" | "hash_mismatch" | "storage_error";
-
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
 export interface CreateSessionInput {
   manifest: unknown;
@@ -76,6 +66,15 @@ export interface CreateSessionInput {
 export type { SessionStatus } from "../wire/types.ts";
 
 const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * How a finalize got the BLAKE3 of the assembled ciphertext: entirely from the hash kept while the
+ * chunks arrived (`running_hash`), partly (`partial_read`: the rest read back from the store), or
+ * by reading every chunk back (`full_pass`).
+ */
+export type FinalizePath = "running_hash" | "partial_read" | "full_pass";
+/** How a finalize that reached hashing ended. */
+export type FinalizeOutcome = "ok" | "hash_mismatch" | "storage_error";
 
 /** The upload session engine; HTTP-free. */
 export class SessionEngine {
