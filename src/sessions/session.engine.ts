@@ -55,6 +55,7 @@ export interface SessionEngineOptions {
   /** Told the size of every chunk stored, to give body memory back on schedule (absent: nothing). */
   reclaimer?: BodyMemoryReclaimer;
 }
+
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
 export interface CreateSessionInput {
   manifest: unknown;
