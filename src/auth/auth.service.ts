@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { fail } from "../errors/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
+import { noteCaller } from "../util/request-context.ts";
 import type { ApiTokenRow, ApiTokensRepository } from "./api-tokens.repository.ts";
 import { isSs58 } from "./ss58.ts";
 import { WalletTokenVerifier } from "./wallet-token.ts";
@@ -59,11 +60,18 @@ export class AuthService {
   ) {}
 
   /**
-   * Resolves an `Authorization` header value to the address its token stands for.
+   * Resolves an `Authorization` header value to the address its token stands for, and notes it
+   * as the caller of the request being served (access log).
    * @throws AppError `unauthorized` (401) when the header is missing, not `Bearer <token>`,
    *   or the token is malformed, expired, revoked or unknown.
    */
   async authenticate(header: string | null | undefined): Promise<string> {
+    const address = await this.resolve(header);
+    noteCaller(address);
+    return address;
+  }
+
+  private async resolve(header: string | null | undefined): Promise<string> {
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!m?.[1])
       throw refused(

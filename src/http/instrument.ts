@@ -29,12 +29,6 @@ const CHUNK_ROUTE = "/upload/session/:session_id/chunk/:chunk_index";
 const SINGLE_UPLOAD_ROUTE = "/upload";
 const DOWNLOAD_ROUTE = "/download/:ss58/:folder_hash/:file_id";
 
-/** The context of an instrumented request, with what the access log needs. */
-interface ServedRequest extends RequestContext {
-  /** SS58 address of the authenticated caller, once known. */
-  caller?: string;
-}
-
 /**
  * An Elysia plugin recording the matched route template into the request context; it must be
  * used before the controllers (its hook is global).
@@ -44,12 +38,6 @@ export function routeTemplatePlugin() {
     const ctx = currentRequest();
     if (ctx) ctx.route = route;
   });
-}
-
-/** Records the authenticated caller's address for the access log of the current request. */
-export function noteCaller(address: string): void {
-  const ctx = currentRequest() as ServedRequest | undefined;
-  if (ctx) ctx.caller = address;
 }
 
 function declaredLength(headers: Headers): number {
@@ -81,7 +69,7 @@ export function instrumentHandle(
   metrics?: Metrics,
 ): (request: Request) => Promise<Response> {
   return (request) => {
-    const ctx: ServedRequest = { id: requestIdFrom(request.headers.get("x-request-id")), route: null };
+    const ctx: RequestContext = { id: requestIdFrom(request.headers.get("x-request-id")), route: null };
     return withRequestContext(ctx, async () => {
       const started = performance.now();
       const bytesIn = declaredLength(request.headers);

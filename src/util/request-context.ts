@@ -1,8 +1,9 @@
 /**
  * @module util/request-context
  * The context of the HTTP request being served, carried through every `await` of its handling by
- * an `AsyncLocalStorage`: its request id (so every log line the request causes names it) and,
- * once routing has matched, its route template (for the access log and metrics).
+ * an `AsyncLocalStorage`: its request id (so every log line the request causes names it), once
+ * routing has matched its route template, and once authenticated its caller (for the access log
+ * and metrics).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomHex } from "./ids.ts";
@@ -13,6 +14,8 @@ export interface RequestContext {
   readonly id: string;
   /** The matched route template, e.g. `/upload/session/:session_id/chunk/:chunk_index`; null until routed. */
   route: string | null;
+  /** SS58 address of the authenticated caller, once known (for the access log). */
+  caller?: string;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -28,6 +31,12 @@ export function requestIdFrom(header: string | null): string {
 /** Runs `fn` with `ctx` as the current request context (for every `await` under it). */
 export function withRequestContext<T>(ctx: RequestContext, fn: () => T): T {
   return storage.run(ctx, fn);
+}
+
+/** Records the authenticated caller of the current request (no-op outside a request). */
+export function noteCaller(address: string): void {
+  const ctx = storage.getStore();
+  if (ctx) ctx.caller = address;
 }
 
 /** The context of the request being served, or undefined outside one. */
