@@ -25,6 +25,7 @@ import {
 
 /** Route label of a request no route matched. */
 export const UNMATCHED_ROUTE = "unmatched";
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
 const CHUNK_ROUTE = "/upload/session/:session_id/chunk/:chunk_index";
 const SINGLE_UPLOAD_ROUTE = "/upload";
 const DOWNLOAD_ROUTE = "/download/:ss58/:folder_hash/:file_id";
@@ -78,7 +79,8 @@ export function instrumentHandle(
       const finish = (bytesOut: number, status: number, aborted: boolean) => {
         const seconds = (performance.now() - started) / 1000;
         if (metrics) {
-          const labels = { method: request.method, route, status_class: statusClass(status) };
+          const method = METHODS.has(request.method) ? request.method : "other";
+          const labels = { method, route, status_class: statusClass(status) };
           metrics.httpRequests.inc(labels);
           metrics.httpDuration.observe(labels, seconds);
           if (bytesIn > 0) metrics.httpReceivedBytes.inc(bytesIn);
