@@ -69,13 +69,21 @@ export function buildServices(appDeps: AppDeps): Services {
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
-  const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
+  const files = new FilesService(
+    db,
+    filesRepo,
+    foldersRepo,
+    deletions,
+    blobs,
+    clock,
+    config.blobGraceSeconds,
+  );
   const searchRepo = new SearchRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock),
+    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, config.blobGraceSeconds),
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
@@ -85,7 +93,7 @@ export function buildServices(appDeps: AppDeps): Services {
       lookaheadBytes: config.lookaheadBytes,
       reclaimer,
     }),
-    singleUpload: new SingleUploadService(files, blobs, log, {
+    singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
       maxBytes: config.maxSingleUploadBytes,
       reclaimer,

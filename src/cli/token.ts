@@ -16,12 +16,21 @@ import { ConfigError, loadConfig } from "../config/config.ts";
 import { openDb } from "../db/client.ts";
 import { systemClock } from "../util/clock.ts";
 
-/** Parses `90`, `90s`, `15m`, `12h`, `30d` into seconds. */
+/**
+ * Parses `90`, `90s`, `15m`, `12h`, `30d` into seconds (at least 1: a zero lifetime would issue a
+ * token that is already expired).
+ * @throws InvalidArgumentError for another shape or a zero duration.
+ */
 export function parseDuration(v: string): number {
   const m = /^(\d+)([smhd]?)$/.exec(v.trim());
   if (!m) throw new InvalidArgumentError("expected a duration like 3600, 15m, 12h or 30d");
   const mult = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "" | "s" | "m" | "h" | "d"];
-  return Number(m[1]) * mult;
+  const seconds = Number(m[1]) * mult;
+  if (!Number.isSafeInteger(seconds) || seconds < 1)
+    throw new InvalidArgumentError(
+      "the lifetime must be at least 1 second (omit --expires-in for no expiry)",
+    );
+  return seconds;
 }
 
 function service(): AuthService {

@@ -328,15 +328,18 @@ export class EsyncApi {
 
   /**
    * `GET /download/{ss58}/{folder_hash}/{file_id}`, optionally one `Range`. Returns the
-   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`.
+   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`. With
+   * `ifRange` (an ETag), the range is served only if the file is still that revision; otherwise
+   * the answer is 200 with the whole current file.
    */
   async download(
     ss58: string,
     folderHash: string,
     fileId: string,
-    options: { range?: ByteRange; signal?: AbortSignal } = {},
+    options: { range?: ByteRange; ifRange?: string; signal?: AbortSignal } = {},
   ): Promise<DownloadResult> {
     const headers: Record<string, string> = {};
+    if (options.ifRange !== undefined) headers["If-Range"] = options.ifRange;
     const r = options.range;
     if (r) {
       headers.Range =
@@ -364,6 +367,7 @@ export class EsyncApi {
       sizeBytes: num("x-size-bytes"),
       revisionIdHex: res.headers.get("x-revision-id"),
       revisionSeq: num("x-revision-seq"),
+      etag: res.headers.get("etag"),
     };
   }
 

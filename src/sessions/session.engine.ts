@@ -10,12 +10,18 @@
  * recorded after the snapshot), hashes the recorded chunk objects in order, then commits the
  * file and the `finalized` state in one transaction. Any failure returns it to `receiving`
  * with its chunks intact.
+ *
+ * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
+ * session is deleted or expires unfinalized). Each chunk PUT also records a write intent for its
+ * object before the first byte lands, claimed by the transaction that records the chunk, so a
+ * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
+ * reclaims.
  */
 
 import type { Db } from "../db/client.ts";
-import { fail } from "../errors/errors.ts";
+import { type AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
-import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import {
   type BlobLayout,
@@ -121,6 +127,7 @@ export class SessionEngine {
     }
     if (count > this.opts.maxChunkCount)
       throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
+    checkPlaintextSize(manifest, total);
     if (manifest.ss58Address !== caller)
       throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 
@@ -174,8 +181,9 @@ export class SessionEngine {
    * chunk's length (`chunk_size`, or the remainder for the last index).
    * @param declaredLength the request's Content-Length, or null when not given.
    * @throws AppError 404, 403; `invalid_manifest` (400: index out of range, wrong length, over
-   *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized);
-   *   `storage_unavailable` (503) when the blob store fails.
+   *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized); 404 when
+   *   the session is deleted or expires while the body streams; `storage_full` (507) on
+   *   ENOSPC/EDQUOT; `storage_unavailable` (503) when the blob store fails otherwise.
    */
   async putChunk(
     caller: string,
@@ -205,6 +213,7 @@ export class SessionEngine {
     }
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
+    const intent = this.deletions.reserve(key, this.clock.now());
     const tap = this.ingest.tap(sessionId, index, length);
     const client: { error?: unknown } = {};
     try {
@@ -214,6 +223,8 @@ export class SessionEngine {
       await this.blobs.put(key, source, length, { onData: tap?.update });
     } catch (e) {
       tap?.fail();
+      // A failed `put` leaves no object (the BlobStore contract), so the intent is simply dropped.
+      this.deletions.done(intent);
       if (e instanceof BlobLengthError) {
         throw fail(
           "invalid_manifest",
@@ -227,15 +238,23 @@ export class SessionEngine {
           "invalid_manifest",
           `chunk ${index} body ended early: ${String((client.error as Error)?.message)}`,
         );
+      // The session was deleted or expired while the body streamed (its objects were being
+      // deleted under the write): that is the session's 404, not a store failure.
+      if (!this.isLive(sessionId))
+        throw fail("not_found", "The upload session expired or was deleted during the upload");
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
-      throw fail("storage_unavailable", "The blob store failed to store the chunk; retry", { retryAfter: 1 });
+      throw storageFailure(e, "The blob store failed to store the chunk; retry");
     }
     const outcome = this.db.transaction(() => {
       const now = this.clock.now();
       const cur = this.sessions.get(sessionId);
       if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
-        this.deletions.enqueue([key], now);
+        this.deletions.release(intent, key, now);
         return cur && cur.expiresAt > now ? cur.state : "gone";
+      }
+      if (!this.deletions.claim(intent, now)) {
+        this.deletions.release(intent, key, now);
+        return "lease_lost";
       }
       const prev = this.sessions.chunk(sessionId, index);
       if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
@@ -257,11 +276,19 @@ export class SessionEngine {
     }
     if (outcome === "gone")
       throw fail("not_found", "The upload session expired or was deleted during the upload");
+    if (outcome === "lease_lost")
+      throw fail("storage_unavailable", "The chunk took too long to store; retry", { retryAfter: 1 });
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
     this.opts.reclaimer?.stored(length);
     return { chunk_index: index };
+  }
+
+  /** True while session `sessionId` exists and has not expired. */
+  private isLive(sessionId: string): boolean {
+    const cur = this.sessions.get(sessionId);
+    return cur !== undefined && cur.expiresAt > this.clock.now();
   }
 
   /** How the ingest hasher reads a session's recorded chunks back from the store. */
@@ -313,6 +340,9 @@ export class SessionEngine {
           : "The session is being finalized by another request",
       );
     }
+    // A finalize refused for missing chunks changes nothing (not even expires_at).
+    const received = this.sessions.chunkIndices(sessionId);
+    if (received.length !== s.chunkCount) throw missingChunks(s.chunkCount, received);
     const now = this.clock.now();
     if (
       !this.sessions.transition(sessionId, "receiving", "finalizing", {
@@ -327,15 +357,11 @@ export class SessionEngine {
       });
     try {
       const chunks = this.sessions.chunks(sessionId);
-      if (chunks.length !== s.chunkCount) {
-        const have = new Set(chunks.map((c) => c.chunkIndex));
-        const missing: number[] = [];
-        for (let i = 0; i < s.chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
-        throw fail(
-          "invalid_manifest",
-          `Not all chunks uploaded: ${s.chunkCount - chunks.length} of ${s.chunkCount} missing (first: ${missing.join(", ")})`,
+      if (chunks.length !== s.chunkCount)
+        throw missingChunks(
+          s.chunkCount,
+          chunks.map((c) => c.chunkIndex),
         );
-      }
       const manifest: Manifest = parseManifest(JSON.parse(s.manifest));
       const layout: BlobLayout = {
         blobId: s.blobId,
@@ -377,6 +403,7 @@ export class SessionEngine {
           await this.blobs.persist(layout.gens.map((g, i) => chunkKey(s.blobId, i, g)));
       } catch (e) {
         this.log.error("finalize.persist_failed", { session: sessionId, error: e as Error });
+        if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
         throw fail(
           "storage_inconsistency",
           "The blob store failed to make the chunks durable; retry finalize",
@@ -456,6 +483,17 @@ export class SessionEngine {
   recover(): number {
     return this.sessions.resetFinalizing(this.clock.now() + this.opts.ttlSeconds);
   }
+}
+
+/** The 400 of a finalize before every chunk is uploaded, naming the first missing indices. */
+function missingChunks(chunkCount: number, received: number[]): AppError {
+  const have = new Set(received);
+  const missing: number[] = [];
+  for (let i = 0; i < chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
+  return fail(
+    "invalid_manifest",
+    `Not all chunks uploaded: ${chunkCount - have.size} of ${chunkCount} missing (first: ${missing.join(", ")})`,
+  );
 }
 
 /** True when the ingest hasher already covered some chunks (so they must be checked, not read). */
