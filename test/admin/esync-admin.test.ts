@@ -7,7 +7,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openDb } from "../../src/db/client.ts";
+import { DiskBlobStore } from "../../src/storage/disk.ts";
 import { abort, openSession, putChunks, uploadViaSession } from "../http/helpers.ts";
+import { bodyOf } from "../storage/conformance.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser, randomCiphertext } from "../support/fixtures.ts";
 import { REPO_ROOT } from "../support/server.ts";
@@ -115,5 +118,58 @@ describe("esync-admin stats", () => {
     });
     expect(r.exitCode).toBe(2);
     expect(r.stderr.toString().trim()).toMatch(/^esync-admin: configuration error: ESYNC_STORAGE: /);
+  });
+});
+
+describe("esync-admin fsck", () => {
+  test("exits 0 on a clean store, 3 with an orphan object (dry run keeps it), 0 after --repair deletes it", async () => {
+    const fsckDir = mkdtempSync(join(tmpdir(), "esync-admin-fsck-"));
+    try {
+      const env = { ...process.env, ESYNC_DATA_DIR: fsckDir, ESYNC_STORAGE: "disk" };
+      const run = (...args: string[]) => {
+        const r = Bun.spawnSync(
+          [process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "fsck", ...args],
+          {
+            env,
+            stdout: "pipe",
+            stderr: "pipe",
+          },
+        );
+        return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+      };
+      openDb(join(fsckDir, "esync.sqlite")).$client.close();
+      expect(run("--json")).toMatchObject({ code: 0 });
+      const store = new DiskBlobStore({ root: join(fsckDir, "blobs"), fsync: "off" });
+      const key = "b/ab/abababababababababababababababab/0.abcdef";
+      await store.put(key, bodyOf(new Uint8Array(5)), 5);
+      const dry = run("--json");
+      expect(dry.code).toBe(3);
+      expect(JSON.parse(dry.out)).toMatchObject({
+        ok: false,
+        repaired: 0,
+        problems: [{ kind: "orphan_object", key }],
+      });
+      expect(await store.size(key)).toBe(5);
+      const human = run();
+      expect(human.code).toBe(3);
+      expect(human.out).toContain("orphan_object");
+      expect(human.out).toContain("dry run; --repair to repair");
+      const repaired = run("--repair", "--json");
+      expect(repaired.code).toBe(0);
+      expect(JSON.parse(repaired.out)).toMatchObject({ ok: true, repaired: 1 });
+      expect(await store.size(key)).toBeNull();
+    } finally {
+      rmSync(fsckDir, { recursive: true, force: true });
+    }
+  });
+
+  test("exits 2 with one line on stderr when there is no database", () => {
+    const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "fsck"], {
+      env: { ...process.env, ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: join(dir, "absent.sqlite") },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr.toString().trim()).toMatch(/^esync-admin: no database at /);
   });
 });
