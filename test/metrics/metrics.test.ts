@@ -5,9 +5,11 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
+import { InstrumentedBlobStore } from "../../src/metrics/blob-store.ts";
 import { serveMetrics } from "../../src/metrics/metrics.controller.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
-import { authAt, chunkOf, FOLDER, fileIdOf, openSession } from "../http/helpers.ts";
+import { BlobNotFoundError, type BlobStore, isPersistable } from "../../src/storage/blob-store.ts";
+import { authAt, chunkOf, FOLDER, fileIdOf, openSession, uploadSingle } from "../http/helpers.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
 
@@ -223,6 +225,56 @@ describe("GET /metrics", () => {
     const m = parse(await t.metrics.render());
     expect(sum(m, "esync_finalize_duration_seconds_count", { outcome: "ok" })).toBe(1);
     expect(sum(m, "esync_finalize_duration_seconds_count", { path: "running_hash" })).toBe(0);
+  });
+});
+
+describe("single-shot uploads and the blob store decorator", () => {
+  test("counts a single-shot upload by outcome and times its store operations", async () => {
+    const user = newUser();
+    const ct = randomCiphertext(2000);
+    const r = await uploadSingle(
+      t,
+      authAt(t, user),
+      makeManifest({ owner: user.address, ciphertext: ct }),
+      ct,
+    );
+    expect(r.status).toBe(200);
+    const m = parse(await t.metrics.render());
+    expect(sum(m, "esync_single_upload_duration_seconds_count", { outcome: "ok" })).toBe(1);
+    expect(
+      sum(m, "esync_http_requests_total", { method: "POST", route: "/upload", status_class: "2xx" }),
+    ).toBe(1);
+    expect(sum(m, "esync_blob_put_bytes_total")).toBe(ct.length);
+  });
+
+  test("InstrumentedBlobStore is Persistable exactly when the wrapped store is, and labels a missing object not_found", async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const wrapped = new InstrumentedBlobStore(t.blobs, metrics);
+    expect(isPersistable(wrapped)).toBe(isPersistable(t.blobs));
+    const plain: BlobStore = {
+      kind: "plain",
+      put: async () => {},
+      get: async (key) => {
+        throw new BlobNotFoundError(key);
+      },
+      size: async () => null,
+      list: async () => [],
+      delete: async () => {},
+      deletePrefix: async () => {},
+      check: async () => {},
+      close: async () => {},
+    };
+    const p = new InstrumentedBlobStore(plain, metrics);
+    expect(isPersistable(p)).toBe(false);
+    await expect(p.get("a/b")).rejects.toBeInstanceOf(BlobNotFoundError);
+    const m = parse(await metrics.render());
+    expect(
+      sum(m, "esync_blob_operation_duration_seconds_count", {
+        backend: "plain",
+        op: "get",
+        outcome: "not_found",
+      }),
+    ).toBe(1);
   });
 });
 
