@@ -5,6 +5,7 @@
  * file with 200, never a splice of two revisions), If-None-Match (304) and If-Match (412).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { loadConfig } from "../../src/config/config.ts";
 import { toHex } from "../../src/util/ids.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
@@ -94,6 +95,12 @@ describe("grace period of replaced objects", () => {
     t.clock.advance(t.config.blobGraceSeconds);
     await t.sweeper.runOnce();
     expect(await t.blobs.list("b/")).toEqual([]);
+  });
+
+  test("ESYNC_BLOB_GRACE_SECONDS defaults to 3600 and refuses a negative or non-integer value", () => {
+    expect(loadConfig({}).blobGraceSeconds).toBe(3600);
+    for (const bad of ["-1", "1.5", "soon"])
+      expect(() => loadConfig({ ESYNC_BLOB_GRACE_SECONDS: bad })).toThrow(/ESYNC_BLOB_GRACE_SECONDS/);
   });
 
   test("ESYNC_BLOB_GRACE_SECONDS sets the delay (0 = deleted at the next sweep)", async () => {
