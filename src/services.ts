@@ -13,6 +13,9 @@ import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
+import { Readiness } from "./health/readiness.ts";
+import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
+import type { Metrics } from "./metrics/metrics.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { SearchRepository } from "./search/search.repository.ts";
 import { SearchService } from "./search/search.service.ts";
@@ -31,6 +34,8 @@ export interface AppDeps {
   blobs: BlobStore;
   clock: Clock;
   log: Logger;
+  /** The metrics to record into (a fresh registry per app); absent: no metrics (`ESYNC_METRICS=off`). */
+  metrics?: Metrics;
 }
 
 /** Every service of the app, wired. */
@@ -44,11 +49,23 @@ export interface Services {
   deletions: DeletionQueueRepository;
   search: SearchService;
   browse: BrowseService;
+  readiness: Readiness;
 }
 
-/** Wires repositories and services on `deps`. */
-export function buildServices(deps: AppDeps): Services {
+/**
+ * Wires repositories and services on `deps`. With `deps.metrics`, the blob store is wrapped in
+ * `InstrumentedBlobStore` (so `Services.deps.blobs` is the timed one) and the services report to it.
+ */
+export function buildServices(appDeps: AppDeps): Services {
+  const { metrics } = appDeps;
+  const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
   const { config, db, blobs, clock, log } = deps;
+  const sessionCounts = new SessionsRepository(db);
+  const queue = new DeletionQueueRepository(db);
+  metrics?.bindState({
+    sessionsByState: () => sessionCounts.countByState(),
+    deletionQueue: () => queue.stats(clock.now()),
+  });
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
@@ -70,6 +87,7 @@ export function buildServices(deps: AppDeps): Services {
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
+      onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
@@ -81,7 +99,10 @@ export function buildServices(deps: AppDeps): Services {
       reclaimer,
     }),
     deletions,
-    search: new SearchService(searchRepo),
+    search: new SearchService(searchRepo, {}, (plan, seconds) =>
+      metrics?.searchDuration.observe({ plan }, seconds),
+    ),
     browse: new BrowseService(searchRepo),
+    readiness: new Readiness(db, blobs, log),
   };
 }

@@ -77,6 +77,12 @@ export interface Config {
   openApi: boolean;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
+  /** Collect and serve Prometheus metrics (`ESYNC_METRICS`, default on). */
+  metrics: boolean;
+  /** Serve `/metrics` on this port of `host` instead of the public port (`ESYNC_METRICS_PORT`; default unset: the public port). */
+  metricsPort: number | null;
+  /** Seconds in-flight requests get to finish after SIGTERM/SIGINT (`ESYNC_SHUTDOWN_GRACE_SECONDS`, default 30). */
+  shutdownGraceSeconds: number;
 }
 
 /** Thrown by `loadConfig` for a missing or malformed variable; the message names it. */
@@ -181,5 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     s3,
+    metrics: bool(env, "ESYNC_METRICS", true),
+    metricsPort: env.ESYNC_METRICS_PORT ? int(env, "ESYNC_METRICS_PORT", 0, 0, 65535) : null,
+    shutdownGraceSeconds: int(env, "ESYNC_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600),
   };
 }

@@ -48,6 +48,8 @@ export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 export interface SessionEngineOptions {
   /** Idle lifetime, seconds. */
   ttlSeconds: number;
+  /** Told how every finalize that reached hashing went, and its duration in seconds (metrics). */
+  onFinalize?: (path: FinalizePath, outcome: FinalizeOutcome, seconds: number) => void;
   maxSessionsPerUser: number;
   maxChunkCount: number;
   /**
@@ -71,6 +73,15 @@ export interface CreateSessionInput {
 export type { SessionStatus } from "../wire/types.ts";
 
 const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * How a finalize got the BLAKE3 of the assembled ciphertext: entirely from the hash kept while the
+ * chunks arrived (`running_hash`), partly (`partial_read`: the rest read back from the store), or
+ * by reading every chunk back (`full_pass`).
+ */
+export type FinalizePath = "running_hash" | "partial_read" | "full_pass";
+/** How a finalize that reached hashing ended. */
+export type FinalizeOutcome = "ok" | "hash_mismatch" | "storage_error";
 
 /** The upload session engine; HTTP-free. */
 export class SessionEngine {
@@ -365,19 +376,25 @@ export class SessionEngine {
       const started = performance.now();
       let actual: string;
       let prehashed = 0;
+      let path: FinalizePath = "full_pass";
+      const observe = (outcome: FinalizeOutcome) =>
+        this.opts.onFinalize?.(path, outcome, (performance.now() - started) / 1000);
       try {
         // Chunks hashed while the upload ran are not read again; only the rest is.
         const pre = await this.ingest.take(sessionId, layout.gens);
         actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
         if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
         prehashed = pre?.from ?? 0;
+        path = prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
       } catch (e) {
+        observe("storage_error");
         this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
         if (e instanceof BlobNotFoundError)
           throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
         throw fail("storage_inconsistency", "The blob store failed while reading the chunks; retry finalize");
       }
       if (actual !== s.ciphertextHash) {
+        observe("hash_mismatch");
         this.log.warn("finalize.hash_mismatch", { session: sessionId, expected: s.ciphertextHash, actual });
         throw fail(
           "invalid_manifest",
@@ -409,6 +426,7 @@ export class SessionEngine {
           }
         },
       );
+      observe("ok");
       this.log.info("session.finalized", {
         session: sessionId,
         bytes: s.ciphertextSize,

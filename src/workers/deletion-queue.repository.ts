@@ -115,4 +115,21 @@ export class DeletionQueueRepository {
       .where(eq(blobDeletions.id, id))
       .run();
   }
+
+  /**
+   * Rows in the queue, and seconds since the oldest due row became due at `now` (Unix seconds;
+   * 0 when no row is due): how far the sweeper is behind.
+   */
+  stats(now: number): { depth: number; oldestDueAgeSeconds: number } {
+    const r = this.db
+      .select({
+        depth: sql<number>`count(*)`,
+        oldestDue: sql<
+          number | null
+        >`min(case when ${blobDeletions.notBefore} <= ${now} then ${blobDeletions.notBefore} end)`,
+      })
+      .from(blobDeletions)
+      .get();
+    return { depth: r?.depth ?? 0, oldestDueAgeSeconds: r?.oldestDue == null ? 0 : now - r.oldestDue };
+  }
 }
