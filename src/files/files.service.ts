@@ -28,12 +28,11 @@ export interface StoredBlob extends BlobLayout {
   chunkHashes: string[] | null;
 }
 
-/** A resolved download: the file row, the byte range `[start, end)` and the stream. */
+/** An open download: the file row, the byte range `[start, end)` and its stream. */
 export interface Download {
   row: FileRow;
   start: number;
   end: number;
-  partial: boolean;
   body: ReadableStream<Uint8Array>;
 }
 
@@ -176,36 +175,30 @@ export class FilesService {
   }
 
   /**
-   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5).
-   * @param range the `Range` header value, or null.
-   * @throws AppError `not_found`; `range_not_satisfiable` (416) for an unsatisfiable range.
+   * The current row of a file, for `/download` (complement §5).
+   * @throws AppError `not_found` when there is no such file.
    */
-  async download(
-    owner: string,
-    folderHash: string,
-    pathHash: Uint8Array,
-    range: string | null,
-  ): Promise<Download> {
+  file(owner: string, folderHash: string, pathHash: Uint8Array): FileRow {
     const row = this.filesRepo.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
-    const size = row.ciphertextSize;
-    const r = parseRange(range, size);
-    if (r === "unsatisfiable") {
-      throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
-        headers: { "content-range": `bytes */${size}` },
-      });
-    }
-    const [start, end] = r ?? [0, size];
+    return row;
+  }
+
+  /**
+   * Opens bytes `[start, end)` of a file's ciphertext (`0 <= start < end <= ciphertextSize`, or
+   * `0, 0` for an empty file). The first piece is read before returning, so that a store failure
+   * rejects here (a 500), not in the middle of a 200.
+   */
+  async open(row: FileRow, start: number, end: number): Promise<Download> {
     const layout: BlobLayout = {
       blobId: row.blobId,
       chunkSize: row.chunkSize,
       chunkCount: row.chunkCount,
-      size,
+      size: row.ciphertextSize,
       gens: JSON.parse(row.chunkGens) as string[],
     };
-    // Read the first piece before answering, so that a store failure is a 500, not a truncated 200.
     const body = await primed(readBlobRange(this.blobs, layout, start, end));
-    return { row, start, end, partial: r !== null, body };
+    return { row, start, end, body };
   }
 }
 
@@ -228,29 +221,6 @@ async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStrea
     },
     { highWaterMark: 0 },
   );
-}
-
-/**
- * Parses a single-range `Range` header (RFC 9110: `bytes=a-b`, `a-`, `-n`; end clamped).
- * Returns `[start, end)`, null to serve the whole body (absent, malformed or multi-range
- * headers are ignored), or `"unsatisfiable"`.
- */
-export function parseRange(header: string | null, size: number): [number, number] | null | "unsatisfiable" {
-  if (header === null) return null;
-  const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
-  if (!m) return null;
-  const [, a, b] = m as unknown as [string, string, string];
-  if (a === "" && b === "") return null;
-  if (a === "") {
-    const n = Number(b);
-    if (n === 0 || size === 0) return "unsatisfiable";
-    return [Math.max(0, size - n), size];
-  }
-  const start = Number(a);
-  if (b !== "" && Number(b) < start) return null;
-  if (start >= size) return "unsatisfiable";
-  const end = b === "" ? size : Math.min(Number(b) + 1, size);
-  return [start, end];
 }
 
 /** `X-Revision-Id` value: the revision id as lowercase hex. */
