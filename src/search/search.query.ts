@@ -13,14 +13,10 @@ import {
   SEARCH_DEFAULT_LIMIT,
   SEARCH_MAX_LIMIT,
   SearchQuery as SearchQuerySchema,
+  SORT_COLUMNS,
+  type SortColumn,
 } from "../wire/schemas.ts";
 import { parseFileType } from "./file-types.ts";
-
-/** Columns results can be sorted by (spec §4.9). */
-export type SortColumn = "file_name" | "size_bytes" | "created_at" | "updated_at";
-
-/** Every sort column, in the spec's order. */
-export const SORT_COLUMNS: readonly SortColumn[] = ["file_name", "size_bytes", "created_at", "updated_at"];
 
 export {
   BROWSE_DEFAULT_LIMIT,
@@ -28,6 +24,8 @@ export {
   MAX_Q_CHARS,
   SEARCH_DEFAULT_LIMIT,
   SEARCH_MAX_LIMIT,
+  SORT_COLUMNS,
+  type SortColumn,
 } from "../wire/schemas.ts";
 
 /** `/search_files` query parameters as their schema (`SearchQuery` of `src/wire/schemas.ts`) checked them. */

@@ -321,11 +321,17 @@ function pageQuery(def: number, max: number, maximum?: number) {
 /** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
 export const StateQuery = t.Object(pageQuery(STATE_DEFAULT_LIMIT, STATE_MAX_LIMIT, 999_999_999_999_999));
 
+/** Columns results can be sorted by (spec §4.9), in the spec's order. */
+export const SORT_COLUMNS = ["file_name", "size_bytes", "created_at", "updated_at"] as const;
+/** A column results can be sorted by. */
+export type SortColumn = (typeof SORT_COLUMNS)[number];
+
 const SortQuery = {
   sort_by: t.Optional(
     t.String({
       default: "created_at",
-      description: "file_name | size_bytes | created_at | updated_at (anything else: created_at)",
+      examples: [...SORT_COLUMNS],
+      description: `${SORT_COLUMNS.join(" | ")} (anything else: created_at)`,
     }),
   ),
   sort_order: t.Optional(
