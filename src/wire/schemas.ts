@@ -341,8 +341,9 @@ const SortQuery = {
 
 const Q = t.Optional(
   t.String({
-    // Code points, not UTF-16 units: a surrogate pair counts once.
-    pattern: `^(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|[\\s\\S]){0,${MAX_Q_CHARS}}$`,
+    // Code points, not UTF-16 units: a surrogate pair counts once. The alternatives are
+    // exclusive, so a failing match does not backtrack.
+    pattern: `^(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|[^\\uD800-\\uDBFF]){0,${MAX_Q_CHARS}}$`,
     description: `case-insensitive substring of file_name (or relative_path when file_name is null); at most ${MAX_Q_CHARS} characters`,
     ...failsWith("q_too_long"),
   }),

@@ -1,6 +1,7 @@
 /**
  * In-process test app: in-memory SQLite, a blob store, a manual clock, and helpers to call
- * `app.handle` with JSON or raw bodies.
+ * `app.handle` with JSON or raw bodies. Every answer is checked against its route's documented
+ * statuses and response schemas (`checkAnswer`).
  *
  * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
  * in a temporary directory; with `s3`, the S3 store on the real test server
@@ -20,6 +21,7 @@ import { createS3BlobStore } from "../../src/storage/s3.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
+import { checkAnswer } from "./contract.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
 
 export { testStorage };
@@ -85,8 +87,12 @@ export function makeTestApp(
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
   const { app, services } = createApp({ config, db, blobs: store, clock, log: silentLogger });
-  const fetchFn = (path: string, init?: RequestInit) =>
-    app.handle(new Request(`http://127.0.0.1${path}`, init));
+  const fetchFn = async (path: string, init?: RequestInit) => {
+    const request = new Request(`http://127.0.0.1${path}`, init);
+    const response = await app.handle(request);
+    await checkAnswer(app, request, response);
+    return response;
+  };
   return {
     config,
     clock,
