@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
+import { ERRORS } from "../errors/errors.ts";
 
 /** Path of the reference page; the document is at `${OPENAPI_PATH}/json`. */
 export const OPENAPI_PATH = "/swagger";
@@ -26,8 +27,16 @@ function scalarBundlePath(): string {
 type OpenApiDoc = { paths?: Record<string, Record<string, OpenApiOperation>> };
 type OpenApiOperation = {
   requestBody?: { content?: Record<string, unknown> };
-  responses?: Record<string, { content?: Record<string, unknown> }>;
+  responses?: Record<string, { description?: string; content?: Record<string, unknown> }>;
 };
+
+/** `Error codes: a, b` for an HTTP status, from the error catalogue. */
+function codesOf(status: string): string {
+  const codes = Object.entries(ERRORS)
+    .filter(([, e]) => String(e.status) === status)
+    .map(([code]) => code);
+  return codes.length ? `Error codes: ${codes.join(", ")}` : `Status ${status}`;
+}
 
 /**
  * Keeps only `application/json` where the generator listed it beside other media types: every
@@ -38,12 +47,19 @@ function jsonOnly(content: Record<string, unknown> | undefined): void {
   for (const type of Object.keys(content)) if (type !== "application/json") delete content[type];
 }
 
-/** Tidies the generated document in place (see `jsonOnly`) and returns it. */
+/**
+ * Tidies the generated document in place and returns it: JSON-only media types (see
+ * `jsonOnly`), and a description on every response (OpenAPI requires one): "Success", or the
+ * catalogue's error codes of that status.
+ */
 export function tidyOpenApi<D>(doc: D): D {
   for (const ops of Object.values((doc as OpenApiDoc).paths ?? {}))
     for (const op of Object.values(ops)) {
       jsonOnly(op.requestBody?.content);
-      for (const r of Object.values(op.responses ?? {})) jsonOnly(r.content);
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
+        jsonOnly(r.content);
+        r.description ??= status === "200" ? "Success" : codesOf(status);
+      }
     }
   return doc;
 }

@@ -47,6 +47,8 @@ export type JsonBody = any;
 
 /** A test app and its handles. */
 export interface TestApp {
+  /** The Elysia app (its route table). */
+  app: ReturnType<typeof createApp>["app"];
   config: Config;
   clock: ManualClock;
   blobs: BlobStore;
@@ -94,6 +96,7 @@ export function makeTestApp(
     return response;
   };
   return {
+    app,
     config,
     clock,
     blobs: store,
