@@ -14,6 +14,7 @@ import type { Services } from "../services.ts";
 import {
   BrowseQuery,
   BrowseResult,
+  ErrorEnvelope,
   FolderParams,
   OwnerParams,
   SearchQuery,
@@ -33,6 +34,9 @@ const BROWSE_DOC = doc(
   "file_type or q list matching files only.",
 );
 
+/** The alias routes answer only errors. */
+const ALIAS_RESPONSES = { 400: ErrorEnvelope, 401: ErrorEnvelope, 500: ErrorEnvelope };
+
 const emptyAddress = () => {
   throw fail("invalid_user_id", "The address in the path is empty");
 };
@@ -44,7 +48,7 @@ const emptyFolder = () => {
 export function searchController(s: Services) {
   return new Elysia({ name: "search" })
     .derive(authenticated(s))
-    .get("/search_files", emptyAddress, { detail: { hide: true } })
+    .get("/search_files", emptyAddress, { response: ALIAS_RESPONSES, detail: { hide: true } })
     .get(
       "/search_files/:ss58",
       ({ caller, params, query }) => {
@@ -60,7 +64,11 @@ export function searchController(s: Services) {
         detail: SEARCH_DOC,
       },
     )
-    .get("/browse/:ss58", emptyFolder, { params: OwnerParams, detail: { hide: true } })
+    .get("/browse/:ss58", emptyFolder, {
+      params: OwnerParams,
+      response: ALIAS_RESPONSES,
+      detail: { hide: true },
+    })
     .get(
       "/browse/:ss58/:folder_hash",
       ({ caller, params, query }) => {
