@@ -330,7 +330,6 @@ const SortQuery = {
   sort_by: t.Optional(
     t.String({
       default: "created_at",
-      examples: [...SORT_COLUMNS],
       description: `${SORT_COLUMNS.join(" | ")} (anything else: created_at)`,
     }),
   ),
