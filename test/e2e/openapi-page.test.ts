@@ -1,3 +1,4 @@
+// biome-ignore-all lint/performance/useDomNodeTextContent: the test checks the text the page renders, which is innerText
 /**
  * The OpenAPI page renders its operations in a real browser (Debian's Chromium through
  * puppeteer-core) with every request outside the server refused: the page works offline.
