@@ -85,12 +85,16 @@ export function jsonBody(s: Services, code: ErrorCode = "invalid_manifest") {
   };
 }
 
-/** A route-level parse hook that leaves the body unread, for routes that stream it themselves. */
+/** What `rawBody` gives Elysia in place of a parsed body. */
+const RAW_BODY = "raw";
+
+/**
+ * A route-level parse hook that leaves the body unread, for routes that stream `request.body`
+ * themselves (a marker parser works whatever parsers are registered, where `parse: "none"` does not).
+ */
 export function rawBody() {
   return () => RAW_BODY;
 }
-/** What `rawBody` returns in place of a parsed body. */
-export const RAW_BODY = "raw";
 
 type ObjectSchema = { properties: Record<string, TSchema & { type?: unknown }> };
 

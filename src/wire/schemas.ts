@@ -21,7 +21,7 @@ import type { ErrorCode } from "../errors/errors.ts";
 export const ERROR_CODE_KEY = "x-error-code";
 
 /** Schema options that give a failing value the error `code`. */
-export function failsWith(code: ErrorCode): { [ERROR_CODE_KEY]: ErrorCode } {
+function failsWith(code: ErrorCode): { [ERROR_CODE_KEY]: ErrorCode } {
   return { [ERROR_CODE_KEY]: code };
 }
 
@@ -31,7 +31,7 @@ FormatRegistry.Set("ss58", isSs58);
 // Shared pieces
 
 /** An SS58 address in a path (spec §2.1): at most 256 bytes, base58 with a valid checksum. */
-export const AddressParam = t.String({
+const AddressParam = t.String({
   format: "ss58",
   minLength: 1,
   maxLength: 256,
@@ -39,19 +39,19 @@ export const AddressParam = t.String({
   ...failsWith("invalid_user_id"),
 });
 /** `folder_hash`: first 16 hex characters of SHA-256(label) (spec §2.1). */
-export const FolderHash = t.String({
+const FolderHash = t.String({
   pattern: "^[0-9a-f]{16}$",
   description: "16 lowercase hex characters: the first 8 bytes of SHA-256(label)",
 });
 /** `file_id`: the 64 hex characters of `path_hash`. */
-export const FileId = t.String({
+const FileId = t.String({
   pattern: "^[0-9a-fA-F]{64}$",
   description: "path_hash as 64 hex characters",
 });
 /** An upload session id (opaque to clients). */
-export const SessionId = t.String({ minLength: 1, description: "session_id from POST /upload/session" });
+const SessionId = t.String({ minLength: 1, description: "session_id from POST /upload/session" });
 /** A u32 in decimal, no sign or leading zeros (spec §4.5 `chunk_index`). */
-export const ChunkIndex = Type.Integer({
+const ChunkIndex = Type.Integer({
   minimum: 0,
   maximum: 0xffffffff,
   description: "zero-based chunk index, decimal u32 without sign or leading zeros",
@@ -60,9 +60,9 @@ export const ChunkIndex = Type.Integer({
 
 const byte = Type.Integer({ minimum: 0, maximum: 255 });
 /** 32 bytes as integers. */
-export const Bytes32 = t.Array(byte, { minItems: 32, maxItems: 32, description: "32 bytes as integers" });
+const Bytes32 = t.Array(byte, { minItems: 32, maxItems: 32, description: "32 bytes as integers" });
 /** Bytes as integers. */
-export const ByteArray = t.Array(byte, { description: "bytes as integers" });
+const ByteArray = t.Array(byte, { description: "bytes as integers" });
 const UnixSeconds = Type.Integer({ description: "Unix seconds" });
 const NullableString = t.Union([t.String(), t.Null()]);
 
@@ -248,7 +248,7 @@ export const Manifest = t.Object({
 });
 
 /** Longest folder label and device name, characters (UTF-16 code units). */
-export const MAX_LABEL_CHARS = 1024;
+const MAX_LABEL_CHARS = 1024;
 
 const BodyAddress = t.String({ format: "ss58", description: "SS58 address of the owner" });
 
