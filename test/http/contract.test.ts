@@ -9,6 +9,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { ERRORS } from "../../src/errors/errors.ts";
 import { OPENAPI_PATH, OPENAPI_SCRIPT_PATH } from "../../src/http/openapi.ts";
 import { makeTestApp } from "../support/app.ts";
+import { checkAnswer } from "../support/contract.ts";
 
 const t = makeTestApp({ ESYNC_OPENAPI: "1" });
 afterAll(() => t.close());
@@ -228,5 +229,37 @@ describe("the OpenAPI page", () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe("the answer check every in-process test request goes through", () => {
+  const req = (path: string) => new Request(`http://127.0.0.1${path}`);
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+  test("accepts a documented status with a body of its schema", async () => {
+    await checkAnswer(
+      t.app,
+      req("/upload/session/x/status"),
+      json(404, { Error: { error: "not_found", message: "m" } }),
+    );
+  });
+
+  test("rejects a status the route does not document", async () => {
+    const answer = json(418, { Error: { error: "teapot", message: "m" } });
+    await expect(checkAnswer(t.app, req("/upload/session/x/status"), answer)).rejects.toThrow(
+      /not documented/,
+    );
+  });
+
+  test("rejects a body its status's schema does not allow", async () => {
+    const answer = json(200, { Success: { session_id: "s", state: "open" } });
+    await expect(checkAnswer(t.app, req("/upload/session/x/status"), answer)).rejects.toThrow(
+      /does not match/,
+    );
+  });
+
+  test("rejects a non-404 answer on a path without a route", async () => {
+    await expect(checkAnswer(t.app, req("/nope"), json(200, {}))).rejects.toThrow(/no route/);
   });
 });
