@@ -9,7 +9,7 @@
  * ownership in the handler (403).
  */
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { type DocumentDecoration, t, ValidationError } from "elysia";
 import { type AppError, ERRORS, type ErrorCode, fail } from "../errors/errors.ts";
 import type { Services } from "../services.ts";
@@ -127,18 +127,30 @@ export function integerParams(schemas: { params?: ObjectSchema; query?: ObjectSc
   };
 }
 
+const compiled = new WeakMap<
+  TObject,
+  { check: TypeCheck<TObject>; coerce: ReturnType<typeof integerParams> }
+>();
+
 /**
  * Checks a query string against a route's query schema outside a request, as the route does
- * (integer coercion, defaults, `validationFailure`).
+ * (integer coercion, `validationFailure`); absent values stay absent (no schema defaults).
  * @throws AppError as `validationFailure`.
  */
 export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): Static<S> {
+  let c = compiled.get(schema);
+  if (!c) {
+    c = {
+      check: TypeCompiler.Compile(schema),
+      coerce: integerParams({ query: schema as unknown as ObjectSchema }),
+    };
+    compiled.set(schema, c);
+  }
   const query: Record<string, unknown> = {};
   for (const [k, v] of qs) if (!(k in query)) query[k] = v;
-  integerParams({ query: schema as unknown as ObjectSchema })({ query, params: {} });
-  const value = Value.Default(schema, query);
-  if (!Value.Check(schema, value)) throw validationFailure(new ValidationError("query", schema, value));
-  return value as Static<S>;
+  c.coerce({ query, params: {} });
+  if (!c.check.Check(query)) throw validationFailure(new ValidationError("query", schema, query));
+  return query as Static<S>;
 }
 
 /** Error statuses a route can answer. */
