@@ -5,7 +5,7 @@
  * `checkAnswer`, so the HTTP tests prove the documented schemas on every answer they get.
  */
 import type { TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AnyElysia } from "elysia";
 import { ErrorEnvelope } from "../../src/wire/schemas.ts";
 
@@ -39,9 +39,21 @@ export function routeFor(app: AnyElysia, method: string, pathname: string): Rout
   return routesOf(app).find(({ route, re }) => route.method === m && re.test(pathname))?.route;
 }
 
+const checkers = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+/** `schema` compiled once. */
+function checkerOf(schema: TSchema): TypeCheck<TSchema> {
+  let c = checkers.get(schema);
+  if (!c) {
+    c = TypeCompiler.Compile(schema);
+    checkers.set(schema, c);
+  }
+  return c;
+}
+
 /** The first validation errors of `value` against `schema`, as text. */
 function errorsOf(schema: TSchema, value: unknown): string {
-  return [...Value.Errors(schema, value)]
+  return [...checkerOf(schema).Errors(value)]
     .slice(0, 3)
     .map((e) => `${e.path || "/"}: ${e.message}`)
     .join("; ");
@@ -78,6 +90,6 @@ export async function checkAnswer(app: AnyElysia, request: Request, response: Re
   } catch {
     throw new Error(`contract: ${where}: body is not JSON: ${text.slice(0, 200)}`);
   }
-  if (!Value.Check(schema, body))
+  if (!checkerOf(schema).Check(body))
     throw new Error(`contract: ${where}: body does not match its schema: ${errorsOf(schema, body)}`);
 }
