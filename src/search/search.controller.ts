@@ -17,6 +17,7 @@ import {
   ErrorEnvelope,
   FolderParams,
   OwnerParams,
+  SearchHeaders,
   SearchQuery,
   SearchResult,
 } from "../wire/schemas.ts";
@@ -59,6 +60,7 @@ export function searchController(s: Services) {
       {
         params: OwnerParams,
         query: SearchQuery,
+        headers: SearchHeaders,
         transform: integerParams({ query: SearchQuery }),
         response: responses(SearchResult, [400, 401, 403, 500]),
         detail: SEARCH_DOC,

@@ -413,3 +413,8 @@ export const DownloadHeaders = t.Object({
     t.String({ description: "bytes=a-b, bytes=a- or bytes=-n; malformed or multi-range values are ignored" }),
   ),
 });
+
+/** Headers of `GET /search_files/{ss58}` (spec §5.5). */
+export const SearchHeaders = t.Object({
+  "x-billing-bypass": t.Optional(t.String({ description: "accepted and ignored (spec §5.5)" })),
+});
