@@ -38,6 +38,15 @@ import { toRemoteFileEntry } from "./file-entry.ts";
 const Binary = t.String({ format: "binary", description: "ciphertext bytes" });
 const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 416, 500];
 
+/** Response headers of a download (complement §5). */
+const DOWNLOAD_HEADERS = {
+  "Content-Length": { description: "bytes in this response", schema: { type: "integer" } },
+  "Accept-Ranges": { description: "bytes", schema: { type: "string" } },
+  "X-Size-Bytes": { description: "plaintext size of the file", schema: { type: "integer" } },
+  "X-Revision-Id": { description: "revision id, 64 hex characters", schema: { type: "string" } },
+  "X-Revision-Seq": { description: "revision sequence number", schema: { type: "integer" } },
+};
+
 /** File routes. */
 export function filesController(s: Services) {
   return new Elysia({ name: "files" })
