@@ -40,11 +40,11 @@ const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 416, 500];
 
 /** Response headers of a download (complement §5). */
 const DOWNLOAD_HEADERS = {
-  "Content-Length": { description: "bytes in this response", schema: { type: "integer" } },
-  "Accept-Ranges": { description: "bytes", schema: { type: "string" } },
-  "X-Size-Bytes": { description: "plaintext size of the file", schema: { type: "integer" } },
-  "X-Revision-Id": { description: "revision id, 64 hex characters", schema: { type: "string" } },
-  "X-Revision-Seq": { description: "revision sequence number", schema: { type: "integer" } },
+  "Content-Length": { description: "bytes in this response", schema: { type: "integer" as const } },
+  "Accept-Ranges": { description: "bytes", schema: { type: "string" as const } },
+  "X-Size-Bytes": { description: "plaintext size of the file", schema: { type: "integer" as const } },
+  "X-Revision-Id": { description: "revision id, 64 hex characters", schema: { type: "string" as const } },
+  "X-Revision-Seq": { description: "revision sequence number", schema: { type: "integer" as const } },
 };
 
 /** File routes. */
@@ -156,10 +156,18 @@ export function filesController(s: Services) {
           responses: {
             200: {
               description: "The ciphertext",
+              headers: DOWNLOAD_HEADERS,
               content: { "application/octet-stream": { schema: Binary } },
             },
             206: {
-              description: "A byte range of the ciphertext (Content-Range)",
+              description: "A byte range of the ciphertext",
+              headers: {
+                ...DOWNLOAD_HEADERS,
+                "Content-Range": {
+                  description: "bytes start-end/total",
+                  schema: { type: "string" as const },
+                },
+              },
               content: { "application/octet-stream": { schema: Binary } },
             },
             ...Object.fromEntries(
