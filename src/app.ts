@@ -1,22 +1,23 @@
 /**
  * @module app
  * `createApp(deps)` wires services, controllers (one Elysia plugin per feature), the OpenAPI page
- * and the single error handler that turns every failure into the spec's envelope (spec §7).
+ * and the single error handler that turns every failure into the spec's envelope (spec §7);
+ * failed schema validations become error codes through `validationFailure`.
  * Tests build it on an in-memory database and a temporary blob directory and call `handle`
  * (`app.handle` with request ids, the access log and HTTP metrics: src/http/instrument.ts).
  */
-import { swagger } from "@elysiajs/swagger";
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
-import { Elysia } from "elysia";
-import pkg from "../package.json" with { type: "json" };
+import { Elysia, ValidationError } from "elysia";
 import { authFailureReason } from "./auth/auth.service.ts";
 import { AppError, fail } from "./errors/errors.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
 import { probesController } from "./health/probes.controller.ts";
+import { validationFailure } from "./http/contract.ts";
 import { errorResponse } from "./http/envelope.ts";
 import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
+import { openApi } from "./http/openapi.ts";
 import { metricsController } from "./metrics/metrics.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
@@ -64,8 +65,12 @@ export function toAppError(
     case "NOT_FOUND":
       return fail("not_found", `No route for ${request.method} ${new URL(request.url).pathname}`);
     case "PARSE":
+      // A parse hook's own error (401 before the body is read, or readJson's 400) comes as the cause.
+      if ((e as Error).cause instanceof AppError) return (e as Error).cause as AppError;
       return fail("invalid_manifest", "The request body could not be parsed");
     case "VALIDATION":
+      if (e instanceof ValidationError) return validationFailure(e);
+      return fail("invalid_parameter", "A request parameter is invalid");
     case "INVALID_COOKIE_SIGNATURE":
       return fail("invalid_parameter", "A request parameter is invalid");
   }
@@ -101,23 +106,7 @@ export function createApp(deps: AppDeps) {
     .use(filesController(s))
     .use(searchController(s));
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
-  if (deps.config.openApi) {
-    app.use(
-      swagger({
-        path: "/swagger",
-        exclude: ["/swagger", "/swagger/json"],
-        documentation: {
-          info: {
-            title: "esync",
-            version: pkg.version,
-            description:
-              'End-to-end-encrypted file sync: folder registry, resumable chunked upload sessions, BLAKE3-verified blobs, search. Success bodies are `{"Success": {...}}`, errors `{"Error": {"error", "message"}}`.',
-          },
-          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
-        },
-      }),
-    );
-  }
+  if (deps.config.openApi) app.use(openApi());
   const handle = instrumentHandle((request) => app.handle(request), deps.log, deps.metrics);
   return { app, services: s, handle };
 }

@@ -1,17 +1,21 @@
 /**
  * @module client/api-types
  * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (spec §2,
- * §4; complement §5; defined once in `src/wire/types.ts`), and the client's request options. Byte arrays stay JSON arrays of integers (`number[]`); use
- * `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix seconds.
+ * §4; complement §5), derived from the schemas of `src/wire/schemas.ts` through
+ * `src/wire/types.ts`, and the client's request options. Byte arrays stay JSON arrays of
+ * integers (`number[]`); use `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix
+ * seconds.
  */
+import type { SortColumn } from "../wire/schemas.ts";
+import type { HealthInfo as WireHealthInfo } from "../wire/types.ts";
 
-/** `GET /health` (no envelope; complement §5). */
-export interface HealthInfo {
-  status: string;
-  version?: string;
-  capabilities?: string[];
-}
+/**
+ * `GET /health` (no envelope; complement §5). Only `status` is required, so that the client
+ * also reads servers that send less than esync does.
+ */
+export type HealthInfo = Pick<WireHealthInfo, "status"> & Partial<Omit<WireHealthInfo, "status">>;
 
+export type { SortColumn } from "../wire/schemas.ts";
 export type {
   BrowseFolderEntry,
   BrowseResult,
@@ -31,9 +35,6 @@ export type {
   UnregisterFolderResult,
   UploadResult,
 } from "../wire/types.ts";
-
-/** Columns `/search_files` sorts by (spec §4.9). */
-export type SortColumn = "file_name" | "size_bytes" | "created_at" | "updated_at";
 
 /** Filters of `/search_files` (spec §4.9, complement §4); every one optional, combined with AND. */
 export interface SearchFilters {

@@ -1,83 +1,90 @@
 /**
  * @module files/files.controller
  * HTTP of single-shot `/upload`, `/get_state`, `/delete` and `/download` (complement §5).
+ * Shapes come from `src/wire/schemas.ts`; `Range` and the multipart boundary are parsed here and
+ * given to the services as typed values.
  */
+import type { Static } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
-import { parsePreconditions } from "../http/conditional.ts";
-import { addressParam, caller, fileIdParam, folderHashParam, queryOf, uintQuery } from "../http/context.ts";
-import { op, RemoteFileEntry, UploadResult } from "../http/docs.ts";
+import { fail } from "../errors/errors.ts";
+import { evaluatePreconditions, parsePreconditions, revisionEtag } from "../http/conditional.ts";
+import {
+  authenticated,
+  doc,
+  type ErrorStatus,
+  integerParams,
+  rawBody,
+  responses,
+  UPLOAD_BODY,
+} from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
-import { rawSegments } from "../http/request.ts";
+import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import type { Services } from "../services.ts";
 import { toHex } from "../util/ids.ts";
+import {
+  DeleteFileResult,
+  DownloadHeaders,
+  ErrorEnvelope,
+  FileParams,
+  FolderParams,
+  STATE_DEFAULT_LIMIT,
+  STATE_MAX_LIMIT,
+  StateQuery,
+  StateResult,
+  UploadHeaders,
+  UploadResult,
+} from "../wire/schemas.ts";
 import { toRemoteFileEntry } from "./file-entry.ts";
 
-/** `/get_state` page size: default and cap (complement §5). */
-export const STATE_DEFAULT_LIMIT = 1000;
-export const STATE_MAX_LIMIT = 5000;
+const Binary = t.String({ format: "binary", description: "ciphertext bytes" });
+const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500];
 
-/** Checks `{ss58}/{folder_hash}[/{file_id}]` path parameters and ownership (401 → 400 → 403). */
-function pathTarget(request: Request, who: string, withFile: boolean) {
-  const seg = rawSegments(request);
-  const address = addressParam(seg[1]);
-  const folderHash = folderHashParam(seg[2]);
-  const pathHash = withFile ? fileIdParam(seg[3]) : new Uint8Array(0);
-  AuthService.requireOwner(who, address, "this address");
-  return { address, folderHash, pathHash };
-}
+/** Response headers of a download (complement §5). */
+const DOWNLOAD_HEADERS = {
+  "Content-Length": { description: "bytes in this response", schema: { type: "integer" as const } },
+  "Accept-Ranges": { description: "bytes", schema: { type: "string" as const } },
+  ETag: { description: "strong entity tag: the quoted revision id", schema: { type: "string" as const } },
+  "X-Size-Bytes": { description: "plaintext size of the file", schema: { type: "integer" as const } },
+  "X-Revision-Id": { description: "revision id, 64 hex characters", schema: { type: "string" as const } },
+  "X-Revision-Seq": { description: "revision sequence number", schema: { type: "integer" as const } },
+};
 
 /** File routes. */
 export function filesController(s: Services) {
   return new Elysia({ name: "files" })
+    .derive(authenticated(s))
     .post(
       "/upload",
-      async ({ request }) => {
-        const who = await caller(s, request);
-        return success(await s.singleUpload.upload(who, request));
+      async ({ caller, headers, request }) => {
+        const boundary = multipartBoundary(headers["content-type"]);
+        if (boundary === null || !request.body)
+          throw fail(
+            "invalid_manifest",
+            "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
+          );
+        return success(await s.singleUpload.upload(caller, request.body, boundary));
       },
       {
-        parse: "none",
+        parse: rawBody(),
+        headers: UploadHeaders,
+        response: responses(UploadResult, [400, 401, 403, 409, 413, 500, 503, 507]),
         detail: {
-          ...op(
-            "files",
-            "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)",
-            UploadResult,
-            [400, 401, 403, 409, 413],
-          ),
-          requestBody: {
-            required: true,
-            content: {
-              "multipart/form-data": {
-                schema: {
-                  type: "object",
-                  properties: {
-                    manifest: { type: "string", description: "manifest JSON" },
-                    ciphertext: { type: "string", format: "binary" },
-                  },
-                },
-              },
-            },
-          },
-        } as never,
+          ...doc("files", "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)"),
+          requestBody: UPLOAD_BODY,
+        },
       },
     )
     .get(
       "/get_state/:ss58/:folder_hash",
-      async ({ request }) => {
-        const who = await caller(s, request);
-        const { address, folderHash } = pathTarget(request, who, false);
-        const q = queryOf(request);
-        const offset = uintQuery(q, "offset") ?? 0;
-        const limitRaw = uintQuery(q, "limit");
-        const limit = Math.min(
-          limitRaw === null || limitRaw === 0 ? STATE_DEFAULT_LIMIT : limitRaw,
-          STATE_MAX_LIMIT,
-        );
-        const { rows, total } = s.files.state(address, folderHash, offset, limit);
+      ({ caller, params, query }) => {
+        AuthService.requireOwner(caller, params.ss58, "this address");
+        const offset = query.offset ?? 0;
+        const limit = !query.limit ? STATE_DEFAULT_LIMIT : Math.min(query.limit, STATE_MAX_LIMIT);
+        const { rows, total } = s.files.state(params.ss58, params.folder_hash, offset, limit);
         return success({
-          ss58_address: address,
-          folder_hash: folderHash,
+          ss58_address: params.ss58,
+          folder_hash: params.folder_hash,
           files: rows.map(toRemoteFileEntry),
           total_count: total,
           has_more: offset + rows.length < total,
@@ -86,108 +93,143 @@ export function filesController(s: Services) {
         });
       },
       {
-        detail: op(
-          "files",
-          "A page of a folder's files",
-          t.Object({
-            ss58_address: t.String(),
-            folder_hash: t.String(),
-            files: t.Array(RemoteFileEntry),
-            total_count: t.Integer(),
-            has_more: t.Boolean(),
-            offset: t.Integer(),
-            limit: t.Integer(),
-          }),
-          [400, 401, 403],
-        ),
+        params: FolderParams,
+        query: StateQuery,
+        transform: integerParams({ query: StateQuery }),
+        response: responses(StateResult, [400, 401, 403, 500]),
+        detail: doc("files", "A page of a folder's files"),
       },
     )
     .delete(
       "/delete/:ss58/:folder_hash/:file_id",
-      async ({ request }) => {
-        const who = await caller(s, request);
-        const { address, folderHash, pathHash } = pathTarget(request, who, true);
-        s.files.remove(address, folderHash, pathHash);
+      ({ caller, params }) => {
+        AuthService.requireOwner(caller, params.ss58, "this address");
+        const pathHash = Buffer.from(params.file_id, "hex");
+        s.files.remove(params.ss58, params.folder_hash, pathHash);
         return success({
           status: "deleted",
           file_id: toHex(pathHash),
-          ss58_address: address,
-          folder_hash: folderHash,
+          ss58_address: params.ss58,
+          folder_hash: params.folder_hash,
         });
       },
       {
-        parse: "none",
-        detail: op(
-          "files",
-          "Delete one file",
-          t.Object({
-            status: t.Literal("deleted"),
-            file_id: t.String(),
-            ss58_address: t.String(),
-            folder_hash: t.String(),
-          }),
-          [400, 401, 403, 404],
-        ),
+        parse: rawBody(),
+        params: FileParams,
+        response: responses(DeleteFileResult, [400, 401, 403, 404, 500]),
+        detail: doc("files", "Delete one file"),
       },
     )
-    .get("/download/:ss58/:folder_hash/:file_id", ({ request }) => downloadFile(s, request), {
-      detail: {
-        ...op(
-          "files",
-          "Download the ciphertext (Range: 206, 416; ETag = revision id; If-Range, If-None-Match: 304, If-Match: 412)",
-          null,
-          [400, 401, 403, 404, 412, 416],
-        ),
-        responses: {
-          "200": {
-            description: "The ciphertext",
-            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-          },
-          "206": { description: "A byte range of the ciphertext" },
-        },
-      } as never,
-    })
-    .onRequest(({ request }) => {
-      if (request.method === "HEAD" && rawSegments(request)[0] === "download")
-        return downloadFile(s, request);
-    });
+    .get(
+      "/download/:ss58/:folder_hash/:file_id",
+      ({ caller, params, headers }) => download(s, caller, params, headers, false),
+      {
+        params: FileParams,
+        headers: DownloadHeaders,
+        response: DOWNLOAD_RESPONSES,
+        detail: DOWNLOAD_DOC,
+      },
+    )
+    .head(
+      "/download/:ss58/:folder_hash/:file_id",
+      ({ caller, params, headers }) => download(s, caller, params, headers, true),
+      {
+        params: FileParams,
+        headers: DownloadHeaders,
+        response: DOWNLOAD_RESPONSES,
+        detail: { ...DOWNLOAD_DOC, summary: "The headers of the download, without the body" },
+      },
+    );
 }
 
 /**
- * `GET`/`HEAD /download/...`: the same status and headers for both; HEAD sends no body. HEAD is
- * answered before routing because Elysia answers HEAD on a GET route with the Content-Length of
- * the body it reads in full (0 for none).
+ * `GET`/`HEAD /download/...` (complement §5): the conditional headers are evaluated against the
+ * row the bytes are read from (`src/http/conditional.ts`: a Range whose If-Range names another
+ * revision gets the whole current file, never a splice), then the Range. HEAD answers the same
+ * status and headers as GET, without the body (its own route: Elysia's implicit HEAD on a GET
+ * route reads the whole body to count it).
+ * @throws AppError `not_found`, `precondition_failed` (412), `range_not_satisfiable` (416).
  */
-async function downloadFile(s: Services, request: Request): Promise<Response> {
-  const who = await caller(s, request);
-  const { address, folderHash, pathHash } = pathTarget(request, who, true);
-  const h = request.headers;
-  const d = await s.files.download(
-    address,
-    folderHash,
-    pathHash,
-    h.get("range"),
-    parsePreconditions({
-      ifMatch: h.get("if-match"),
-      ifNoneMatch: h.get("if-none-match"),
-      ifRange: h.get("if-range"),
-    }),
-  );
-  if (d.notModified)
-    return new Response(null, { status: 304, headers: { etag: d.etag, "accept-ranges": "bytes" } });
-  const headers: Record<string, string> = {
-    "content-type": "application/octet-stream",
-    "content-length": String(d.end - d.start),
-    "accept-ranges": "bytes",
-    etag: d.etag,
-    "x-size-bytes": String(d.row.sizeBytes),
-    "x-revision-id": toHex(d.row.revisionId),
-    "x-revision-seq": String(d.row.revisionSeq),
-  };
-  if (d.partial) headers["content-range"] = `bytes ${d.start}-${d.end - 1}/${d.row.ciphertextSize}`;
-  if (request.method === "HEAD") {
-    await d.body?.cancel();
-    return new Response(null, { status: d.partial ? 206 : 200, headers });
+async function download(
+  s: Services,
+  caller: string,
+  params: { ss58: string; folder_hash: string; file_id: string },
+  headers: Static<typeof DownloadHeaders>,
+  head: boolean,
+): Promise<Response> {
+  AuthService.requireOwner(caller, params.ss58, "this address");
+  const row = s.files.file(params.ss58, params.folder_hash, Buffer.from(params.file_id, "hex"));
+  const size = row.ciphertextSize;
+  const etag = revisionEtag(toHex(row.revisionId));
+  const conditions = parsePreconditions({
+    ifMatch: headers["if-match"] ?? null,
+    ifNoneMatch: headers["if-none-match"] ?? null,
+    ifRange: headers["if-range"] ?? null,
+  });
+  const outcome = evaluatePreconditions(conditions, etag, headers.range !== undefined);
+  if (outcome === "precondition_failed")
+    throw fail("precondition_failed", `The file's current revision is ${etag}, not the one If-Match names`, {
+      headers: { etag },
+    });
+  if (outcome === "not_modified")
+    return new Response(null, { status: 304, headers: { etag, "accept-ranges": "bytes" } });
+  const range = outcome === "full" ? null : resolveRange(parseRangeHeader(headers.range), size);
+  if (range === "unsatisfiable") {
+    throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
+      headers: { "content-range": `bytes */${size}` },
+    });
   }
-  return new Response(d.body, { status: d.partial ? 206 : 200, headers });
+  const [start, end] = range ?? [0, size];
+  const status = range ? 206 : 200;
+  const out: Record<string, string> = {
+    "content-type": "application/octet-stream",
+    "content-length": String(end - start),
+    "accept-ranges": "bytes",
+    etag,
+    "x-size-bytes": String(row.sizeBytes),
+    "x-revision-id": toHex(row.revisionId),
+    "x-revision-seq": String(row.revisionSeq),
+  };
+  if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
+  if (head) return new Response(null, { status, headers: out });
+  const d = await s.files.open(row, start, end);
+  return new Response(d.body, { status, headers: out });
+}
+
+const DOWNLOAD_RESPONSES = { 200: Binary, 206: Binary, 304: t.Null(), ...errorsOnly(DOWNLOAD_ERRORS) };
+
+const DOWNLOAD_DOC = {
+  ...doc(
+    "files",
+    "Download the ciphertext (Range: 206, 416; ETag = revision id; If-Range, If-None-Match: 304, If-Match: 412)",
+  ),
+  responses: {
+    200: {
+      description: "The ciphertext",
+      headers: DOWNLOAD_HEADERS,
+      content: { "application/octet-stream": { schema: Binary } },
+    },
+    206: {
+      description: "A byte range of the ciphertext",
+      headers: {
+        ...DOWNLOAD_HEADERS,
+        "Content-Range": { description: "bytes start-end/total", schema: { type: "string" as const } },
+      },
+      content: { "application/octet-stream": { schema: Binary } },
+    },
+    304: {
+      description: "Not modified (If-None-Match names the current revision)",
+      headers: { ETag: DOWNLOAD_HEADERS.ETag },
+    },
+    ...Object.fromEntries(
+      DOWNLOAD_ERRORS.map((st) => [
+        st,
+        { description: `Error ${st}`, content: { "application/json": { schema: ErrorEnvelope } } },
+      ]),
+    ),
+  },
+};
+
+function errorsOnly(statuses: ErrorStatus[]) {
+  return Object.fromEntries(statuses.map((st) => [st, ErrorEnvelope]));
 }

@@ -8,7 +8,6 @@
 import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
-import { evaluatePreconditions, type Preconditions, revisionEtag } from "../http/conditional.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
@@ -21,8 +20,6 @@ import type { FilesRepository } from "./files.repository.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
-const NO_PRECONDITIONS: Preconditions = { ifMatch: null, ifNoneMatch: null, ifRange: null };
-
 /** Where a verified ciphertext lives, given to `commit`. */
 export interface StoredBlob extends BlobLayout {
   /** BLAKE3 hex of the whole ciphertext (already verified against the manifest). */
@@ -31,20 +28,12 @@ export interface StoredBlob extends BlobLayout {
   chunkHashes: string[] | null;
 }
 
-/**
- * A resolved download: the file row, its strong entity tag, the byte range `[start, end)` and the
- * stream. `notModified` (If-None-Match matched): no range and no body; answer 304.
- */
+/** An open download: the file row, the byte range `[start, end)` and its stream. */
 export interface Download {
   row: FileRow;
-  /** Strong entity tag of the revision (`"<revision id hex>"`). */
-  etag: string;
   start: number;
   end: number;
-  partial: boolean;
-  notModified: boolean;
-  /** Null when `notModified`. */
-  body: ReadableStream<Uint8Array> | null;
+  body: ReadableStream<Uint8Array>;
 }
 
 /** Rules of file writes, reads and deletes. */
@@ -206,53 +195,30 @@ export class FilesService {
   }
 
   /**
-   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5), after its
-   * conditional headers (`src/http/conditional.ts`) are evaluated against the same row: a range
-   * whose If-Range names another revision gets the whole current file, never a splice.
-   * @param range the `Range` header value, or null.
-   * @param preconditions parsed If-Match / If-None-Match / If-Range (default: none).
-   * @throws AppError `not_found`; `precondition_failed` (412) when If-Match does not match;
-   *   `range_not_satisfiable` (416) for an unsatisfiable range.
+   * The current row of a file, for `/download` (complement §5).
+   * @throws AppError `not_found` when there is no such file.
    */
-  async download(
-    owner: string,
-    folderHash: string,
-    pathHash: Uint8Array,
-    range: string | null,
-    preconditions: Preconditions = NO_PRECONDITIONS,
-  ): Promise<Download> {
+  file(owner: string, folderHash: string, pathHash: Uint8Array): FileRow {
     const row = this.filesRepo.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
-    const etag = revisionEtag(toHex(row.revisionId));
-    const outcome = evaluatePreconditions(preconditions, etag, range !== null);
-    if (outcome === "precondition_failed")
-      throw fail(
-        "precondition_failed",
-        `The file's current revision is ${etag}, not the one If-Match names`,
-        {
-          headers: { etag },
-        },
-      );
-    const size = row.ciphertextSize;
-    if (outcome === "not_modified")
-      return { row, etag, start: 0, end: size, partial: false, notModified: true, body: null };
-    const r = parseRange(outcome === "full" ? null : range, size);
-    if (r === "unsatisfiable") {
-      throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
-        headers: { "content-range": `bytes */${size}` },
-      });
-    }
-    const [start, end] = r ?? [0, size];
+    return row;
+  }
+
+  /**
+   * Opens bytes `[start, end)` of a file's ciphertext (`0 <= start < end <= ciphertextSize`, or
+   * `0, 0` for an empty file). The first piece is read before returning, so that a store failure
+   * rejects here (a 500), not in the middle of a 200.
+   */
+  async open(row: FileRow, start: number, end: number): Promise<Download> {
     const layout: BlobLayout = {
       blobId: row.blobId,
       chunkSize: row.chunkSize,
       chunkCount: row.chunkCount,
-      size,
+      size: row.ciphertextSize,
       gens: JSON.parse(row.chunkGens) as string[],
     };
-    // Read the first piece before answering, so that a store failure is a 500, not a truncated 200.
     const body = await primed(readBlobRange(this.blobs, layout, start, end));
-    return { row, etag, start, end, partial: r !== null, notModified: false, body };
+    return { row, start, end, body };
   }
 }
 
@@ -275,29 +241,6 @@ async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStrea
     },
     { highWaterMark: 0 },
   );
-}
-
-/**
- * Parses a single-range `Range` header (RFC 9110: `bytes=a-b`, `a-`, `-n`; end clamped).
- * Returns `[start, end)`, null to serve the whole body (absent, malformed or multi-range
- * headers are ignored), or `"unsatisfiable"`.
- */
-export function parseRange(header: string | null, size: number): [number, number] | null | "unsatisfiable" {
-  if (header === null) return null;
-  const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
-  if (!m) return null;
-  const [, a, b] = m as unknown as [string, string, string];
-  if (a === "" && b === "") return null;
-  if (a === "") {
-    const n = Number(b);
-    if (n === 0 || size === 0) return "unsatisfiable";
-    return [Math.max(0, size - n), size];
-  }
-  const start = Number(a);
-  if (b !== "" && Number(b) < start) return null;
-  if (start >= size) return "unsatisfiable";
-  const end = b === "" ? size : Math.min(Number(b) + 1, size);
-  return [start, end];
 }
 
 /** `X-Revision-Id` value: the revision id as lowercase hex. */

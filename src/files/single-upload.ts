@@ -61,23 +61,17 @@ export class SingleUploadService {
   }
 
   /**
-   * Accepts one upload for `caller`.
-   * @throws AppError `invalid_manifest` (400: not multipart, parts missing or out of order, bad
-   *   manifest, hash mismatch), `forbidden` (403), `payload_too_large` (413), `conflict` (409,
-   *   Conflict envelope; checked before the bytes are stored and again at commit),
-   *   `stale_sequence` (400), `storage_full` (507) on ENOSPC/EDQUOT, `storage_unavailable` (503).
+   * Accepts one upload for `caller`: `body` is a `multipart/form-data` stream delimited by
+   * `boundary`, with parts `manifest` (JSON) then `ciphertext`.
+   * @throws AppError `invalid_manifest` (400: parts missing or out of order, bad manifest, hash
+   *   mismatch), `forbidden` (403), `payload_too_large` (413), `conflict` (409, Conflict
+   *   envelope; checked before the bytes are stored and again at commit), `stale_sequence` (400),
+   *   `storage_full` (507) on ENOSPC/EDQUOT, `storage_unavailable` (503).
    */
-  async upload(caller: string, request: Request): Promise<UploadResult> {
-    const contentType = request.headers.get("content-type") ?? "";
-    if (!/^multipart\/form-data\s*;.*boundary=/i.test(contentType) || !request.body) {
-      throw fail(
-        "invalid_manifest",
-        "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
-      );
-    }
+  async upload(caller: string, body: ReadableStream<Uint8Array>, boundary: string): Promise<UploadResult> {
     const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
     try {
-      const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
+      const { manifest, size, hash } = await this.receive(caller, body, boundary, spool);
       checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
@@ -146,8 +140,8 @@ export class SingleUploadService {
   /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */
   private receive(
     caller: string,
-    request: Request,
-    contentType: string,
+    body: ReadableStream<Uint8Array>,
+    boundary: string,
     spool: string,
   ): Promise<{ manifest: Manifest; size: number; hash: string }> {
     return new Promise((resolve, reject) => {
@@ -155,9 +149,9 @@ export class SingleUploadService {
       let ciphertext: Promise<{ size: number; hash: string }> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
-      const source = Readable.fromWeb(request.body as never);
+      const source = Readable.fromWeb(body as never);
       const bb = Busboy({
-        headers: { "content-type": contentType },
+        headers: { "content-type": `multipart/form-data; boundary="${boundary}"` },
         limits: {
           parts: 2,
           files: 2,

@@ -2,9 +2,10 @@
  * @module health/health.controller
  * `GET /health` (complement §5), unauthenticated: `{status, version, capabilities}`.
  */
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { Services } from "../services.ts";
+import { HealthInfo } from "../wire/schemas.ts";
 
 /** Capabilities this server advertises. */
 export const CAPABILITIES = [
@@ -25,24 +26,8 @@ export function healthController(_s: Services) {
     "/health",
     () => Response.json({ status: "healthy", version: pkg.version, capabilities: CAPABILITIES }),
     {
-      detail: {
-        tags: ["health"],
-        summary: "Liveness and capabilities (no auth)",
-        responses: {
-          "200": {
-            description: "healthy",
-            content: {
-              "application/json": {
-                schema: t.Object({
-                  status: t.Literal("healthy"),
-                  version: t.String(),
-                  capabilities: t.Array(t.String()),
-                }),
-              },
-            },
-          },
-        },
-      } as never,
+      response: { 200: HealthInfo },
+      detail: { tags: ["health"], summary: "Liveness and capabilities (no auth, no envelope)" },
     },
   );
 }

@@ -9,11 +9,13 @@
  */
 import { Elysia } from "elysia";
 import type { Services } from "../services.ts";
+import { Liveness, Readiness } from "../wire/schemas.ts";
 
 /** The `/healthz` and `/readyz` routes. */
 export function probesController(s: Services) {
   return new Elysia({ name: "probes" })
     .get("/healthz", () => Response.json({ status: "ok" }), {
+      response: { 200: Liveness },
       detail: { tags: ["health"], summary: "Liveness: the process answers (no auth, nothing checked)" },
     })
     .get(
@@ -26,6 +28,7 @@ export function probesController(s: Services) {
         );
       },
       {
+        response: { 200: Readiness, 503: Readiness },
         detail: {
           tags: ["health"],
           summary: "Readiness: database and blob store checked; 503 when one fails or while shutting down",

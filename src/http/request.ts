@@ -1,7 +1,7 @@
 /**
  * @module http/request
- * Reading and checking request input shared by the controllers: bounded JSON bodies, path and
- * query parameters. Failures are `AppError`s with the code each spec section names.
+ * Reading bounded JSON request bodies. Failures are `AppError`s with the code each spec section
+ * names.
  */
 import { type ErrorCode, fail } from "../errors/errors.ts";
 
@@ -31,31 +31,4 @@ export async function readJson(request: Request, code: ErrorCode = "invalid_mani
   } catch {
     throw fail(code, "request body is not valid JSON");
   }
-}
-
-/** Requires a JSON object; throws `code` otherwise. */
-export function asObject(v: unknown, code: ErrorCode = "invalid_manifest"): Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v))
-    throw fail(code, "request body must be a JSON object");
-  return v as Record<string, unknown>;
-}
-
-/** The raw (still percent-encoded) path segments of a request URL. */
-export function rawSegments(request: Request): string[] {
-  const url = request.url;
-  const start = url.indexOf("/", url.indexOf("://") + 3);
-  const q = url.indexOf("?", start);
-  const path = url.slice(start, q === -1 ? undefined : q);
-  return path.split("/").slice(1);
-}
-
-/**
- * Parses a u32 path or query value written in decimal without sign or leading zeros.
- * @throws AppError `code` when it is not one.
- */
-export function parseU32(s: string | undefined, what: string, code: ErrorCode = "invalid_manifest"): number {
-  if (s === undefined || !/^(0|[1-9]\d{0,9})$/.test(s) || Number(s) > 0xffffffff) {
-    throw fail(code, `${what} must be an unsigned 32-bit integer`);
-  }
-  return Number(s);
 }

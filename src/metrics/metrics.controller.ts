@@ -3,7 +3,7 @@
  * `GET /metrics`: the Prometheus text exposition of `Metrics`. Mounted on the public app only when
  * no separate metrics port is configured (`ESYNC_METRICS_PORT`; see `serveMetrics`).
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Metrics } from "./metrics.ts";
 
 /** A `GET /metrics` response rendering `metrics`. */
@@ -14,6 +14,7 @@ export async function metricsResponse(metrics: Metrics): Promise<Response> {
 /** The `/metrics` route on the public app. */
 export function metricsController(metrics: Metrics) {
   return new Elysia({ name: "metrics" }).get("/metrics", () => metricsResponse(metrics), {
+    response: { 200: t.String({ description: "Prometheus text exposition format" }) },
     detail: { tags: ["operations"], summary: "Prometheus metrics (text exposition format)" },
   });
 }

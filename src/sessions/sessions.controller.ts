@@ -1,128 +1,111 @@
 /**
  * @module sessions/sessions.controller
- * HTTP of upload sessions (spec §4.4–4.8). Chunk bodies are read as a raw stream
- * (`parse: "none"`) and handed to the engine without buffering.
+ * HTTP of upload sessions (spec §4.4–4.8). Chunk bodies are read as a raw stream and handed to
+ * the engine without buffering. Shapes come from `src/wire/schemas.ts`; the engine checks the
+ * manifest and the chunk layout.
  */
-import { Elysia, t } from "elysia";
-import { fail } from "../errors/errors.ts";
-import { caller } from "../http/context.ts";
-import { Manifest, op, UploadResult } from "../http/docs.ts";
+import { Elysia } from "elysia";
+import {
+  authenticated,
+  BINARY_BODY,
+  doc,
+  integerParams,
+  jsonBody,
+  rawBody,
+  responses,
+} from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
-import { asObject, parseU32, readJson } from "../http/request.ts";
 import type { Services } from "../services.ts";
-import { MAX_CHUNK_BYTES } from "./session.engine.ts";
-
-const SessionStatus = t.Object({
-  session_id: t.String(),
-  state: t.Union([t.Literal("receiving"), t.Literal("finalized")]),
-  total_chunks: t.Integer(),
-  chunks_received: t.Array(t.Integer()),
-  expires_at: t.Integer(),
-  ciphertext_hash: t.String(),
-});
-
-function contentLength(request: Request): number | null {
-  const v = request.headers.get("content-length");
-  if (v === null) return null;
-  if (!/^\d{1,16}$/.test(v.trim())) throw fail("invalid_manifest", "Malformed Content-Length");
-  return Number(v.trim());
-}
+import {
+  ChunkHeaders,
+  ChunkParams,
+  ChunkStored,
+  CreateSessionBody,
+  SessionCreated,
+  SessionDeleted,
+  SessionParams,
+  SessionStatus,
+  UploadResult,
+} from "../wire/schemas.ts";
 
 /** Upload session routes. */
 export function sessionsController(s: Services) {
   return new Elysia({ name: "sessions" })
+    .derive(authenticated(s))
     .post(
       "/upload/session",
-      async ({ request }) => {
-        const who = await caller(s, request);
-        const b = asObject(await readJson(request));
-        const r = s.sessions.create(who, {
-          manifest: b.manifest,
-          chunk_count: b.chunk_count,
-          chunk_size: b.chunk_size,
-          ciphertext_size: b.ciphertext_size,
+      ({ caller, body }) => {
+        const r = s.sessions.create(caller, {
+          manifest: body.manifest,
+          chunk_count: body.chunk_count,
+          chunk_size: body.chunk_size,
+          ciphertext_size: body.ciphertext_size,
         });
         return success(r);
       },
       {
-        parse: "none",
-        detail: op(
-          "sessions",
-          "Open a chunked upload session",
-          t.Object({ session_id: t.String(), expires_at: t.Integer() }),
-          [400, 401, 403, 429],
-          t.Object({
-            manifest: Manifest,
-            chunk_count: t.Integer(),
-            chunk_size: t.Integer({ maximum: MAX_CHUNK_BYTES }),
-            ciphertext_size: t.Integer(),
-          }),
-        ),
+        parse: jsonBody(s),
+        body: CreateSessionBody,
+        response: responses(SessionCreated, [400, 401, 403, 429, 500]),
+        detail: doc("sessions", "Open a chunked upload session"),
       },
     )
     .put(
       "/upload/session/:session_id/chunk/:chunk_index",
-      async ({ request, params }) => {
-        const who = await caller(s, request);
-        const index = parseU32(params.chunk_index, "chunk_index");
-        const declared = contentLength(request);
-        const r = await s.sessions.putChunk(who, params.session_id, index, request.body, declared);
+      async ({ caller, params, headers, request }) => {
+        const v = headers["content-length"];
+        const declared = v === undefined ? null : Number(v.trim());
+        const r = await s.sessions.putChunk(
+          caller,
+          params.session_id,
+          params.chunk_index,
+          request.body,
+          declared,
+        );
         return success(r);
       },
       {
-        parse: "none",
+        parse: rawBody(),
+        params: ChunkParams,
+        headers: ChunkHeaders,
+        transform: integerParams({ params: ChunkParams }),
+        response: responses(ChunkStored, [400, 401, 403, 404, 409, 413, 500, 503, 507]),
         detail: {
-          ...op(
+          ...doc(
             "sessions",
             "Upload one chunk (raw bytes, exactly chunk_size or the remainder for the last index)",
-            t.Object({ chunk_index: t.Integer() }),
-            [400, 401, 403, 404, 409, 503],
           ),
-          requestBody: {
-            required: true,
-            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-          },
-        } as never,
+          requestBody: BINARY_BODY,
+        },
       },
     )
     .get(
       "/upload/session/:session_id/status",
-      async ({ request, params }) => {
-        const who = await caller(s, request);
-        return success(s.sessions.status(who, params.session_id));
+      ({ caller, params }) => success(s.sessions.status(caller, params.session_id)),
+      {
+        params: SessionParams,
+        response: responses(SessionStatus, [401, 403, 404, 500]),
+        detail: doc("sessions", "Session progress, for resuming"),
       },
-      { detail: op("sessions", "Session progress, for resuming", SessionStatus, [401, 403, 404]) },
     )
     .post(
       "/upload/session/:session_id/finalize",
-      async ({ request, params }) => {
-        const who = await caller(s, request);
-        return success(await s.sessions.finalize(who, params.session_id));
-      },
+      async ({ caller, params }) => success(await s.sessions.finalize(caller, params.session_id)),
       {
-        parse: "none",
-        detail: op(
-          "sessions",
-          "Verify the BLAKE3 hash and commit the file",
-          UploadResult,
-          [400, 401, 403, 404, 409, 500],
-        ),
+        parse: rawBody(),
+        params: SessionParams,
+        response: responses(UploadResult, [400, 401, 403, 404, 409, 500, 503, 507]),
+        detail: doc("sessions", "Verify the BLAKE3 hash and commit the file"),
       },
     )
     .delete(
       "/upload/session/:session_id",
-      async ({ request, params }) => {
-        const who = await caller(s, request);
-        return success(s.sessions.abort(who, params.session_id));
-      },
+      ({ caller, params }) => success(s.sessions.abort(caller, params.session_id)),
       {
-        parse: "none",
-        detail: op(
-          "sessions",
-          "Abort a session and release its storage",
-          t.Object({ deleted: t.Literal(true) }),
-          [401, 403, 404, 409],
-        ),
+        parse: rawBody(),
+        params: SessionParams,
+        response: responses(SessionDeleted, [401, 403, 404, 409, 500]),
+        detail: doc("sessions", "Abort a session and release its storage"),
       },
     );
 }

@@ -1,6 +1,7 @@
 /**
  * In-process test app: in-memory SQLite, a blob store, a manual clock, and helpers to call
- * `app.handle` with JSON or raw bodies.
+ * `app.handle` with JSON or raw bodies. Every answer is checked against its route's documented
+ * statuses and response schemas (`checkAnswer`).
  *
  * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
  * in a temporary directory; with `s3`, the S3 store on the real test server
@@ -19,6 +20,7 @@ import { createS3BlobStore } from "../../src/storage/s3.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { type Logger, silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
+import { checkAnswer } from "./contract.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -45,6 +47,8 @@ export type JsonBody = any;
 
 /** A test app and its handles. */
 export interface TestApp {
+  /** The Elysia app (its route table). */
+  app: ReturnType<typeof createApp>["app"];
   config: Config;
   clock: ManualClock;
   blobs: BlobStore;
@@ -91,9 +95,15 @@ export function makeTestApp(
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
   const metrics = new Metrics({ defaultMetrics: false });
-  const { services, handle } = createApp({ config, db, blobs: store, clock, log, metrics });
-  const fetchFn = (path: string, init?: RequestInit) => handle(new Request(`http://127.0.0.1${path}`, init));
+  const { app, services, handle } = createApp({ config, db, blobs: store, clock, log, metrics });
+  const fetchFn = async (path: string, init?: RequestInit) => {
+    const request = new Request(`http://127.0.0.1${path}`, init);
+    const response = await handle(request);
+    await checkAnswer(app, request, response);
+    return response;
+  };
   return {
+    app,
     config,
     clock,
     blobs: store,

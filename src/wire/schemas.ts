@@ -1,0 +1,442 @@
+/**
+ * @module wire/schemas
+ * The contract of the HTTP API, described once (spec §2, §4; complement §1, §4, §5): TypeBox
+ * schemas of every route's path parameters, query, headers, JSON bodies and responses. The
+ * controllers give them to Elysia, which validates requests with them (failures become the
+ * spec's error codes through `validationFailure` in `src/http/contract.ts`) and builds the
+ * OpenAPI document from them; `src/wire/types.ts` derives the TypeScript types (`Static<>`)
+ * that the server and the client library share.
+ *
+ * Conventions: byte arrays are JSON arrays of integers; times are Unix seconds; sizes bytes.
+ * A schema's `x-error-code` names the catalogue code a failing value gets (default: 400
+ * `invalid_parameter` for path and query parameters, `invalid_manifest` for bodies).
+ * Schemas check shapes; the services check rules (signatures, cross-field rules, layouts).
+ */
+import { FormatRegistry, Type } from "@sinclair/typebox";
+import { t } from "elysia";
+import { isSs58 } from "../auth/ss58.ts";
+import type { ErrorCode } from "../errors/errors.ts";
+import { MAX_ATTRIBUTES_BYTES } from "../manifest/manifest.ts";
+
+/** The schema key naming the error code of a failing value. */
+export const ERROR_CODE_KEY = "x-error-code";
+
+/** Schema options that give a failing value the error `code`. */
+function failsWith(code: ErrorCode): { [ERROR_CODE_KEY]: ErrorCode } {
+  return { [ERROR_CODE_KEY]: code };
+}
+
+FormatRegistry.Set("ss58", isSs58);
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces
+
+/** An SS58 address in a path (spec §2.1): at most 256 bytes, base58 with a valid checksum. */
+const AddressParam = t.String({
+  format: "ss58",
+  minLength: 1,
+  maxLength: 256,
+  description: "SS58 address of the owner",
+  ...failsWith("invalid_user_id"),
+});
+/** `folder_hash`: first 16 hex characters of SHA-256(label) (spec §2.1). */
+const FolderHash = t.String({
+  pattern: "^[0-9a-f]{16}$",
+  description: "16 lowercase hex characters: the first 8 bytes of SHA-256(label)",
+});
+/** `file_id`: the 64 hex characters of `path_hash`. */
+const FileId = t.String({
+  pattern: "^[0-9a-fA-F]{64}$",
+  description: "path_hash as 64 hex characters",
+});
+/** An upload session id (opaque to clients). */
+const SessionId = t.String({ minLength: 1, description: "session_id from POST /upload/session" });
+/** A u32 in decimal, no sign or leading zeros (spec §4.5 `chunk_index`). */
+const ChunkIndex = Type.Integer({
+  minimum: 0,
+  maximum: 0xffffffff,
+  description: "zero-based chunk index, decimal u32 without sign or leading zeros",
+  ...failsWith("invalid_manifest"),
+});
+
+const byte = Type.Integer({ minimum: 0, maximum: 255 });
+/** 32 bytes as integers. */
+const Bytes32 = t.Array(byte, { minItems: 32, maxItems: 32, description: "32 bytes as integers" });
+/** Bytes as integers. */
+const ByteArray = t.Array(byte, { description: "bytes as integers" });
+/** esync extension: a file's opaque, client-encrypted attributes (mode, mtime, symlink); README "File attributes". */
+const Attributes = t.Array(byte, {
+  minItems: 1,
+  maxItems: MAX_ATTRIBUTES_BYTES,
+  description: "esync extension: opaque client-encrypted attributes, stored and returned unchanged",
+});
+const UnixSeconds = Type.Integer({ description: "Unix seconds" });
+const NullableString = t.Union([t.String(), t.Null()]);
+
+/** A non-negative integer query parameter; decimal digits only (complement §4). */
+function uintQuery(description: string, extra: { default?: number; maximum?: number } = {}) {
+  const maximum = extra.maximum ?? Number.MAX_SAFE_INTEGER;
+  return t.Optional(Type.Integer({ minimum: 0, description, ...extra, maximum }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envelopes (spec §4, §7; complement §1)
+
+/** `{"Error": {"error", "message"}}` */
+export const ErrorEnvelope = t.Object({ Error: t.Object({ error: t.String(), message: t.String() }) });
+/** `{"Conflict": {...}}`: a 409 from upload or finalize (complement §1). */
+export const ConflictEnvelope = t.Object({
+  Conflict: t.Object({
+    error: t.String(),
+    message: t.String(),
+    current_revision_id: t.Union([Bytes32, t.Null()]),
+    current_revision_seq: Type.Integer({ minimum: 0 }),
+  }),
+});
+
+/** `{"Success": schema}` */
+export function successOf<S extends ReturnType<typeof t.Object>>(schema: S) {
+  return t.Object({ Success: schema });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bodies of responses
+
+/** A registered folder (spec §2.2). */
+export const RemoteFolderInfo = t.Object({
+  label: t.String(),
+  folder_hash: FolderHash,
+  file_count: Type.Integer({ minimum: 0 }),
+  total_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
+  created_at: UnixSeconds,
+  updated_at: UnixSeconds,
+  device_name: t.String(),
+});
+
+/** `GET /list_folders/{base_address}` (spec §4.2). */
+export const ListFoldersResult = t.Object({ base_address: t.String(), folders: t.Array(RemoteFolderInfo) });
+/** `POST /register_folder` (spec §4.1). */
+export const RegisterFolderResult = t.Object({ status: t.Literal("registered") });
+/** `DELETE /unregister_folder` (spec §4.3). */
+export const UnregisterFolderResult = t.Object({
+  status: t.Literal("unregistered"),
+  files_deleted: Type.Integer({ minimum: 0 }),
+});
+
+/** A file of `/get_state` and `/browse` (spec §2.5 without folder fields; complement §5). */
+export const RemoteFileEntry = t.Object({
+  path_hash: Bytes32,
+  salted_hash: Bytes32,
+  size_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
+  revision_seq: Type.Integer({ minimum: 0 }),
+  revision_id: Bytes32,
+  encrypted_path: ByteArray,
+  file_name: NullableString,
+  relative_path: NullableString,
+  store_hash: NullableString,
+  chunk_hashes: t.Union([t.Array(t.String()), t.Null()]),
+  created_at: UnixSeconds,
+  updated_at: UnixSeconds,
+  attributes: t.Optional(Attributes),
+});
+
+/** Fields shared by paged listings. */
+const PageFields = {
+  total_count: Type.Integer({ minimum: 0 }),
+  has_more: t.Boolean(),
+  offset: Type.Integer({ minimum: 0 }),
+  limit: Type.Integer({ minimum: 1 }),
+};
+/** Fields shared by paged listings. */
+export const Page = t.Object(PageFields);
+
+/** A search result (spec §2.5): a file entry plus its folder. */
+export const SearchFileHit = t.Object({
+  ...RemoteFileEntry.properties,
+  folder_hash: FolderHash,
+  folder_label: t.String({ description: '"" when the folder is not registered' }),
+});
+
+/** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
+export const StateResult = t.Object({
+  ss58_address: t.String(),
+  folder_hash: FolderHash,
+  files: t.Array(RemoteFileEntry),
+  ...PageFields,
+});
+
+/** `GET /search_files/{ss58}` (spec §4.9). */
+export const SearchResult = t.Object({
+  ss58_address: t.String(),
+  files: t.Array(SearchFileHit),
+  ...PageFields,
+});
+
+/** A subfolder of a `/browse` listing; counts are recursive. */
+export const BrowseFolderEntry = t.Object({
+  name: t.String(),
+  file_count: Type.Integer({ minimum: 0 }),
+  total_bytes: Type.Integer({ minimum: 0 }),
+});
+
+/** `GET /browse/{ss58}/{folder_hash}`: subfolders first, then files at `path`. */
+export const BrowseResult = t.Object({
+  ss58_address: t.String(),
+  folder_hash: FolderHash,
+  path: t.String(),
+  folders: t.Array(BrowseFolderEntry),
+  files: t.Array(RemoteFileEntry),
+  ...PageFields,
+});
+
+/** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (complement §5). */
+export const DeleteFileResult = t.Object({
+  status: t.Literal("deleted"),
+  file_id: t.String(),
+  ss58_address: t.String(),
+  folder_hash: FolderHash,
+});
+
+/** `POST /upload` and session finalize (spec §2.4). */
+export const UploadResult = t.Object({
+  upload_id: t.String(),
+  timestamp: UnixSeconds,
+  revision_id: Bytes32,
+  created_at: UnixSeconds,
+  updated_at: UnixSeconds,
+});
+
+/** `POST /upload/session` (spec §4.4). */
+export const SessionCreated = t.Object({ session_id: t.String(), expires_at: UnixSeconds });
+
+/** `GET /upload/session/{id}/status` (spec §2.3, §4.6). */
+export const SessionStatus = t.Object({
+  session_id: t.String(),
+  state: t.Union([t.Literal("receiving"), t.Literal("finalized")]),
+  total_chunks: Type.Integer({ minimum: 1 }),
+  chunks_received: t.Array(Type.Integer({ minimum: 0 })),
+  expires_at: UnixSeconds,
+  ciphertext_hash: t.String(),
+});
+
+/** `PUT /upload/session/{id}/chunk/{index}` (spec §4.5). */
+export const ChunkStored = t.Object({ chunk_index: Type.Integer({ minimum: 0 }) });
+
+/** `DELETE /upload/session/{id}` (spec §4.8). */
+export const SessionDeleted = t.Object({ deleted: t.Literal(true) });
+
+/** `GET /health` (complement §5; no envelope). */
+export const HealthInfo = t.Object({
+  status: t.Literal("healthy"),
+  version: t.String(),
+  capabilities: t.Array(t.String()),
+});
+
+/** `GET /healthz` (extensions §2.2): the process answers; nothing is checked. */
+export const Liveness = t.Object({ status: t.Literal("ok") });
+/** `GET /readyz` (extensions §2.2): 200 `ready`, or 503 `not_ready` naming the failing dependency. */
+export const Readiness = t.Object({
+  status: t.Union([t.Literal("ready"), t.Literal("not_ready")]),
+  checks: t.Record(t.String(), t.String(), { description: "dependency → ok or what failed" }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Bodies of requests (every failing field: 400 invalid_manifest)
+
+/** The signed manifest (spec §2.3, complement §1); its signature and rules are checked by the service. */
+export const Manifest = t.Object({
+  ss58_address: t.Optional(t.String({ description: "owner (alias user_id)" })),
+  user_id: t.Optional(t.String({ description: "alias of ss58_address" })),
+  folder_hash: FolderHash,
+  ciphertext_hash: t.String({ pattern: "^[0-9a-f]{64}$", description: "BLAKE3 of the whole ciphertext" }),
+  size_bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "plaintext bytes" }),
+  timestamp: Type.Integer({ description: "client Unix seconds" }),
+  signature: t.Array(byte, { minItems: 64, maxItems: 64, description: "Ed25519 over the ToS sentence" }),
+  signing_key: Bytes32,
+  path_hash: Bytes32,
+  salted_hash: Bytes32,
+  revision_seq: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  base_revision_id: t.Optional(t.Union([Bytes32, t.Null()])),
+  encrypted_path: t.Optional(t.Union([ByteArray, t.Null()])),
+  file_name: t.Optional(NullableString),
+  relative_path: t.Optional(NullableString),
+  source: t.Optional(NullableString),
+  attributes: t.Optional(t.Union([Attributes, t.Null()])),
+});
+
+/** Longest folder label and device name, characters (UTF-16 code units). */
+const MAX_LABEL_CHARS = 1024;
+
+const BodyAddress = t.String({ format: "ss58", description: "SS58 address of the owner" });
+
+/** `POST /register_folder` (spec §4.1): `ss58_address` or its alias `user_id` is required. */
+export const RegisterFolderBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  label: t.String({ minLength: 1, maxLength: MAX_LABEL_CHARS }),
+  device_name: t.Optional(t.Union([t.String({ maxLength: MAX_LABEL_CHARS }), t.Null()])),
+});
+
+/** `DELETE /unregister_folder` (spec §4.3): `ss58_address` or its alias `user_id` is required. */
+export const UnregisterFolderBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+});
+
+/** `POST /upload/session` (spec §4.4); the layout rules are the session engine's. */
+export const CreateSessionBody = t.Object({
+  manifest: Manifest,
+  chunk_count: Type.Integer({ minimum: 1, maximum: 0xffffffff }),
+  chunk_size: Type.Integer({ minimum: 1, description: "bytes" }),
+  ciphertext_size: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "bytes" }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Path parameters
+
+/** `{base_address}` */
+export const ListFoldersParams = t.Object({ base_address: AddressParam });
+/** `{ss58}/{folder_hash}` */
+export const FolderParams = t.Object({ ss58: AddressParam, folder_hash: FolderHash });
+/** `{ss58}/{folder_hash}/{file_id}` */
+export const FileParams = t.Object({ ss58: AddressParam, folder_hash: FolderHash, file_id: FileId });
+/** `{ss58}` */
+export const OwnerParams = t.Object({ ss58: AddressParam });
+/** `{session_id}` */
+export const SessionParams = t.Object({ session_id: SessionId });
+/** `{session_id}/chunk/{chunk_index}` */
+export const ChunkParams = t.Object({ session_id: SessionId, chunk_index: ChunkIndex });
+
+// ---------------------------------------------------------------------------------------------
+// Queries (complement §4: malformed numbers are 400 invalid_parameter)
+
+/** `/get_state` page size: default and cap (complement §5). */
+export const STATE_DEFAULT_LIMIT = 1000;
+export const STATE_MAX_LIMIT = 5000;
+/** `/search_files` page size: default and cap (spec §4.9). */
+export const SEARCH_DEFAULT_LIMIT = 25;
+export const SEARCH_MAX_LIMIT = 10000;
+/** `/browse` page size: default and cap (issue 3). */
+export const BROWSE_DEFAULT_LIMIT = 50;
+export const BROWSE_MAX_LIMIT = 200;
+/** Longest `q`, in characters (Unicode code points). */
+export const MAX_Q_CHARS = 256;
+
+/** `offset` and `limit`; a `limit` of 0 means the default, one above the cap is read as the cap. */
+function pageQuery(def: number, max: number, maximum?: number) {
+  return {
+    offset: uintQuery("rows to skip", { default: 0, maximum }),
+    limit: uintQuery(`page size; 0 or absent = ${def}; values above ${max} are read as ${max}`, {
+      default: def,
+      maximum,
+    }),
+  };
+}
+
+/** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
+export const StateQuery = t.Object(pageQuery(STATE_DEFAULT_LIMIT, STATE_MAX_LIMIT, 999_999_999_999_999));
+
+/** Columns results can be sorted by (spec §4.9), in the spec's order. */
+export const SORT_COLUMNS = ["file_name", "size_bytes", "created_at", "updated_at"] as const;
+/** A column results can be sorted by. */
+export type SortColumn = (typeof SORT_COLUMNS)[number];
+
+const SortQuery = {
+  sort_by: t.Optional(
+    t.String({
+      default: "created_at",
+      description: `${SORT_COLUMNS.join(" | ")} (anything else: created_at)`,
+    }),
+  ),
+  sort_order: t.Optional(
+    t.String({ default: "desc", description: "asc | desc, case-insensitive (anything else: desc)" }),
+  ),
+};
+
+const Q = t.Optional(
+  t.String({
+    // Code points, not UTF-16 units: a surrogate pair counts once. The alternatives are
+    // exclusive, so a failing match does not backtrack.
+    pattern: `^(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|[^\\uD800-\\uDBFF]){0,${MAX_Q_CHARS}}$`,
+    description: `case-insensitive substring of file_name (or relative_path when file_name is null); at most ${MAX_Q_CHARS} characters`,
+    ...failsWith("q_too_long"),
+  }),
+);
+
+const FileType = t.Optional(
+  t.String({
+    description:
+      "category image|video|audio|document|pdf|archive|code or an extension like .png; several comma-separated",
+    ...failsWith("invalid_file_type"),
+  }),
+);
+
+/** `GET /search_files/{ss58}` (spec §4.9, complement §4); bounds are inclusive. */
+export const SearchQuery = t.Object({
+  q: Q,
+  file_type: FileType,
+  size_min: uintQuery("smallest size_bytes"),
+  size_max: uintQuery("largest size_bytes"),
+  date_from: uintQuery("earliest created_at, Unix seconds"),
+  date_to: uintQuery("latest created_at, Unix seconds"),
+  ...pageQuery(SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT),
+  ...SortQuery,
+});
+
+/** `GET /browse/{ss58}/{folder_hash}`: one directory, with the search filters it shares. */
+export const BrowseQuery = t.Object({
+  path: t.Optional(
+    t.String({
+      pattern: "^(?![\\s\\S]*(\\.\\.|\\\\))",
+      default: "",
+      description: "directory inside the folder (no '..' or '\\'); absent = the root",
+    }),
+  ),
+  q: Q,
+  file_type: FileType,
+  ...pageQuery(BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT),
+  ...SortQuery,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Headers
+
+/** Headers of a chunk PUT. */
+export const ChunkHeaders = t.Object({
+  "content-length": t.Optional(
+    t.String({
+      pattern: "^\\s*\\d{1,16}\\s*$",
+      description: "bytes of the chunk",
+      ...failsWith("invalid_manifest"),
+    }),
+  ),
+});
+
+/** Headers of `POST /upload`. */
+export const UploadHeaders = t.Object({
+  "content-type": t.String({
+    pattern:
+      "^[Mm][Uu][Ll][Tt][Ii][Pp][Aa][Rr][Tt]/[Ff][Oo][Rr][Mm]-[Dd][Aa][Tt][Aa]\\s*;.*[Bb][Oo][Uu][Nn][Dd][Aa][Rr][Yy]=",
+    description: "multipart/form-data with a boundary",
+    ...failsWith("invalid_manifest"),
+  }),
+});
+
+/** Headers of `GET /download` (RFC 9110 single range). */
+export const DownloadHeaders = t.Object({
+  range: t.Optional(
+    t.String({ description: "bytes=a-b, bytes=a- or bytes=-n; malformed or multi-range values are ignored" }),
+  ),
+  "if-range": t.Optional(t.String({ description: "an ETag: a stale one gets the whole current file (200)" })),
+  "if-none-match": t.Optional(
+    t.String({ description: "ETags or *: 304 when one names the current revision" }),
+  ),
+  "if-match": t.Optional(t.String({ description: "ETags or *: 412 precondition_failed when none names it" })),
+});
+
+/** Headers of `GET /search_files/{ss58}` (spec §5.5). */
+export const SearchHeaders = t.Object({
+  "x-billing-bypass": t.Optional(t.String({ description: "accepted and ignored (spec §5.5)" })),
+});
