@@ -14,13 +14,13 @@ import { Readable, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
 import { AppError, fail } from "../errors/errors.ts";
+import { guardedBody } from "../http/body.ts";
 import { type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import { chunkKey } from "../storage/layout.ts";
 import { createBlake3 } from "../util/blake3.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
-import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
 
 /** Largest manifest part, bytes. */
@@ -32,9 +32,13 @@ export interface SingleUploadOptions {
   spoolDir: string;
   /** Largest ciphertext part accepted, bytes. */
   maxBytes: number;
-  /** Told the size of every body stored, to give body memory back on schedule (absent: nothing). */
-  reclaimer?: BodyMemoryReclaimer;
 }
+
+/**
+ * Bytes a multipart body may carry beyond its parts' payloads (boundaries, part headers,
+ * preamble): with the manifest cap, the most `/upload` reads before answering 413.
+ */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 /** Handles single-shot uploads. */
 export class SingleUploadService {
@@ -65,6 +69,9 @@ export class SingleUploadService {
         "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
       );
     }
+    const declared = Number(request.headers.get("content-length") ?? "NaN");
+    if (declared > this.maxBodyBytes())
+      throw fail("payload_too_large", `ciphertext over ${this.opts.maxBytes} bytes; use an upload session`);
     const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
     try {
       const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
@@ -89,7 +96,6 @@ export class SingleUploadService {
           size,
         );
         if (isPersistable(this.blobs)) await this.blobs.persist([chunkKey(blobId, 0, gen)]);
-        this.opts.reclaimer?.stored(size);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", {
@@ -115,6 +121,11 @@ export class SingleUploadService {
     }
   }
 
+  /** Most bytes of a whole `/upload` body: the ciphertext cap, the manifest cap and the framing. */
+  private maxBodyBytes(): number {
+    return this.opts.maxBytes + MAX_MANIFEST_BYTES + MULTIPART_OVERHEAD_BYTES;
+  }
+
   /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */
   private receive(
     caller: string,
@@ -127,7 +138,12 @@ export class SingleUploadService {
       let ciphertext: Promise<{ size: number; hash: string }> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
-      const source = Readable.fromWeb(request.body as never);
+      const body = guardedBody(request, {
+        limit: this.maxBodyBytes(),
+        tooLarge: () =>
+          fail("payload_too_large", `ciphertext over ${this.opts.maxBytes} bytes; use an upload session`),
+      });
+      const source = Readable.fromWeb(body as never);
       const bb = Busboy({
         headers: { "content-type": contentType },
         limits: {

@@ -5,12 +5,13 @@
  */
 import { Elysia, t } from "elysia";
 import { fail } from "../errors/errors.ts";
+import { bodyFailure, guardedBody } from "../http/body.ts";
 import { caller } from "../http/context.ts";
 import { Manifest, op, UploadResult } from "../http/docs.ts";
 import { success } from "../http/envelope.ts";
 import { asObject, parseU32, readJson } from "../http/request.ts";
 import type { Services } from "../services.ts";
-import { MAX_CHUNK_BYTES } from "./session.engine.ts";
+import { MAX_CHUNK_BYTES, type OpenChunkBody } from "./session.engine.ts";
 
 const SessionStatus = t.Object({
   session_id: t.String(),
@@ -26,6 +27,18 @@ function contentLength(request: Request): number | null {
   if (v === null) return null;
   if (!/^\d{1,16}$/.test(v.trim())) throw fail("invalid_manifest", "Malformed Content-Length");
   return Number(v.trim());
+}
+
+/** The guarded body of a chunk PUT, read to at most the chunk's exact length (src/http/body.ts). */
+function chunkBody(request: Request, index: number): OpenChunkBody {
+  return (length) => {
+    const stream = guardedBody(request, {
+      limit: length,
+      tooLarge: () =>
+        fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, received more`),
+    });
+    return { stream, failure: () => bodyFailure(stream) };
+  };
 }
 
 /** Upload session routes. */
@@ -66,7 +79,13 @@ export function sessionsController(s: Services) {
         const who = await caller(s, request);
         const index = parseU32(params.chunk_index, "chunk_index");
         const declared = contentLength(request);
-        const r = await s.sessions.putChunk(who, params.session_id, index, request.body, declared);
+        const r = await s.sessions.putChunk(
+          who,
+          params.session_id,
+          index,
+          chunkBody(request, index),
+          declared,
+        );
         return success(r);
       },
       {
