@@ -12,7 +12,7 @@ import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { openDb } from "./db/client.ts";
-import { bodyFinished, setBodyPolicy } from "./http/body.ts";
+import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
 import { MAX_CHUNK_BYTES } from "./sessions/session.engine.ts";
 import { createBlobStore } from "./storage/index.ts";
 import { blake3Backend, blake3FallbackWarning } from "./util/blake3.ts";
@@ -84,8 +84,10 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
       server.timeout(raw, 0);
       const request = routable(raw);
       let response = await handle(request);
-      if (response.status >= 400 && !bodyFinished(request) && !bodyFinished(raw)) {
-        // Answered before its body was read: close the connection instead of draining the rest.
+      if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
+        // Answered before its body was read: close the connection instead of draining the rest
+        // (after a short, bounded linger: see src/http/body.ts).
+        await settleBody(request);
         const headers = new Headers(response.headers);
         headers.set("connection", "close");
         response = new Response(response.body, { status: response.status, headers });

@@ -6,6 +6,7 @@ import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
 import { addressParam, caller, fileIdParam, folderHashParam, queryOf, uintQuery } from "../http/context.ts";
 import { op, RemoteFileEntry, UploadResult } from "../http/docs.ts";
+import { downloadBody } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { rawSegments } from "../http/request.ts";
 import type { Services } from "../services.ts";
@@ -148,7 +149,7 @@ export function filesController(s: Services) {
           await d.body.cancel();
           return new Response(null, { status: d.partial ? 206 : 200, headers });
         }
-        return new Response(d.body, { status: d.partial ? 206 : 200, headers });
+        return new Response(await downloadBody(s.deps.blobs, d), { status: d.partial ? 206 : 200, headers });
       },
       {
         detail: {

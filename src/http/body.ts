@@ -48,6 +48,17 @@ export function bodyFailure(stream: ReadableStream<Uint8Array>): { error: unknow
 /** Requests whose body was read to its end (or failed by its own client). */
 const finished = new WeakSet<Request>();
 
+/** Requests whose body failed a limit or timeout: their connection is closed after the answer. */
+const refused = new WeakSet<Request>();
+
+/**
+ * True when the connection of `request` must close after its response: its body broke a limit
+ * or timeout, or (for an error response) was not read to its end.
+ */
+export function mustClose(request: Request): boolean {
+  return refused.has(request) || !bodyFinished(request);
+}
+
 /**
  * True when `request` carries no body, or its body was read to its end: answering it leaves no
  * unread bytes on the connection.
@@ -58,6 +69,53 @@ export function bodyFinished(request: Request): boolean {
   if (h.has("transfer-encoding")) return false;
   const cl = h.get("content-length");
   return cl === null || cl.trim() === "0";
+}
+
+/** Most bytes, and milliseconds, read and discarded past a limit before the error is answered. */
+const LINGER_BYTES = 1024 * 1024;
+const LINGER_MS = 250;
+
+/**
+ * Reads and discards what the client is still sending past a limit, for at most `LINGER_BYTES`
+ * and `LINGER_MS` (a lingering close, as web servers do): a body that overshoots a little then
+ * ends is consumed, so closing the connection does not reset it (TCP answers a close with unread
+ * data by a reset, which can destroy the error response before the client reads it); a flood
+ * stops being read at the bound. Marks the request finished when the body ended.
+ */
+async function linger(reader: ReadableStreamDefaultReader<Uint8Array>, request: Request): Promise<void> {
+  const deadline = performance.now() + LINGER_MS;
+  let n = 0;
+  try {
+    while (n < LINGER_BYTES) {
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      const r = await Promise.race([reader.read(), Bun.sleep(left).then(() => null)]);
+      if (r === null) return;
+      if (r.done) {
+        finished.add(request);
+        return;
+      }
+      n += r.value.byteLength;
+    }
+  } catch {
+    finished.add(request);
+  }
+}
+
+/** Lingers in progress, by request, for `settleBody`. */
+const lingering = new WeakMap<Request, Promise<void>>();
+
+/**
+ * Before an error response to `request` whose body was not read to its end: waits for a linger
+ * in progress, or lingers on a body nobody read (a request rejected before its body, e.g. 401),
+ * so that the close that follows does not reset the connection under the response.
+ */
+export async function settleBody(request: Request): Promise<void> {
+  const pending = lingering.get(request);
+  if (pending) return pending.catch(() => {});
+  const body = request.body;
+  if (!body || body.locked || bodyFinished(request)) return;
+  await linger(body.getReader(), request);
 }
 
 /** Options of `guardedBody`. */
@@ -96,6 +154,7 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
   const abort = (e: AppError) => {
     if (done) return;
     stop();
+    refused.add(request);
     failures.set(out, e);
     try {
       controllerRef?.error(e);
@@ -144,14 +203,20 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
         seen += r.value.byteLength;
         last = performance.now();
         if (seen > opts.limit) {
+          stop();
+          await linger(reader, request);
+          done = false;
           abort(opts.tooLarge());
           return;
         }
         controller.enqueue(r.value);
       },
       cancel(reason) {
+        // The consumer gave up (e.g. a multipart part over its cap): linger like a limit does.
         stop();
-        return reader.cancel(reason);
+        const settled = linger(reader, request).then(() => reader.cancel(reason));
+        lingering.set(request, settled);
+        return settled;
       },
     },
     { highWaterMark: 0 },

@@ -1,0 +1,39 @@
+/**
+ * @module http/download-body
+ * The body of a `/download` response, chosen so that it goes out with `Content-Length`
+ * (complement §5) without buffering the file.
+ *
+ * Bun.serve drops a handler's `Content-Length` on every `ReadableStream` body and sends it
+ * chunked (oven-sh/bun#10507, open; Bun 1.4.5 measured); a multi-part `Blob` of file slices is sent
+ * as `Content-Length: 0` with no body; only a single file-backed `Blob` is sent with its length
+ * (by sendfile). So when the requested bytes lie in one chunk object of a file-backed store (the
+ * disk store: every single-chunk file, and every range within one chunk), the body is that
+ * object's byte range as a file `Blob`. Otherwise (a range spanning chunks; any S3 object) the
+ * store's stream is sent and Bun frames it chunked: see README "Downloads and Content-Length".
+ */
+import type { Download } from "../files/files.service.ts";
+import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
+import { chunkKey } from "../storage/layout.ts";
+
+/**
+ * The body for download `d` from `blobs`: a file-backed `Blob` of `[d.start, d.end)` when those
+ * bytes are in one chunk object of a file-backed store (and `d.body` is then cancelled), else
+ * `d.body` itself. The response must give its status explicitly (Bun answers a sliced file
+ * without one as 206).
+ */
+export async function downloadBody(
+  blobs: BlobStore,
+  d: Download,
+): Promise<Blob | ReadableStream<Uint8Array>> {
+  if (!isFileBacked(blobs) || d.end <= d.start) return d.body;
+  const chunkSize = d.row.chunkSize;
+  const index = Math.floor(d.start / chunkSize);
+  if (Math.floor((d.end - 1) / chunkSize) !== index) return d.body;
+  const gens = JSON.parse(d.row.chunkGens) as string[];
+  const gen = gens[index];
+  if (gen === undefined) return d.body;
+  const base = index * chunkSize;
+  // The stream already proved the object is there (it read its first piece); it is not needed.
+  await d.body.cancel().catch(() => {});
+  return blobs.fileRange(chunkKey(d.row.blobId, index, gen), { start: d.start - base, end: d.end - base });
+}
