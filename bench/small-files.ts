@@ -51,7 +51,7 @@ const FOLDER = "0123456789abcdef";
 console.log(`building ${N} multipart bodies of 1-16 KiB...`);
 const boundary = "----esyncbench7c1f";
 const enc = new TextEncoder();
-const bodies: Uint8Array[] = [];
+const bodies: Buffer[] = [];
 let totalBytes = 0;
 for (let i = 0; i < N; i++) {
   const ct = randomBytes(1024 + Math.floor(Math.random() * 15 * 1024));
@@ -116,7 +116,7 @@ await Promise.all(
       const r = await fetch(`${server.url}/upload`, {
         method: "POST",
         headers: { authorization: auth, "content-type": `multipart/form-data; boundary=${boundary}` },
-        body: bodies[i]!,
+        body: new Uint8Array(bodies[i]!),
       });
       await r.arrayBuffer();
       if (r.status !== 200) failed++;
