@@ -13,6 +13,7 @@ import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { openDb } from "./db/client.ts";
 import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
+import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { MAX_CHUNK_BYTES } from "./sessions/session.engine.ts";
 import { createBlobStore } from "./storage/index.ts";
 import { blake3Backend, blake3FallbackWarning } from "./util/blake3.ts";
@@ -67,7 +68,9 @@ function openFileLimits(): { soft: string; hard: string } | null {
  * request headers, or sits idle between requests, for `headerTimeoutSeconds`. While a handler runs
  * it is switched off for that request (Bun's timer is not reset by body bytes, so a long upload
  * would be cut however fast it streams); request bodies are timed by `src/http/body.ts` instead
- * (idle timeout and minimum rate), and the timer is switched back on for writing the response.
+ * (idle timeout and minimum rate), and the timer is switched back on for writing the response
+ * (a download body re-arms it at every piece, since Bun does not reset it as bytes go out:
+ * src/http/response-timer.ts).
  */
 function listen(config: Config, handle: (r: Request) => Promise<Response>): Server<undefined> {
   const headerTimeout = config.headerTimeoutSeconds;
@@ -83,6 +86,7 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
     async fetch(raw, server) {
       server.timeout(raw, 0);
       const request = routable(raw);
+      registerTimer(request, (seconds) => server.timeout(raw, seconds), headerTimeout);
       let response = await handle(request);
       if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
         // Answered before its body was read: close the connection instead of draining the rest
@@ -92,7 +96,9 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
         headers.set("connection", "close");
         response = new Response(response.body, { status: response.status, headers });
       }
-      server.timeout(raw, headerTimeout);
+      // Unless a download body took charge of it (src/http/response-timer.ts), the timer covers
+      // writing this response and the keep-alive idle after it.
+      if (!timerClaimed(request)) server.timeout(raw, headerTimeout);
       return response;
     },
   });

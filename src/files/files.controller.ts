@@ -149,7 +149,10 @@ export function filesController(s: Services) {
           await d.body.cancel();
           return new Response(null, { status: d.partial ? 206 : 200, headers });
         }
-        return new Response(await downloadBody(s.deps.blobs, d), { status: d.partial ? 206 : 200, headers });
+        return new Response(await downloadBody(s.deps.blobs, d, request), {
+          status: d.partial ? 206 : 200,
+          headers,
+        });
       },
       {
         detail: {

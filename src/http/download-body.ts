@@ -7,33 +7,46 @@
  * chunked (oven-sh/bun#10507, open; Bun 1.4.5 measured); a multi-part `Blob` of file slices is sent
  * as `Content-Length: 0` with no body; only a single file-backed `Blob` is sent with its length
  * (by sendfile). So when the requested bytes lie in one chunk object of a file-backed store (the
- * disk store: every single-chunk file, and every range within one chunk), the body is that
- * object's byte range as a file `Blob`. Otherwise (a range spanning chunks; any S3 object) the
- * store's stream is sent and Bun frames it chunked: see README "Downloads and Content-Length".
+ * disk store: every single-chunk file up to 16 MiB, and every range within one chunk), the body
+ * is that object's byte range as a file `Blob`. Otherwise (a range spanning chunks; a longer
+ * single-chunk file; any S3 object) the store's stream is sent and Bun frames it chunked: see
+ * README "Downloads and Content-Length".
  */
 import type { Download } from "../files/files.service.ts";
 import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
 import { chunkKey } from "../storage/layout.ts";
+import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 
 /**
- * The body for download `d` from `blobs`: a file-backed `Blob` of `[d.start, d.end)` when those
- * bytes are in one chunk object of a file-backed store (and `d.body` is then cancelled), else
- * `d.body` itself. The response must give its status explicitly (Bun answers a sliced file
- * without one as 206).
+ * Largest file-backed body, bytes. Bun's connection timer cannot be re-armed while it sends a
+ * file, so such a body must go out within Bun's longest timer (255 s): 16 MiB (every session
+ * chunk) then needs about 66 KB/s. Longer ranges are streamed, with an idle timer per piece.
+ */
+export const MAX_FILE_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
+ * when those bytes (at most `MAX_FILE_BODY_BYTES`) are in one chunk object of a file-backed
+ * store (and `d.body` is then cancelled), else `d.body` itself, re-arming the connection's idle
+ * timer at every piece (src/http/response-timer.ts). The response must give its status
+ * explicitly (Bun answers a sliced file without one as 206).
  */
 export async function downloadBody(
   blobs: BlobStore,
   d: Download,
+  request: Request,
 ): Promise<Blob | ReadableStream<Uint8Array>> {
-  if (!isFileBacked(blobs) || d.end <= d.start) return d.body;
+  const streamed = () => idleTimedStream(request, d.body);
+  if (!isFileBacked(blobs) || d.end <= d.start || d.end - d.start > MAX_FILE_BODY_BYTES) return streamed();
   const chunkSize = d.row.chunkSize;
   const index = Math.floor(d.start / chunkSize);
-  if (Math.floor((d.end - 1) / chunkSize) !== index) return d.body;
+  if (Math.floor((d.end - 1) / chunkSize) !== index) return streamed();
   const gens = JSON.parse(d.row.chunkGens) as string[];
   const gen = gens[index];
-  if (gen === undefined) return d.body;
+  if (gen === undefined) return streamed();
   const base = index * chunkSize;
   // The stream already proved the object is there (it read its first piece); it is not needed.
   await d.body.cancel().catch(() => {});
+  fileBodyTimer(request);
   return blobs.fileRange(chunkKey(d.row.blobId, index, gen), { start: d.start - base, end: d.end - base });
 }

@@ -470,3 +470,73 @@ describe("short Host headers", () => {
     });
   }
 });
+
+describe("slow downloads", () => {
+  /** Uploads `ct` in chunks of `chunkSize`; returns its download path. */
+  async function uploaded(user: TestUser, ct: Buffer, chunkSize: number): Promise<string> {
+    const path = `slow/${blake3Hex(ct)}`;
+    const r = await fetch(`${server.url}/upload/session`, {
+      method: "POST",
+      headers: { authorization: user.auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        manifest: makeManifest({ owner: user.address, ciphertext: ct, path }),
+        chunk_count: Math.ceil(ct.length / chunkSize),
+        chunk_size: chunkSize,
+        ciphertext_size: ct.length,
+      }),
+    });
+    const sid = ((await r.json()) as { Success: { session_id: string } }).Success.session_id;
+    for (let i = 0; i * chunkSize < ct.length; i++) {
+      const put = await fetch(`${server.url}/upload/session/${sid}/chunk/${i}`, {
+        method: "PUT",
+        headers: { authorization: user.auth },
+        body: new Uint8Array(ct.subarray(i * chunkSize, (i + 1) * chunkSize)),
+      });
+      expect(put.status).toBe(200);
+    }
+    const fin = await fetch(`${server.url}/upload/session/${sid}/finalize`, {
+      method: "POST",
+      headers: { authorization: user.auth },
+    });
+    expect(fin.status).toBe(200);
+    const pathHash = Buffer.from(blake3Hex(new TextEncoder().encode(path)), "hex").toString("hex");
+    return `/download/${user.address}/37a8eec1ce19687d/${pathHash}`;
+  }
+
+  /** Reads a download slowly (a pause after every piece) for several header timeouts; bytes received. */
+  async function slowRead(user: TestUser, path: string): Promise<number> {
+    const raw = await connect();
+    raw.socket.on("data", () => {
+      raw.socket.pause();
+      setTimeout(() => raw.socket.resume(), 400);
+    });
+    await write(
+      raw,
+      `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${user.auth}\r\nConnection: close\r\n\r\n`,
+    );
+    await closedWithin(raw, 40_000);
+    const text = raw.received();
+    return text.length - text.indexOf("\r\n\r\n") - 4;
+  }
+
+  test("a streamed (multi-chunk) download read slowly for longer than the header timeout arrives whole", async () => {
+    const user = newUser();
+    const ct = randomCiphertext(6 * MiB);
+    const path = await uploaded(user, ct, 2 * MiB);
+    const t0 = performance.now();
+    const got = await slowRead(user, path);
+    expect(performance.now() - t0).toBeGreaterThan(3000);
+    // Chunked framing adds a few bytes per piece.
+    expect(got).toBeGreaterThanOrEqual(ct.length);
+  }, 60_000);
+
+  test("a file-backed (single-chunk) download read slowly for longer than the header timeout arrives whole", async () => {
+    const user = newUser();
+    const ct = randomCiphertext(6 * MiB);
+    const path = await uploaded(user, ct, ct.length);
+    const t0 = performance.now();
+    const got = await slowRead(user, path);
+    expect(performance.now() - t0).toBeGreaterThan(3000);
+    expect(got).toBeGreaterThanOrEqual(ct.length);
+  }, 60_000);
+});
