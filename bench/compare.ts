@@ -158,11 +158,16 @@ function delayProxy(target: string, oneWayMs: number): Promise<{ url: string; cl
   const { hostname, port } = new URL(target);
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(port), hostname);
+    // Every piece is forwarded `oneWayMs` after it arrived, in order, without holding up the
+    // next one (a link with that latency, not a slower one); the writer's backpressure pauses
+    // the reader.
     const pipe = (from: net.Socket, to: net.Socket) => {
       from.on("data", (d: Buffer) => {
-        from.pause();
         setTimeout(() => {
-          to.write(d, () => from.resume());
+          if (!to.write(d)) {
+            from.pause();
+            to.once("drain", () => from.resume());
+          }
         }, oneWayMs);
       });
       from.on("end", () => setTimeout(() => to.end(), oneWayMs));
