@@ -8,9 +8,9 @@
  * as `Content-Length: 0` with no body; only a single file-backed `Blob` is sent with its length
  * (by sendfile). So when the requested bytes lie in one chunk object of a file-backed store (the
  * disk store: every single-chunk file up to 16 MiB, and every range within one chunk), the body
- * is that object's byte range as a file `Blob`. Otherwise (a range spanning chunks; a longer
- * single-chunk file; any S3 object) the store's stream is sent and Bun frames it chunked: see
- * README "Downloads and Content-Length".
+ * is that object's byte range as a file `Blob`. Otherwise a body of at most 1 MiB is read into
+ * memory and sent with its length; a larger one (across chunks; a larger single-chunk file; S3)
+ * is the store's stream, which Bun frames chunked: see README "Downloads and Content-Length".
  */
 import type { Download } from "../files/files.service.ts";
 import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
@@ -25,18 +25,42 @@ import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 export const MAX_FILE_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
+ * Largest body read into memory to be sent with `Content-Length` when no file-backed Blob can
+ * carry it (a range across chunks, any S3 object), bytes: a bounded buffer per response, never a
+ * whole large file.
+ */
+export const MAX_BUFFERED_BODY_BYTES = 1024 * 1024;
+
+/** Reads `stream` whole into one buffer of `length` bytes (the caller knows its exact length). */
+async function readAll(stream: ReadableStream<Uint8Array>, length: number): Promise<Uint8Array<ArrayBuffer>> {
+  const out = new Uint8Array(length);
+  let off = 0;
+  for await (const piece of stream) {
+    if (off + piece.byteLength > length) throw new Error(`download body longer than ${length} bytes`);
+    out.set(piece, off);
+    off += piece.byteLength;
+  }
+  if (off !== length) throw new Error(`download body of ${off} bytes, expected ${length}`);
+  return out;
+}
+
+/**
  * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
  * when those bytes (at most `MAX_FILE_BODY_BYTES`) are in one chunk object of a file-backed
- * store (and `d.body` is then cancelled), else `d.body` itself, re-arming the connection's idle
- * timer at every piece (src/http/response-timer.ts). The response must give its status
+ * store (and `d.body` is then cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read
+ * into memory; else `d.body` itself, re-arming the connection's idle timer at every piece
+ * (src/http/response-timer.ts). The response must give its status
  * explicitly (Bun answers a sliced file without one as 206).
  */
 export async function downloadBody(
   blobs: BlobStore,
   d: Download,
   request: Request,
-): Promise<Blob | ReadableStream<Uint8Array>> {
-  const streamed = () => idleTimedStream(request, d.body);
+): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
+  const streamed = async () =>
+    d.end - d.start <= MAX_BUFFERED_BODY_BYTES
+      ? readAll(d.body, d.end - d.start)
+      : idleTimedStream(request, d.body);
   if (!isFileBacked(blobs) || d.end <= d.start || d.end - d.start > MAX_FILE_BODY_BYTES) return streamed();
   const chunkSize = d.row.chunkSize;
   const index = Math.floor(d.start / chunkSize);

@@ -131,6 +131,24 @@ describe(`/download framing (${testStorage})`, () => {
     expect(payload(r).equals(ct.subarray(1048586, 2097152))).toBe(true);
   });
 
+  test("a range of at most 1 MiB across chunks is sent with Content-Length on every store", async () => {
+    const ct = randomCiphertext(3 * 1024 * 1024);
+    const path = await upload(ct, 1024 * 1024, "dl/small-range.bin");
+    const r = await rawGet(path, "Range: bytes=1048000-1049999\r\n");
+    expect(r.status).toBe(206);
+    expect(r.headers["content-length"]).toBe("2000");
+    expect(r.body.equals(ct.subarray(1048000, 1050000))).toBe(true);
+  });
+
+  test("a small file on any store is sent with Content-Length", async () => {
+    const ct = randomCiphertext(300 * 1024);
+    const path = await upload(ct, 100 * 1024, "dl/small.bin");
+    const r = await rawGet(path);
+    expect(r.status).toBe(200);
+    expect(r.headers["content-length"]).toBe(String(ct.length));
+    expect(r.body.equals(ct)).toBe(true);
+  });
+
   test("a multi-chunk file, and a range across chunks, download whole and byte-exact", async () => {
     const ct = randomCiphertext(3 * 1024 * 1024 + 17);
     const path = await upload(ct, 1024 * 1024, "dl/multi.bin");
