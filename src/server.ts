@@ -86,7 +86,7 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
     async fetch(raw, server) {
       server.timeout(raw, 0);
       const request = routable(raw);
-      registerTimer(request, (seconds) => server.timeout(raw, seconds), headerTimeout);
+      registerTimer(request, (seconds) => server.timeout(raw, seconds));
       let response = await handle(request);
       if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
         // Answered before its body was read: close the connection instead of draining the rest

@@ -7,7 +7,8 @@
  * chunked (oven-sh/bun#10507, open; Bun 1.4.5 measured); a multi-part `Blob` of file slices is sent
  * as `Content-Length: 0` with no body; only a single file-backed `Blob` is sent with its length
  * (by sendfile). So when the requested bytes lie in one chunk object of a file-backed store (the
- * disk store: every single-chunk file up to 16 MiB, and every range within one chunk), the body
+ * disk store: every single-chunk file up to 4 MiB, and every range of up to 4 MiB within one
+ * chunk), the body
  * is that object's byte range as a file `Blob`. Otherwise a body of at most 1 MiB is read into
  * memory and sent with its length; a larger one (across chunks; a larger single-chunk file; S3)
  * is the store's stream, which Bun frames chunked: see README "Downloads and Content-Length".
@@ -18,11 +19,12 @@ import { chunkKey } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 
 /**
- * Largest file-backed body, bytes. Bun's connection timer cannot be re-armed while it sends a
- * file, so such a body must go out within Bun's longest timer (255 s): 16 MiB (every session
- * chunk) then needs about 66 KB/s. Longer ranges are streamed, with an idle timer per piece.
+ * Largest file-backed body, bytes. While Bun sends a file it applies the server's `idleTimeout`
+ * (the header timeout, `ESYNC_HEADER_TIMEOUT_SECONDS`) to the whole send and ignores a per-request
+ * timer (measured on Bun 1.4.5), so such a body must leave within that time: 4 MiB in the default
+ * 30 s needs about 140 KB/s. Longer ones are streamed, with a timer re-armed per piece.
  */
-export const MAX_FILE_BODY_BYTES = 16 * 1024 * 1024;
+export const MAX_FILE_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * Largest body read into memory to be sent with `Content-Length` when no file-backed Blob can
