@@ -45,6 +45,8 @@
  * ≥ 600 MB/s end to end at c=4, peak RSS < 250 MiB. With S3 (issue 4) the baseline is the raw
  * ceiling measured in the same run; target ≥ 80% of it at c=4.
  * Prints a table and writes JSON to bench/results/upload-<time>.json (or `--out`).
+ *
+ * `--compare` runs bench/compare.ts instead: esync, the ceiling and @tus/server, interleaved.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -67,6 +69,12 @@ import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
 import { type DedicatedS3, s3Env, startDedicatedS3 } from "../test/support/s3-server.ts";
 import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
+
+// `--compare`: interleaved rounds of esync, the ceiling and @tus/server (see bench/compare.ts).
+if (process.argv.includes("--compare")) {
+  await import("./compare.ts");
+  process.exit(0);
+}
 
 const MiB = 1024 * 1024;
 const TARGET_MBPS_C4 = 600;

@@ -16,6 +16,7 @@ import { healthController } from "./health/health.controller.ts";
 import { probesController } from "./health/probes.controller.ts";
 import { validationFailure } from "./http/contract.ts";
 import { errorResponse } from "./http/envelope.ts";
+import { answerHead } from "./http/head.ts";
 import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
 import { openApi } from "./http/openapi.ts";
 import { metricsController } from "./metrics/metrics.controller.ts";
@@ -107,7 +108,12 @@ export function createApp(deps: AppDeps) {
     .use(searchController(s));
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());
-  const handle = instrumentHandle((request) => app.handle(request), deps.log, deps.metrics);
+  const answer = (request: Request): Promise<Response> => app.handle(request);
+  const handle = instrumentHandle(
+    (request) => (request.method === "HEAD" ? answerHead(request, answer) : answer(request)),
+    deps.log,
+    deps.metrics,
+  );
   return { app, services: s, handle };
 }
 

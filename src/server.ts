@@ -1,21 +1,25 @@
 /**
  * @module server
  * Starts a complete server from a `Config`: database (migrated), blob store (checked), app,
- * start-up recovery (sessions left finalizing, spool files), the background sweeper, the
- * HTTP listener (node:http through @whatwg-node/server by default, or Bun.serve), the metrics
- * listener when `ESYNC_METRICS_PORT` is set, and the graceful shutdown (`RunningServer.shutdown`).
+ * start-up recovery (sessions left finalizing, spool files), the background sweeper, the HTTP
+ * listener (Bun.serve), the metrics listener when `ESYNC_METRICS_PORT` is set, and the graceful
+ * shutdown (`RunningServer.shutdown`). The listener also owns the connection-level defences of
+ * issue 10: the header timeout, body timeouts handed to `src/http/body.ts`, closing the connection
+ * of an error response whose body was not read, and routing requests with short `Host` headers.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { createServerAdapter } from "@whatwg-node/server";
+import { readFileSync } from "node:fs";
+import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { openDb } from "./db/client.ts";
-import { NodeBodyRequest } from "./http/node-body.ts";
+import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
+import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
 import { Metrics } from "./metrics/metrics.ts";
+import { MAX_CHUNK_BYTES } from "./sessions/session.engine.ts";
 import { createBlobStore } from "./storage/index.ts";
+import { blake3Backend, blake3FallbackWarning } from "./util/blake3.ts";
 import { systemClock } from "./util/clock.ts";
 import { createLogger, type Logger } from "./util/log.ts";
 import { Sweeper } from "./workers/sweeper.ts";
@@ -38,50 +42,78 @@ export interface RunningServer {
   shutdown(graceSeconds: number): Promise<boolean>;
 }
 
-/** A listening HTTP server: its port and how to close it. */
-interface Listener {
-  port: number;
-  /** Stops accepting; `force` closes active connections, else resolves when in-flight requests end. */
-  close(force: boolean): Promise<void>;
+/**
+ * `request` with a URL whose path the router can find. Bun builds `request.url` from the `Host`
+ * header, and Elysia looks for the path from index 11 on (`url.indexOf("/", 11)`), which with a
+ * host of three characters or fewer (`Host: api`, `a.b`, `x:1`) lands past the path's first
+ * slash, so every route would answer 404 (issue 10, defect 4). Such requests get the same URL
+ * with host `localhost`; every other request is passed on untouched.
+ */
+export function routable(request: Request): Request {
+  const url = request.url;
+  const hostStart = url.indexOf("://") + 3;
+  if (url.indexOf("/", hostStart) >= 11) return request;
+  const path = url.slice(url.indexOf("/", hostStart));
+  return new Request(`http://localhost${path}`, request);
 }
 
-/** Listens with the configured engine, sending every request to `handle`. */
-async function listen(config: Config, handle: (r: Request) => Promise<Response>): Promise<Listener> {
-  if (config.httpEngine === "bun") {
-    const server = Bun.serve({
-      hostname: config.host,
-      port: config.port,
-      maxRequestBodySize: Math.max(config.maxSingleUploadBytes + 1024 * 1024, 17 * 1024 * 1024),
-      idleTimeout: 255,
-      fetch: handle,
-    });
-    return { port: server.port ?? config.port, close: (force) => server.stop(force) };
+/**
+ * The soft and hard limits on open files of this process, from `/proc/self/limits` (null when
+ * unreadable). Bun raises the soft limit to the hard one at start-up; the server logs both.
+ */
+function openFileLimits(): { soft: string; hard: string } | null {
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Max open files"));
+    const m = line && /Max open files\s+(\S+)\s+(\S+)/.exec(line);
+    return m ? { soft: m[1]!, hard: m[2]! } : null;
+  } catch {
+    return null;
   }
-  // Bodies are limited by the handlers (exact chunk lengths, single-upload cap); a large upload
-  // on a slow link must not be cut by node's default 300 s request timeout. Request bodies are
-  // read through `NodeBodyRequest` (no copy of every byte, see src/http/node-body.ts).
-  const server = http.createServer(
-    { requestTimeout: 0, keepAliveTimeout: 65_000 },
-    createServerAdapter(handle, { fetchAPI: { Request: NodeBodyRequest } }),
-  );
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
+}
+
+/**
+ * Listens with Bun.serve, sending every request to `handle`.
+ *
+ * Timeouts: Bun's `idleTimeout` (the header timeout) closes a connection that sends no complete
+ * request headers, or sits idle between requests, for `headerTimeoutSeconds`. While a handler runs
+ * it is switched off for that request (Bun's timer is not reset by body bytes, so a long upload
+ * would be cut however fast it streams); request bodies are timed by `src/http/body.ts` instead
+ * (idle timeout and minimum rate), and the timer is switched back on for writing the response
+ * (a download body re-arms it at every piece, since Bun does not reset it as bytes go out:
+ * src/http/response-timer.ts).
+ */
+function listen(config: Config, handle: (r: Request) => Promise<Response>): Server<undefined> {
+  const headerTimeout = config.headerTimeoutSeconds;
+  return Bun.serve({
+    hostname: config.host,
+    port: config.port,
+    // A backstop only: every route enforces its own, smaller limit while the body streams.
+    maxRequestBodySize: Math.max(
+      config.maxSingleUploadBytes + 2 * 1024 * 1024,
+      MAX_CHUNK_BYTES + 1024 * 1024,
+    ),
+    idleTimeout: headerTimeout,
+    async fetch(raw, server) {
+      server.timeout(raw, 0);
+      const request = routable(raw);
+      registerTimer(request, (seconds) => server.timeout(raw, seconds));
+      let response = await handle(request);
+      if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
+        // Answered before its body was read: close the connection instead of draining the rest
+        // (after a short, bounded linger: see src/http/body.ts).
+        await settleBody(request);
+        const headers = new Headers(response.headers);
+        headers.set("connection", "close");
+        response = new Response(response.body, { status: response.status, headers });
+      }
+      // Unless a download body took charge of it (src/http/response-timer.ts), the timer covers
+      // writing this response and the keep-alive idle after it.
+      if (!timerClaimed(request)) server.timeout(raw, headerTimeout);
+      return response;
+    },
   });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: (force) =>
-      new Promise<void>((resolve) => {
-        // Kept-alive connections go as soon as they are idle, so the close ends with the last request.
-        const idle = setInterval(() => server.closeIdleConnections(), 100);
-        server.close(() => {
-          clearInterval(idle);
-          resolve();
-        });
-        if (force) server.closeAllConnections();
-        else server.closeIdleConnections();
-      }),
-  };
 }
 
 /**
@@ -112,19 +144,36 @@ export async function startServer(
         "ESYNC_INSECURE_SS58_TOKENS is on: a bare SS58 address is accepted as a bearer token. Never use this in production.",
     });
   }
+  const blake3Warning = blake3FallbackWarning();
+  if (blake3Warning) {
+    log.warn("startup.blake3_fallback", { message: blake3Warning });
+    console.error(`esync: WARNING: ${blake3Warning}`);
+  }
   const sweeper = new Sweeper(services);
   sweeper.start();
-  const listener = await listen(config, handle);
+  setBodyPolicy({
+    idleMs: config.bodyIdleTimeoutSeconds * 1000,
+    minBytesPerSecond: config.bodyMinBytesPerSecond,
+  });
+  const listener = listen(config, handle);
+  const port = listener.port ?? config.port;
   const metricsServer =
     metrics && config.metricsPort !== null ? serveMetrics(metrics, config.host, config.metricsPort) : null;
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  const files = openFileLimits();
+  if (files && files.soft !== files.hard)
+    log.warn("startup.open_files", {
+      message: `the soft open-file limit ${files.soft} is below the hard limit ${files.hard}`,
+    });
   log.info("server.started", {
     url,
-    engine: config.httpEngine,
     storage: config.storage,
     data_dir: config.dataDir,
     db: config.dbPath,
     metrics_port: metricsServer?.port ?? null,
+    open_files_soft_limit: files?.soft ?? "unknown",
+    open_files_hard_limit: files?.hard ?? "unknown",
+    blake3: blake3Backend(),
   });
   const release = async () => {
     await sweeper.stop();
@@ -134,23 +183,23 @@ export async function startServer(
   };
   return {
     url,
-    port: listener.port,
+    port,
     metricsPort: metricsServer?.port ?? null,
     async stop() {
-      await listener.close(true);
+      await listener.stop(true);
       await release();
     },
     async shutdown(graceSeconds) {
       services.readiness.drain();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const drained = await Promise.race([
-        listener.close(false).then(() => true),
+        listener.stop(false).then(() => true),
         new Promise<false>((resolve) => {
           timer = setTimeout(() => resolve(false), graceSeconds * 1000);
         }),
       ]);
       clearTimeout(timer);
-      if (!drained) await listener.close(true);
+      if (!drained) await listener.stop(true);
       await release();
       return drained;
     },

@@ -24,7 +24,6 @@ import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
-import { BodyMemoryReclaimer } from "./util/reclaim.ts";
 import { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
 
 /** The clients a service instance is built on. */
@@ -79,7 +78,6 @@ export function buildServices(appDeps: AppDeps): Services {
     config.blobGraceSeconds,
   );
   const searchRepo = new SearchRepository(db);
-  const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
@@ -91,12 +89,12 @@ export function buildServices(appDeps: AppDeps): Services {
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
-      reclaimer,
+      maxInflightPerUser: config.maxInflightChunksPerUser,
+      maxInflight: config.maxInflightChunks,
     }),
     singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
       maxBytes: config.maxSingleUploadBytes,
-      reclaimer,
     }),
     deletions,
     search: new SearchService(searchRepo, {}, (plan, seconds) =>

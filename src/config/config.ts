@@ -54,23 +54,31 @@ export interface Config {
   /** Most chunks one session may declare (`ESYNC_MAX_CHUNK_COUNT`, default 1,048,576). */
   maxChunkCount: number;
   /**
-   * HTTP server engine (`ESYNC_HTTP_ENGINE`, default `node`): `node` serves through node:http (via
-   * @whatwg-node/server), which sends `Content-Length` on streamed downloads as complement §5
-   * requires; `bun` uses Bun.serve, about as fast here (since `src/http/node-body.ts`), but Bun strips
-   * `Content-Length` from streamed bodies, so multi-chunk downloads go out chunked.
-   */
-  httpEngine: "node" | "bun";
-  /**
    * Bytes of out-of-order chunks held in memory for in-order hashing instead of reading them back
    * from the store (`ESYNC_LOOKAHEAD_BYTES`; default 0 with disk storage, 64 MiB with S3).
    */
   lookaheadBytes: number;
   /**
-   * Bytes of request body stored between full garbage collections, which give freed body buffers
-   * back to the OS (`ESYNC_GC_INTERVAL_BYTES`, default 256 MiB; 0 = never): bounds the resident
-   * size of a busy upload server for about 15 ms of pause per collection.
+   * Seconds a request body may go without a byte before the request is answered 408
+   * `request_timeout` and its connection closed (`ESYNC_BODY_IDLE_TIMEOUT_SECONDS`, default 30).
    */
-  gcIntervalBytes: number;
+  bodyIdleTimeoutSeconds: number;
+  /**
+   * Slowest average body rate accepted, bytes per second, measured from the start of the body once
+   * `bodyIdleTimeoutSeconds` have passed (`ESYNC_BODY_MIN_BYTES_PER_SECOND`, default 1024; 0 = no
+   * minimum). Stops a body trickled just fast enough never to be idle.
+   */
+  bodyMinBytesPerSecond: number;
+  /**
+   * Seconds a connection may stay silent while no request body is being read: a request's headers
+   * must arrive, and an idle keep-alive connection is closed, within it (Bun.serve `idleTimeout`;
+   * `ESYNC_HEADER_TIMEOUT_SECONDS`, default 30, at most 255).
+   */
+  headerTimeoutSeconds: number;
+  /** Chunk PUTs one user may have in flight; the next is 429 `too_many_requests` (`ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER`, default 32). */
+  maxInflightChunksPerUser: number;
+  /** Chunk PUTs in flight over all users; the next is 429 `too_many_requests` (`ESYNC_MAX_INFLIGHT_CHUNKS`, default 256). */
+  maxInflightChunks: number;
   /** Log level (`ESYNC_LOG_LEVEL`: `debug`, `info`, `warn`, `error`; default `info`). */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
@@ -181,9 +189,12 @@ export function loadConfig(env: Env = process.env): Config {
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),
     maxChunkCount: int(env, "ESYNC_MAX_CHUNK_COUNT", 1_048_576, 1, 2 ** 32 - 1),
-    httpEngine: oneOf(env, "ESYNC_HTTP_ENGINE", "node", ["node", "bun"] as const),
     lookaheadBytes: int(env, "ESYNC_LOOKAHEAD_BYTES", storage === "s3" ? 64 * 1024 * 1024 : 0, 0, 2 ** 40),
-    gcIntervalBytes: int(env, "ESYNC_GC_INTERVAL_BYTES", 256 * 1024 * 1024, 0, 2 ** 50),
+    bodyIdleTimeoutSeconds: int(env, "ESYNC_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
+    bodyMinBytesPerSecond: int(env, "ESYNC_BODY_MIN_BYTES_PER_SECOND", 1024, 0, 2 ** 40),
+    headerTimeoutSeconds: int(env, "ESYNC_HEADER_TIMEOUT_SECONDS", 30, 1, 255),
+    maxInflightChunksPerUser: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER", 32, 1, 100_000),
+    maxInflightChunks: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS", 256, 1, 1_000_000),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     s3,

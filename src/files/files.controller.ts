@@ -8,6 +8,7 @@ import type { Static } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
 import { fail } from "../errors/errors.ts";
+import { guardedBody } from "../http/body.ts";
 import { evaluatePreconditions, parsePreconditions, revisionEtag } from "../http/conditional.ts";
 import {
   authenticated,
@@ -18,7 +19,9 @@ import {
   responses,
   UPLOAD_BODY,
 } from "../http/contract.ts";
+import { downloadBody } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
+import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import type { Services } from "../services.ts";
 import { toHex } from "../util/ids.ts";
@@ -63,12 +66,19 @@ export function filesController(s: Services) {
             "invalid_manifest",
             "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
           );
-        return success(await s.singleUpload.upload(caller, request.body, boundary));
+        const upload = s.singleUpload;
+        if (Number(request.headers.get("content-length") ?? "NaN") > upload.maxBodyBytes())
+          throw upload.tooLarge();
+        const body = guardedBody(request, {
+          limit: upload.maxBodyBytes(),
+          tooLarge: () => upload.tooLarge(),
+        });
+        return success(await upload.upload(caller, body, boundary));
       },
       {
         parse: rawBody(),
         headers: UploadHeaders,
-        response: responses(UploadResult, [400, 401, 403, 409, 413, 500, 503, 507]),
+        response: responses(UploadResult, [400, 401, 403, 408, 409, 413, 500, 503, 507]),
         detail: {
           ...doc("files", "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)"),
           requestBody: UPLOAD_BODY,
@@ -122,22 +132,12 @@ export function filesController(s: Services) {
     )
     .get(
       "/download/:ss58/:folder_hash/:file_id",
-      ({ caller, params, headers }) => download(s, caller, params, headers, false),
+      ({ caller, params, headers, request }) => download(s, caller, params, headers, request),
       {
         params: FileParams,
         headers: DownloadHeaders,
         response: DOWNLOAD_RESPONSES,
         detail: DOWNLOAD_DOC,
-      },
-    )
-    .head(
-      "/download/:ss58/:folder_hash/:file_id",
-      ({ caller, params, headers }) => download(s, caller, params, headers, true),
-      {
-        params: FileParams,
-        headers: DownloadHeaders,
-        response: DOWNLOAD_RESPONSES,
-        detail: { ...DOWNLOAD_DOC, summary: "The headers of the download, without the body" },
       },
     );
 }
@@ -145,9 +145,8 @@ export function filesController(s: Services) {
 /**
  * `GET`/`HEAD /download/...` (complement §5): the conditional headers are evaluated against the
  * row the bytes are read from (`src/http/conditional.ts`: a Range whose If-Range names another
- * revision gets the whole current file, never a splice), then the Range. HEAD answers the same
- * status and headers as GET, without the body (its own route: Elysia's implicit HEAD on a GET
- * route reads the whole body to count it).
+ * revision gets the whole current file, never a splice), then the Range. A HEAD (the GET that
+ * `src/http/head.ts` marks) answers the same status and headers without opening the bytes.
  * @throws AppError `not_found`, `precondition_failed` (412), `range_not_satisfiable` (416).
  */
 async function download(
@@ -155,7 +154,7 @@ async function download(
   caller: string,
   params: { ss58: string; folder_hash: string; file_id: string },
   headers: Static<typeof DownloadHeaders>,
-  head: boolean,
+  request: Request,
 ): Promise<Response> {
   AuthService.requireOwner(caller, params.ss58, "this address");
   const row = s.files.file(params.ss58, params.folder_hash, Buffer.from(params.file_id, "hex"));
@@ -191,9 +190,9 @@ async function download(
     "x-revision-seq": String(row.revisionSeq),
   };
   if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
-  if (head) return new Response(null, { status, headers: out });
+  if (isHead(request)) return new Response(null, { status, headers: out });
   const d = await s.files.open(row, start, end);
-  return new Response(d.body, { status, headers: out });
+  return new Response(await downloadBody(s.deps.blobs, d, request), { status, headers: out });
 }
 
 const DOWNLOAD_RESPONSES = { 200: Binary, 206: Binary, 304: t.Null(), ...errorsOnly(DOWNLOAD_ERRORS) };

@@ -24,7 +24,6 @@ import { createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
-import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
 
@@ -37,11 +36,15 @@ export interface SingleUploadOptions {
   spoolDir: string;
   /** Largest ciphertext part accepted, bytes. */
   maxBytes: number;
-  /** Told the size of every body stored, to give body memory back on schedule (absent: nothing). */
-  reclaimer?: BodyMemoryReclaimer;
   /** Opens a spool file for writing (default `createWriteStream`; tests inject disk faults). */
   openSpoolFile?: (path: string) => Writable;
 }
+
+/**
+ * Bytes a multipart body may carry beyond its parts' payloads (boundaries, part headers,
+ * preamble): with the manifest cap, the most `/upload` reads before answering 413.
+ */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 /** Handles single-shot uploads. */
 export class SingleUploadService {
@@ -93,7 +96,6 @@ export class SingleUploadService {
       try {
         await this.blobs.put(key, Bun.file(spool).stream() as ReadableStream<Uint8Array>, size);
         if (isPersistable(this.blobs)) await this.blobs.persist([key]);
-        this.opts.reclaimer?.stored(size);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         await this.discard(intent, blobId);
@@ -135,6 +137,19 @@ export class SingleUploadService {
     } catch (e) {
       this.log.warn("upload.discard_failed", { blob: blobId, error: e as Error });
     }
+  }
+
+  /**
+   * Most bytes of a whole `/upload` body: the ciphertext cap, the manifest cap and the multipart
+   * framing. The controller reads at most this many (`guardedBody`) and answers `tooLarge()` past it.
+   */
+  maxBodyBytes(): number {
+    return this.opts.maxBytes + MAX_MANIFEST_BYTES + MULTIPART_OVERHEAD_BYTES;
+  }
+
+  /** The error of an `/upload` body longer than `maxBodyBytes()`: 413 `payload_too_large`. */
+  tooLarge(): AppError {
+    return fail("payload_too_large", `ciphertext over ${this.opts.maxBytes} bytes; use an upload session`);
   }
 
   /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */

@@ -40,7 +40,7 @@ export function foldersController(s: Services) {
       {
         parse: jsonBody(s),
         body: RegisterFolderBody,
-        response: responses(RegisterFolderResult, [400, 401, 403, 409, 500]),
+        response: responses(RegisterFolderResult, [400, 401, 403, 408, 409, 413, 500]),
         detail: doc("folders", "Register a sync folder"),
       },
     )
@@ -67,7 +67,7 @@ export function foldersController(s: Services) {
       {
         parse: jsonBody(s),
         body: UnregisterFolderBody,
-        response: responses(UnregisterFolderResult, [400, 401, 403, 404, 500]),
+        response: responses(UnregisterFolderResult, [400, 401, 403, 404, 408, 413, 500]),
         detail: doc("folders", "Unregister a folder and delete every file in it (irreversible)"),
       },
     );

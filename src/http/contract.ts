@@ -154,7 +154,7 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 }
 
 /** Error statuses a route can answer. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
 
 /**
  * The response schemas of a route: 200 → `{"Success": ok}` (or `ok` as is when `bare`), each

@@ -3,26 +3,38 @@
  * Reading bounded JSON request bodies. Failures are `AppError`s with the code each spec section
  * names.
  */
-import { type ErrorCode, fail } from "../errors/errors.ts";
+import { AppError, type ErrorCode, fail } from "../errors/errors.ts";
+import { guardedBody } from "./body.ts";
 
 /** Largest JSON body accepted on the JSON endpoints, bytes. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads the body as JSON (at most `MAX_JSON_BODY_BYTES`).
- * @throws AppError `code` (default `invalid_manifest`) when the body is empty, too large or not JSON.
+ * Reads the body as JSON (at most `MAX_JSON_BODY_BYTES`, enforced while it streams, under the
+ * body idle timeout of `src/http/body.ts`).
+ * @throws AppError `payload_too_large` (413) when the body is over the limit (declared or sent:
+ *   reading stops at the first piece past it); `request_timeout` (408) when it arrives too slowly;
+ *   `code` (default `invalid_manifest`) when it is empty or not UTF-8 JSON.
  */
 export async function readJson(request: Request, code: ErrorCode = "invalid_manifest"): Promise<unknown> {
+  const tooLarge = () => fail("payload_too_large", `request body over ${MAX_JSON_BODY_BYTES} bytes`);
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (declared > MAX_JSON_BODY_BYTES) throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+  if (declared > MAX_JSON_BODY_BYTES) throw tooLarge();
+  const pieces: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for await (const piece of guardedBody(request, { limit: MAX_JSON_BODY_BYTES, tooLarge })) {
+      pieces.push(piece);
+      total += piece.byteLength;
+    }
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    throw fail(code, "request body ended early (connection closed)");
+  }
   let text: string;
   try {
-    const buf = await request.arrayBuffer();
-    if (buf.byteLength > MAX_JSON_BODY_BYTES)
-      throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
-    text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
-  } catch (e) {
-    if (e instanceof Error && e.name === "AppError") throw e;
+    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(pieces, total));
+  } catch {
     throw fail(code, "request body is not valid UTF-8");
   }
   if (text.trim() === "") throw fail(code, "request body is empty; expected a JSON object");

@@ -35,9 +35,9 @@ import {
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
-import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
 import type { SessionStatus } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
+import { InflightLimiter } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
 
@@ -58,9 +58,20 @@ export interface SessionEngineOptions {
    * cache and is cheaper than holding copies; positive on S3, where it is a second transfer.
    */
   lookaheadBytes: number;
-  /** Told the size of every chunk stored, to give body memory back on schedule (absent: nothing). */
-  reclaimer?: BodyMemoryReclaimer;
+  /** Chunk PUTs one user may have in flight (429 `too_many_requests` beyond). */
+  maxInflightPerUser: number;
+  /** Chunk PUTs in flight over all users (429 `too_many_requests` beyond). */
+  maxInflight: number;
 }
+
+/**
+ * Opens a chunk body that must be exactly `length` bytes: the stream, and a probe telling whether
+ * (and why) reading it failed on the client's side (an `AppError` for a limit or timeout).
+ */
+export type OpenChunkBody = (length: number) => {
+  stream: ReadableStream<Uint8Array>;
+  failure(): { error: unknown } | undefined;
+};
 
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
 export interface CreateSessionInput {
@@ -99,7 +110,11 @@ export class SessionEngine {
     private readonly opts: SessionEngineOptions,
   ) {
     this.ingest = new IngestHashes(4096, opts.lookaheadBytes);
+    this.inflight = new InflightLimiter(opts.maxInflightPerUser, opts.maxInflight);
   }
+
+  /** Chunk PUTs whose bodies are streaming now. */
+  private readonly inflight: InflightLimiter;
 
   /**
    * Opens a session for `caller` (spec §4.4).
@@ -179,17 +194,22 @@ export class SessionEngine {
   /**
    * Stores chunk `index` from `body` (spec §4.5, complement §4). The body must be exactly the
    * chunk's length (`chunk_size`, or the remainder for the last index).
+   * @param body the chunk bytes, or a function that opens them given the exact length expected
+   *   (the controller's guarded request body, which stops reading past that length and reports
+   *   its own failures).
    * @param declaredLength the request's Content-Length, or null when not given.
    * @throws AppError 404, 403; `invalid_manifest` (400: index out of range, wrong length, over
    *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized); 404 when
-   *   the session is deleted or expires while the body streams; `storage_full` (507) on
-   *   ENOSPC/EDQUOT; `storage_unavailable` (503) when the blob store fails otherwise.
+   *   the session is deleted or expires while the body streams; `too_many_requests` (429: the
+   *   user's or the server's in-flight chunk cap); `request_timeout` (408: the body stalled);
+   *   `storage_full` (507) on ENOSPC/EDQUOT; `storage_unavailable` (503) when the blob store fails
+   *   otherwise.
    */
   async putChunk(
     caller: string,
     sessionId: string,
     index: number,
-    body: ReadableStream<Uint8Array> | null,
+    body: ReadableStream<Uint8Array> | null | OpenChunkBody,
     declaredLength: number | null,
   ): Promise<{ chunk_index: number }> {
     const s = this.owned(caller, sessionId);
@@ -211,20 +231,48 @@ export class SessionEngine {
         `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`,
       );
     }
+    const release = this.inflight.acquire(caller);
+    try {
+      if (typeof body === "function") {
+        const opened = body(length);
+        return await this.storeChunk(s, index, length, opened.stream, opened.failure);
+      }
+      const client: { error?: unknown } = {};
+      const watched = body ? watchErrors(body, client) : null;
+      return await this.storeChunk(s, index, length, watched, () =>
+        "error" in client ? { error: client.error } : undefined,
+      );
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Streams chunk `index` (exactly `length` bytes) of session `s` into the store and records it.
+   * `clientFailure` says whether (and why) reading `body` itself failed.
+   */
+  private async storeChunk(
+    s: SessionRow,
+    index: number,
+    length: number,
+    body: ReadableStream<Uint8Array> | null,
+    clientFailure: () => { error: unknown } | undefined,
+  ): Promise<{ chunk_index: number }> {
+    const sessionId = s.sessionId;
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
     const intent = this.deletions.reserve(key, this.clock.now());
     const tap = this.ingest.tap(sessionId, index, length);
-    const client: { error?: unknown } = {};
     try {
-      const source = body
-        ? watchErrors(body, client)
-        : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
       await this.blobs.put(key, source, length, { onData: tap?.update });
     } catch (e) {
       tap?.fail();
       // A failed `put` leaves no object (the BlobStore contract), so the intent is simply dropped.
       this.deletions.done(intent);
+      const client = clientFailure();
+      // A limit or timeout of the guarded body (400/408) is already the answer.
+      if (client?.error instanceof AppError) throw client.error;
       if (e instanceof BlobLengthError) {
         throw fail(
           "invalid_manifest",
@@ -233,7 +281,7 @@ export class SessionEngine {
       }
       // Only a failure of the request body itself is the client's; the same words (ECONNRESET,
       // aborted) from the store's own connection are a store failure.
-      if ("error" in client)
+      if (client)
         throw fail(
           "invalid_manifest",
           `chunk ${index} body ended early: ${String((client.error as Error)?.message)}`,
@@ -281,7 +329,6 @@ export class SessionEngine {
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
-    this.opts.reclaimer?.stored(length);
     return { chunk_index: index };
   }
 

@@ -5,6 +5,8 @@
  * manifest and the chunk layout.
  */
 import { Elysia } from "elysia";
+import { fail } from "../errors/errors.ts";
+import { bodyFailure, guardedBody } from "../http/body.ts";
 import {
   authenticated,
   BINARY_BODY,
@@ -27,6 +29,19 @@ import {
   SessionStatus,
   UploadResult,
 } from "../wire/schemas.ts";
+import type { OpenChunkBody } from "./session.engine.ts";
+
+/** The guarded body of a chunk PUT, read to at most the chunk's exact length (src/http/body.ts). */
+function chunkBody(request: Request, index: number): OpenChunkBody {
+  return (length) => {
+    const stream = guardedBody(request, {
+      limit: length,
+      tooLarge: () =>
+        fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, received more`),
+    });
+    return { stream, failure: () => bodyFailure(stream) };
+  };
+}
 
 /** Upload session routes. */
 export function sessionsController(s: Services) {
@@ -46,7 +61,7 @@ export function sessionsController(s: Services) {
       {
         parse: jsonBody(s),
         body: CreateSessionBody,
-        response: responses(SessionCreated, [400, 401, 403, 429, 500]),
+        response: responses(SessionCreated, [400, 401, 403, 408, 413, 429, 500]),
         detail: doc("sessions", "Open a chunked upload session"),
       },
     )
@@ -59,7 +74,7 @@ export function sessionsController(s: Services) {
           caller,
           params.session_id,
           params.chunk_index,
-          request.body,
+          chunkBody(request, params.chunk_index),
           declared,
         );
         return success(r);
@@ -69,7 +84,7 @@ export function sessionsController(s: Services) {
         params: ChunkParams,
         headers: ChunkHeaders,
         transform: integerParams({ params: ChunkParams }),
-        response: responses(ChunkStored, [400, 401, 403, 404, 409, 413, 500, 503, 507]),
+        response: responses(ChunkStored, [400, 401, 403, 404, 408, 409, 413, 429, 500, 503, 507]),
         detail: {
           ...doc(
             "sessions",

@@ -14,7 +14,47 @@ export type ChunkRow = typeof sessionChunks.$inferSelect;
 
 /** Repository of upload sessions and their received chunks. */
 export class SessionsRepository {
-  constructor(private readonly db: Db) {}
+  /**
+   * The statements every chunk PUT runs (and the ingest hasher's look-up), prepared once: building
+   * a drizzle query costs about 0.1 ms, four or five of them per chunk.
+   */
+  private readonly hot;
+
+  constructor(private readonly db: Db) {
+    const id = sql.placeholder("sessionId");
+    const index = sql.placeholder("index");
+    this.hot = {
+      get: db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, id)).prepare(),
+      chunk: db
+        .select()
+        .from(sessionChunks)
+        .where(and(eq(sessionChunks.sessionId, id), eq(sessionChunks.chunkIndex, index)))
+        .prepare(),
+      setExpiry: db
+        .update(uploadSessions)
+        .set({ expiresAt: sql`${sql.placeholder("expiresAt")}` })
+        .where(eq(uploadSessions.sessionId, id))
+        .prepare(),
+      putChunk: db
+        .insert(sessionChunks)
+        .values({
+          sessionId: id,
+          chunkIndex: index,
+          gen: sql.placeholder("gen"),
+          size: sql.placeholder("size"),
+          receivedAt: sql.placeholder("receivedAt"),
+        })
+        .onConflictDoUpdate({
+          target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
+          set: {
+            gen: sql`excluded.gen`,
+            size: sql`excluded.size`,
+            receivedAt: sql`excluded.received_at`,
+          },
+        })
+        .prepare(),
+    };
+  }
 
   insert(row: SessionRow): void {
     this.db.insert(uploadSessions).values(row).run();
@@ -31,7 +71,7 @@ export class SessionsRepository {
   }
 
   get(sessionId: string): SessionRow | undefined {
-    return this.db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).get();
+    return this.hot.get.get({ sessionId });
   }
 
   /** Live (not expired) sessions of `owner` that are not finalized, and the earliest expiry among them. */
@@ -66,7 +106,7 @@ export class SessionsRepository {
   }
 
   setExpiry(sessionId: string, expiresAt: number): void {
-    this.db.update(uploadSessions).set({ expiresAt }).where(eq(uploadSessions.sessionId, sessionId)).run();
+    this.hot.setExpiry.run({ sessionId, expiresAt });
   }
 
   /** Deletes the session and its chunk rows. */
@@ -76,23 +116,18 @@ export class SessionsRepository {
   }
 
   chunk(sessionId: string, index: number): ChunkRow | undefined {
-    return this.db
-      .select()
-      .from(sessionChunks)
-      .where(and(eq(sessionChunks.sessionId, sessionId), eq(sessionChunks.chunkIndex, index)))
-      .get();
+    return this.hot.chunk.get({ sessionId, index });
   }
 
   /** Records (or replaces) the chunk at `row.chunkIndex`. */
   putChunk(row: ChunkRow): void {
-    this.db
-      .insert(sessionChunks)
-      .values(row)
-      .onConflictDoUpdate({
-        target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
-        set: { gen: row.gen, size: row.size, receivedAt: row.receivedAt },
-      })
-      .run();
+    this.hot.putChunk.run({
+      sessionId: row.sessionId,
+      index: row.chunkIndex,
+      gen: row.gen,
+      size: row.size,
+      receivedAt: row.receivedAt,
+    });
   }
 
   /** Received chunks in index order. */

@@ -69,6 +69,21 @@ export function isPersistable(store: BlobStore): store is BlobStore & Persistabl
   return typeof (store as Partial<Persistable>).persist === "function";
 }
 
+/**
+ * Optional ability of a store whose objects are local files (the disk store): a byte range of
+ * object `key` as a file-backed `Blob`, which an HTTP response sends with `Content-Length`
+ * straight from the file (sendfile) instead of through a stream.
+ */
+export interface FileBacked {
+  /** Bytes `[range.start, range.end)` of object `key` as a lazily read Blob (nothing is read now). */
+  fileRange(key: string, range: ByteRange): Blob;
+}
+
+/** True when `store` has the `FileBacked` ability. */
+export function isFileBacked(store: BlobStore): store is BlobStore & FileBacked {
+  return typeof (store as Partial<FileBacked>).fileRange === "function";
+}
+
 /** The body given to `put` did not have the declared length; nothing was stored. */
 export class BlobLengthError extends Error {
   constructor(

@@ -14,6 +14,7 @@ import {
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type FileBacked,
   isValidKey,
   type Persistable,
   type PutOptions,
@@ -40,7 +41,7 @@ function checkKey(key: string): void {
 }
 
 /** `BlobStore` on the local file system. */
-export class DiskBlobStore implements BlobStore, Persistable {
+export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
   readonly kind = "disk";
   private readonly root: string;
   private readonly fsync: DiskFsyncMode;
@@ -145,6 +146,10 @@ export class DiskBlobStore implements BlobStore, Persistable {
     const end = Math.min(range?.end ?? st.size, st.size);
     if (end <= start) return new ReadableStream({ start: (c) => c.close() });
     return Bun.file(p).slice(start, end).stream() as ReadableStream<Uint8Array>;
+  }
+
+  fileRange(key: string, range: ByteRange): Blob {
+    return Bun.file(this.path(key)).slice(range.start, range.end);
   }
 
   async size(key: string): Promise<number | null> {

@@ -15,6 +15,12 @@
  * byte is held back until the source stream has ended with exactly the declared length; a body
  * that is short, long or fails midway makes the request fail before S3 has every byte, so no
  * object is created and an existing one is left unchanged.
+ *
+ * The PUT goes through minio's `makeRequestStreamAsync`, which minio marks `@internal`: its public
+ * `putObject` reads a body of up to 64 MiB into memory and MD5- or SHA-256-hashes it before
+ * sending (larger ones become multipart uploads). minio is therefore pinned to one exact version
+ * in package.json, and `test/storage/minio-internal.test.ts` fails when the pin drifts or the
+ * internal's request changes (measured trade-off: README "S3 writes").
  */
 import { Agent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";

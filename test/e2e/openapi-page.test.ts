@@ -67,7 +67,7 @@ describe.skipIf(!hasChromium)("the /swagger page in Chromium", () => {
       timeout: 30_000,
     });
     await page.evaluate(() => {
-      for (const b of document.querySelectorAll("button"))
+      for (const b of Array.from(document.querySelectorAll("button")))
         if (b.innerText.includes("Open Group") || b.getAttribute("aria-label")?.includes("Open Group"))
           b.click();
     });

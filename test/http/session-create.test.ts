@@ -312,7 +312,7 @@ describe("chunk layout consistency: 400 invalid_manifest, nothing created", () =
     expectError(await createSessionRaw(t, authAt(t, u), '{"manifest": '), 400, "invalid_manifest");
   });
 
-  test("returns 400 invalid_manifest for a JSON body over 1 MiB", async () => {
+  test("returns 413 payload_too_large for a JSON body over 1 MiB", async () => {
     const u = newUser();
     const m = makeManifest({ owner: u.address, ciphertext: new Uint8Array(1) });
     const body = JSON.stringify({
@@ -322,7 +322,7 @@ describe("chunk layout consistency: 400 invalid_manifest, nothing created", () =
       ciphertext_size: 1,
       pad: "x".repeat(MiB),
     });
-    expectError(await createSessionRaw(t, authAt(t, u), body), 400, "invalid_manifest");
+    expectError(await createSessionRaw(t, authAt(t, u), body), 413, "payload_too_large");
   });
 });
 

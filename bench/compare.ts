@@ -1,0 +1,412 @@
+/**
+ * `bun bench/upload.ts --compare` (issue 14, Performance): one invocation, the same bytes,
+ * interleaved rounds of three receivers on disk with fsync off, each a process of its own:
+ * - esync (`src/main.ts`, `ESYNC_DISK_FSYNC=off`): open a session, PUT the chunks with C in flight,
+ *   finalize;
+ * - the ceiling (`bench/servers/ceiling.ts`): a minimal Bun.serve that writes each chunk to a file,
+ *   then reads them back in order and BLAKE3-hashes them, same C;
+ * - @tus/server on Bun (`bench/servers/tus.ts`) with a minimal tus client: create, then sequential
+ *   PATCHes of one chunk each (tus offers no parallel PATCHes on one upload).
+ *
+ *   bun bench/upload.ts --compare [--size 1GiB] [--chunk-size 8MiB] [--concurrency 4] [--rounds 3]
+ *                                 [--latency-ms 0]
+ *
+ * `--latency-ms N` puts a TCP proxy in front of every server that delays each piece by N/2 ms in
+ * each direction (an N ms round trip; netem is not in this kernel).
+ *
+ * Per run: MB/s (bytes / wall time from the first request to the final answer; MB = 10^6 B),
+ * server CPU seconds per GiB (utime + stime of the server process from /proc, this run only),
+ * server peak RSS (the highest VmRSS sampled every 20 ms during the run), and for esync the
+ * finalize latency. Prints every round, then medians and the ratios esync/ceiling and
+ * esync/tus; writes JSON to bench/results/compare-<time>.json. The machine may be shared:
+ * rounds are interleaved so that load changes hit all three alike, and the ratios are what to
+ * read.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { u8aToHex } from "@polkadot/util";
+import {
+  cryptoWaitReady,
+  ed25519PairFromSeed,
+  ed25519Sign,
+  encodeAddress,
+  sr25519PairFromSeed,
+  sr25519Sign,
+} from "@polkadot/util-crypto";
+import { signedSentence } from "../src/manifest/manifest.ts";
+import { blake3Hex } from "../src/util/blake3.ts";
+import { currentRss, freePort, REPO_ROOT, startServer } from "../test/support/server.ts";
+
+const MiB = 1024 * 1024;
+
+function parseSize(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(k|kib|m|mib|g|gib)?$/i.exec(s.trim());
+  if (!m) throw new Error(`not a size: ${s}`);
+  const mult: Record<string, number> = {
+    k: 1024,
+    kib: 1024,
+    m: MiB,
+    mib: MiB,
+    g: 1024 * MiB,
+    gib: 1024 * MiB,
+  };
+  return Math.round(Number(m[1]) * (mult[(m[2] ?? "").toLowerCase()] ?? 1));
+}
+
+const { values: flags } = parseArgs({
+  options: {
+    compare: { type: "boolean" },
+    size: { type: "string", default: "1GiB" },
+    "chunk-size": { type: "string", default: "8MiB" },
+    concurrency: { type: "string", default: "4" },
+    rounds: { type: "string", default: "3" },
+    "latency-ms": { type: "string", default: "0" },
+    out: { type: "string" },
+  },
+  strict: false,
+});
+const SIZE = parseSize(String(flags.size));
+const CHUNK = parseSize(String(flags["chunk-size"]));
+const C = Number(flags.concurrency);
+const ROUNDS = Number(flags.rounds);
+const LATENCY = Number(flags["latency-ms"]);
+const CHUNKS = Math.ceil(SIZE / CHUNK);
+
+await cryptoWaitReady();
+console.log(`generating ${(SIZE / MiB).toFixed(0)} MiB of random ciphertext...`);
+const payload = Buffer.allocUnsafe(SIZE);
+for (let o = 0; o < SIZE; o += 64 * MiB) randomBytes(Math.min(64 * MiB, SIZE - o)).copy(payload, o);
+const payloadHash = blake3Hex(payload);
+const chunk = (i: number) =>
+  new Uint8Array(payload.buffer, payload.byteOffset + i * CHUNK, Math.min(CHUNK, SIZE - i * CHUNK));
+
+// ---- esync identity ------------------------------------------------------------------------
+const folderKey = ed25519PairFromSeed(randomBytes(32));
+const signature = Array.from(ed25519Sign(new TextEncoder().encode(signedSentence(payloadHash)), folderKey));
+const wallet = sr25519PairFromSeed(randomBytes(32));
+const address = encodeAddress(wallet.publicKey, 42);
+const exp = Math.floor(Date.now() / 1000) + 24 * 3600;
+const auth = `Bearer sig1.${address}.${exp}.${u8aToHex(sr25519Sign(new TextEncoder().encode(`hcfs-auth:${address}:${exp}`), wallet), -1, false)}`;
+let fileNo = 0;
+
+function manifest(path: string) {
+  return {
+    ss58_address: address,
+    folder_hash: "0123456789abcdef",
+    ciphertext_hash: payloadHash,
+    size_bytes: SIZE - 48,
+    timestamp: Math.floor(Date.now() / 1000),
+    signature,
+    signing_key: Array.from(folderKey.publicKey),
+    path_hash: Array.from(Buffer.from(blake3Hex(new TextEncoder().encode(path)), "hex")),
+    salted_hash: Array.from(randomBytes(32)),
+    encrypted_path: Array.from(randomBytes(40)),
+    file_name: null,
+    relative_path: null,
+    revision_seq: 1,
+    base_revision_id: null,
+  };
+}
+
+// ---- processes -----------------------------------------------------------------------------
+interface Proc {
+  name: string;
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** CPU seconds (user + system) of process `pid` so far, from /proc/<pid>/stat. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function spawnHelper(name: string, script: string): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), `esync-cmp-${name}-`));
+  const port = freePort();
+  const proc = Bun.spawn(
+    [process.execPath, "run", join(REPO_ROOT, "bench", "servers", script), String(port), dir],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  if (!new TextDecoder().decode(value).includes("ready")) throw new Error(`${name} did not start`);
+  reader.releaseLock();
+  return {
+    name,
+    url: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A TCP proxy to `target` delaying every piece by `oneWayMs` in each direction. */
+function delayProxy(target: string, oneWayMs: number): Promise<{ url: string; close(): void }> {
+  const { hostname, port } = new URL(target);
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    // Every piece is forwarded `oneWayMs` after it arrived, in order, without holding up the
+    // next one (a link with that latency, not a slower one); the writer's backpressure pauses
+    // the reader.
+    const pipe = (from: net.Socket, to: net.Socket) => {
+      from.on("data", (d: Buffer) => {
+        setTimeout(() => {
+          if (!to.write(d)) {
+            from.pause();
+            to.once("drain", () => from.resume());
+          }
+        }, oneWayMs);
+      });
+      from.on("end", () => setTimeout(() => to.end(), oneWayMs));
+      from.on("error", () => to.destroy());
+    };
+    pipe(client, upstream);
+    pipe(upstream, client);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => {
+      const a = server.address() as net.AddressInfo;
+      resolve({ url: `http://127.0.0.1:${a.port}`, close: () => server.close() });
+    }),
+  );
+}
+
+// ---- the three uploads ---------------------------------------------------------------------
+async function pool(n: number, work: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(C, n) }, async () => {
+      for (let i = next++; i < n; i = next++) await work(i);
+    }),
+  );
+}
+
+async function ok(r: Response, what: string): Promise<Response> {
+  if (!r.ok) throw new Error(`${what}: ${r.status} ${await r.text()}`);
+  return r;
+}
+
+async function esyncUpload(url: string): Promise<{ finalizeMs: number }> {
+  const path = `bench/${fileNo++}.bin`;
+  const open = await ok(
+    await fetch(`${url}/upload/session`, {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        manifest: manifest(path),
+        chunk_count: CHUNKS,
+        chunk_size: CHUNK,
+        ciphertext_size: SIZE,
+      }),
+    }),
+    "open",
+  );
+  const sid = ((await open.json()) as { Success: { session_id: string } }).Success.session_id;
+  await pool(CHUNKS, async (i) => {
+    await (
+      await ok(
+        await fetch(`${url}/upload/session/${sid}/chunk/${i}`, {
+          method: "PUT",
+          headers: { authorization: auth, "content-type": "application/octet-stream" },
+          body: chunk(i),
+        }),
+        `chunk ${i}`,
+      )
+    ).arrayBuffer();
+  });
+  const t0 = performance.now();
+  await (
+    await ok(
+      await fetch(`${url}/upload/session/${sid}/finalize`, {
+        method: "POST",
+        headers: { authorization: auth },
+      }),
+      "finalize",
+    )
+  ).arrayBuffer();
+  return { finalizeMs: performance.now() - t0 };
+}
+
+async function ceilingUpload(url: string): Promise<undefined> {
+  const id = `u${fileNo++}`;
+  await pool(CHUNKS, async (i) => {
+    await (
+      await ok(await fetch(`${url}/c/${id}/${i}`, { method: "PUT", body: chunk(i) }), `chunk ${i}`)
+    ).arrayBuffer();
+  });
+  const hash = await (
+    await ok(await fetch(`${url}/f/${id}?chunks=${CHUNKS}`, { method: "POST" }), "finalize")
+  ).text();
+  if (hash !== payloadHash) throw new Error("ceiling hash mismatch");
+  return undefined;
+}
+
+async function tusUpload(url: string): Promise<undefined> {
+  const created = await ok(
+    await fetch(`${url}/files`, {
+      method: "POST",
+      headers: { "tus-resumable": "1.0.0", "upload-length": String(SIZE) },
+    }),
+    "tus create",
+  );
+  const location = new URL(created.headers.get("location")!, url).toString();
+  for (let i = 0; i < CHUNKS; i++) {
+    await (
+      await ok(
+        await fetch(location, {
+          method: "PATCH",
+          headers: {
+            "tus-resumable": "1.0.0",
+            "upload-offset": String(i * CHUNK),
+            "content-type": "application/offset+octet-stream",
+          },
+          body: chunk(i),
+        }),
+        `tus patch ${i}`,
+      )
+    ).arrayBuffer();
+  }
+  return undefined;
+}
+
+// ---- rounds --------------------------------------------------------------------------------
+interface Run {
+  mbps: number;
+  cpuPerGiB: number;
+  peakRssMiB: number;
+  finalizeMs?: number;
+}
+
+async function measure(
+  p: Proc,
+  url: string,
+  upload: (url: string) => Promise<{ finalizeMs: number } | undefined>,
+): Promise<Run> {
+  let peak = 0;
+  const sampler = setInterval(async () => {
+    peak = Math.max(peak, (await currentRss(p.pid)) ?? 0);
+  }, 20);
+  const cpu0 = await cpuSeconds(p.pid);
+  const t0 = performance.now();
+  const r = await upload(url);
+  const s = (performance.now() - t0) / 1000;
+  const cpu = (await cpuSeconds(p.pid)) - cpu0;
+  clearInterval(sampler);
+  peak = Math.max(peak, (await currentRss(p.pid)) ?? 0);
+  return {
+    mbps: SIZE / 1e6 / s,
+    cpuPerGiB: cpu * ((1024 * MiB) / SIZE),
+    peakRssMiB: peak / MiB,
+    ...(r ? { finalizeMs: r.finalizeMs } : {}),
+  };
+}
+
+const esyncServer = await startServer({ env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn" } });
+const esync: Proc = {
+  name: "esync",
+  url: esyncServer.url,
+  pid: esyncServer.pid,
+  async stop() {
+    await esyncServer.stop();
+    rmSync(esyncServer.dataDir, { recursive: true, force: true });
+  },
+};
+const ceiling = await spawnHelper("ceiling", "ceiling.ts");
+const tus = await spawnHelper("tus", "tus.ts");
+const proxies = new Map<string, { url: string; close(): void }>();
+for (const p of [esync, ceiling, tus])
+  proxies.set(p.name, LATENCY > 0 ? await delayProxy(p.url, LATENCY / 2) : { url: p.url, close() {} });
+
+const plans: [Proc, (url: string) => Promise<{ finalizeMs: number } | undefined>][] = [
+  [esync, esyncUpload],
+  [ceiling, ceilingUpload],
+  [tus, tusUpload],
+];
+const runs: Record<string, Run[]> = { esync: [], ceiling: [], tus: [] };
+console.log(
+  `${(SIZE / MiB).toFixed(0)} MiB in ${(CHUNK / MiB).toFixed(0)} MiB chunks, c=${C} (tus: sequential), disk, fsync off` +
+    (LATENCY > 0 ? `, ${LATENCY} ms RTT proxy` : "") +
+    `, ${ROUNDS} interleaved rounds`,
+);
+try {
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [p, upload] of plans) {
+      const run = await measure(p, proxies.get(p.name)!.url, upload);
+      runs[p.name]!.push(run);
+      console.log(
+        `round ${r + 1} ${p.name.padEnd(8)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${run.cpuPerGiB.toFixed(2)} CPU-s/GiB  ` +
+          `RSS ${run.peakRssMiB.toFixed(0)} MiB${run.finalizeMs !== undefined ? `  finalize ${run.finalizeMs.toFixed(0)} ms` : ""}`,
+      );
+    }
+  }
+} finally {
+  for (const p of proxies.values()) p.close();
+  await Promise.all([esync.stop(), ceiling.stop(), tus.stop()]);
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const summary = Object.fromEntries(
+  Object.entries(runs).map(([k, v]) => [
+    k,
+    {
+      mbps: median(v.map((x) => x.mbps)),
+      cpuPerGiB: median(v.map((x) => x.cpuPerGiB)),
+      peakRssMiB: Math.max(...v.map((x) => x.peakRssMiB)),
+      ...(k === "esync" ? { finalizeMs: median(v.map((x) => x.finalizeMs ?? 0)) } : {}),
+    },
+  ]),
+) as Record<string, { mbps: number; cpuPerGiB: number; peakRssMiB: number; finalizeMs?: number }>;
+const ratios = {
+  esyncOverCeiling: summary.esync!.mbps / summary.ceiling!.mbps,
+  esyncOverTus: summary.esync!.mbps / summary.tus!.mbps,
+};
+console.log("\nmedians:");
+console.log("| receiver | MB/s | server CPU-s/GiB | peak RSS MiB | finalize ms |");
+console.log("|---|---:|---:|---:|---:|");
+for (const [k, v] of Object.entries(summary))
+  console.log(
+    `| ${k} | ${v.mbps.toFixed(0)} | ${v.cpuPerGiB.toFixed(2)} | ${v.peakRssMiB.toFixed(0)} | ${v.finalizeMs?.toFixed(0) ?? ""} |`,
+  );
+console.log(
+  `esync / ceiling = ${ratios.esyncOverCeiling.toFixed(2)} (target >= ${LATENCY > 0 ? "-" : "0.9"}), esync / tus = ${ratios.esyncOverTus.toFixed(2)} (target >= ${LATENCY > 0 ? "3" : "1.5"})`,
+);
+const out =
+  (flags.out as string | undefined) ??
+  join(
+    REPO_ROOT,
+    "bench",
+    "results",
+    `compare-${LATENCY > 0 ? `rtt${LATENCY}-` : ""}${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
+  );
+mkdirSync(join(REPO_ROOT, "bench", "results"), { recursive: true });
+writeFileSync(
+  out,
+  JSON.stringify(
+    {
+      params: { size: SIZE, chunk: CHUNK, concurrency: C, rounds: ROUNDS, latencyMs: LATENCY, fsync: "off" },
+      runs,
+      summary,
+      ratios,
+    },
+    null,
+    2,
+  ),
+);
+console.log(`wrote ${out}`);
+process.exit(0);

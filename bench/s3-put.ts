@@ -1,0 +1,118 @@
+/**
+ * S3 write paths compared on the same bytes, interleaved rounds: the store's streamed PUT
+ * (minio `makeRequestStreamAsync`, `UNSIGNED-PAYLOAD`, the body streamed as it comes) against
+ * minio's public `putObject(bucket, key, stream, size)` (which reads a body of up to 64 MiB into
+ * memory and hashes it, MD5 with payload signing off, SHA-256 with it on, before sending).
+ * Decides README "S3 writes": which one the store uses, and why.
+ *
+ *   bun bench/s3-put.ts [--mib 512] [--chunk-mib 8] [--concurrency 4] [--rounds 3]
+ * Uses the test RGW (test/support/s3-server.ts). Prints MB/s and this process's CPU s/GiB per
+ * path (medians), and writes JSON to bench/results/s3-put-<time>.json.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { parseArgs } from "node:util";
+import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
+import { s3TestConfig } from "../test/support/s3-server.ts";
+
+const { values } = parseArgs({
+  options: {
+    mib: { type: "string", default: "512" },
+    "chunk-mib": { type: "string", default: "8" },
+    concurrency: { type: "string", default: "4" },
+    rounds: { type: "string", default: "3" },
+  },
+});
+const MiB = 1024 * 1024;
+const total = Number(values.mib) * MiB;
+const chunk = Number(values["chunk-mib"]) * MiB;
+const conc = Number(values.concurrency);
+const rounds = Number(values.rounds);
+const data = new Uint8Array(chunk).map(() => (Math.random() * 256) | 0);
+
+const cfg = await s3TestConfig("bench-s3-put");
+const store = createS3BlobStore(cfg);
+await store.check();
+const { client, close } = createS3Client(cfg);
+type Put = (key: string) => Promise<void>;
+
+/** Pieces of 64 KiB, as an HTTP request body arrives. */
+function pieces(): Readable {
+  return Readable.from(
+    (function* () {
+      for (let o = 0; o < data.length; o += 65536) yield data.subarray(o, o + 65536);
+    })(),
+    { objectMode: false },
+  );
+}
+const paths: Record<string, Put> = {
+  "streamed PUT (store)": async (key) => {
+    await store.put(key, Readable.toWeb(pieces()) as unknown as ReadableStream<Uint8Array>, chunk);
+  },
+  "putObject (public)": async (key) => {
+    await client.putObject(cfg.bucket, key, pieces(), chunk);
+  },
+  "putObject, SHA-256 on": async (key) => {
+    client.enableSHA256 = true;
+    try {
+      await client.putObject(cfg.bucket, key, pieces(), chunk);
+    } finally {
+      client.enableSHA256 = false;
+    }
+  },
+};
+
+async function run(put: Put, tag: string): Promise<{ mbps: number; cpuPerGiB: number }> {
+  const n = Math.ceil(total / chunk);
+  let next = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      for (let i = next++; i < n; i = next++) await put(`bench/${tag}/${i}`);
+    }),
+  );
+  const s = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  await store.deletePrefix(`bench/${tag}/`);
+  return {
+    mbps: (n * chunk) / 1e6 / s,
+    cpuPerGiB: ((cpu.user + cpu.system) / 1e6) * ((1024 * MiB) / (n * chunk)),
+  };
+}
+
+const results: Record<string, { mbps: number; cpuPerGiB: number }[]> = {};
+for (let r = 0; r < rounds; r++) {
+  for (const [name, put] of Object.entries(paths)) {
+    const res = await run(put, `${r}-${name.replace(/\W+/g, "-")}`);
+    results[name] = [...(results[name] ?? []), res];
+    console.log(
+      `round ${r + 1} ${name}: ${res.mbps.toFixed(0)} MB/s, ${res.cpuPerGiB.toFixed(2)} client CPU-s/GiB`,
+    );
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(
+  `\n${values.mib} MiB in ${values["chunk-mib"]} MiB objects, c=${conc}, ${rounds} interleaved rounds (medians):`,
+);
+const summary = Object.fromEntries(
+  Object.entries(results).map(([k, v]) => [
+    k,
+    { mbps: median(v.map((x) => x.mbps)), cpuPerGiB: median(v.map((x) => x.cpuPerGiB)) },
+  ]),
+);
+for (const [k, v] of Object.entries(summary))
+  console.log(`  ${k.padEnd(24)} ${v.mbps.toFixed(0).padStart(5)} MB/s  ${v.cpuPerGiB.toFixed(2)} CPU-s/GiB`);
+mkdirSync(join(import.meta.dir, "results"), { recursive: true });
+const file = join(
+  import.meta.dir,
+  "results",
+  `s3-put-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
+);
+writeFileSync(file, JSON.stringify({ args: values, rounds: results, summary }, null, 2));
+console.log(`wrote ${file}`);
+close();
+await store.deletePrefix("bench/");
+await store.close();
+process.exit(0);

@@ -1,0 +1,225 @@
+/**
+ * @module http/body
+ * Request bodies read under the service's limits, enforced while the bytes stream in (issue 10):
+ * - a byte limit: reading stops at the first piece past it and the body fails with the error the
+ *   caller names (413 `payload_too_large`, or 400 `invalid_manifest` for a chunk's exact length);
+ * - an idle timeout: no byte for `idleMs` fails the body with 408 `request_timeout`;
+ * - a minimum average rate: once `idleMs` have passed since the body started, fewer than
+ *   `minBytesPerSecond` on average since then fails it with 408 `request_timeout` too, so a body
+ *   trickled just fast enough never to be idle cannot hold its connection for hours.
+ *
+ * The server (`src/server.ts`) closes the connection of every error response whose request body
+ * was not read to its end (`bodyFinished`), so a rejected body is never drained.
+ */
+import { type AppError, fail } from "../errors/errors.ts";
+
+/** Timing rules of body reads; see the module comment. */
+export interface BodyPolicy {
+  /** Longest silence between two pieces of a body, milliseconds. */
+  idleMs: number;
+  /** Slowest average rate accepted after the first `idleMs`, bytes per second (0: none). */
+  minBytesPerSecond: number;
+}
+
+let policy: BodyPolicy = { idleMs: 30_000, minBytesPerSecond: 1024 };
+
+/** Sets the process-wide body policy (the server does, from `Config`). */
+export function setBodyPolicy(p: BodyPolicy): void {
+  policy = { ...p };
+}
+
+/** The body policy in force. */
+export function bodyPolicy(): BodyPolicy {
+  return policy;
+}
+
+/** The failure of each guarded body that failed: the client's stream error, or a limit/timeout. */
+const failures = new WeakMap<ReadableStream<Uint8Array>, unknown>();
+
+/**
+ * Why a stream from `guardedBody` failed (the client's connection broke, or an `AppError` for a
+ * limit or timeout), or undefined when it did not. Tells a failing body apart from a failing
+ * store that read it.
+ */
+export function bodyFailure(stream: ReadableStream<Uint8Array>): { error: unknown } | undefined {
+  return failures.has(stream) ? { error: failures.get(stream) } : undefined;
+}
+
+/** Requests whose body was read to its end (or failed by its own client). */
+const finished = new WeakSet<Request>();
+
+/** Requests whose body failed a limit or timeout: their connection is closed after the answer. */
+const refused = new WeakSet<Request>();
+
+/**
+ * True when the connection of `request` must close after its response: its body broke a limit
+ * or timeout, or (for an error response) was not read to its end.
+ */
+export function mustClose(request: Request): boolean {
+  return refused.has(request) || !bodyFinished(request);
+}
+
+/**
+ * True when `request` carries no body, or its body was read to its end: answering it leaves no
+ * unread bytes on the connection.
+ */
+export function bodyFinished(request: Request): boolean {
+  if (finished.has(request)) return true;
+  const h = request.headers;
+  if (h.has("transfer-encoding")) return false;
+  const cl = h.get("content-length");
+  return cl === null || cl.trim() === "0";
+}
+
+/** Most bytes, and milliseconds, read and discarded past a limit before the error is answered. */
+const LINGER_BYTES = 1024 * 1024;
+const LINGER_MS = 250;
+
+/**
+ * Reads and discards what the client is still sending past a limit, for at most `LINGER_BYTES`
+ * and `LINGER_MS` (a lingering close, as web servers do): a body that overshoots a little then
+ * ends is consumed, so closing the connection does not reset it (TCP answers a close with unread
+ * data by a reset, which can destroy the error response before the client reads it); a flood
+ * stops being read at the bound. Marks the request finished when the body ended.
+ */
+async function linger(reader: ReadableStreamDefaultReader<Uint8Array>, request: Request): Promise<void> {
+  const deadline = performance.now() + LINGER_MS;
+  let n = 0;
+  try {
+    while (n < LINGER_BYTES) {
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      const r = await Promise.race([reader.read(), Bun.sleep(left).then(() => null)]);
+      if (r === null) return;
+      if (r.done) {
+        finished.add(request);
+        return;
+      }
+      n += r.value.byteLength;
+    }
+  } catch {
+    finished.add(request);
+  }
+}
+
+/** Lingers in progress, by request, for `settleBody`. */
+const lingering = new WeakMap<Request, Promise<void>>();
+
+/**
+ * Before an error response to `request` whose body was not read to its end: waits for a linger
+ * in progress, or lingers on a body nobody read (a request rejected before its body, e.g. 401),
+ * so that the close that follows does not reset the connection under the response.
+ */
+export async function settleBody(request: Request): Promise<void> {
+  const pending = lingering.get(request);
+  if (pending) return pending.catch(() => {});
+  const body = request.body;
+  if (!body || body.locked || bodyFinished(request)) return;
+  await linger(body.getReader(), request);
+}
+
+/** Options of `guardedBody`. */
+export interface GuardOptions {
+  /** Most bytes read; one more fails the body with `tooLarge()`. */
+  limit: number;
+  /** The error of a body longer than `limit`. */
+  tooLarge: () => AppError;
+}
+
+/**
+ * The body of `request` as a stream that enforces `opts.limit` and the body policy. A failure of
+ * the client's own stream (the connection broke) is passed on as it came; a limit or timeout
+ * failure is an `AppError` and also cancels the client's stream. Reading stops on either.
+ * An absent body yields an empty stream.
+ */
+export function guardedBody(request: Request, opts: GuardOptions): ReadableStream<Uint8Array> {
+  const body = request.body;
+  if (!body) {
+    finished.add(request);
+    return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  }
+  const reader = body.getReader();
+  const { idleMs, minBytesPerSecond } = policy;
+  const started = performance.now();
+  let last = started;
+  let seen = 0;
+  let done = false;
+  let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
+  let timer: ReturnType<typeof setInterval> | null = null;
+  const stop = () => {
+    done = true;
+    if (timer) clearInterval(timer);
+    timer = null;
+  };
+  const abort = (e: AppError) => {
+    if (done) return;
+    stop();
+    refused.add(request);
+    failures.set(out, e);
+    try {
+      controllerRef?.error(e);
+    } catch {}
+    reader.cancel(e).catch(() => {});
+  };
+  const check = () => {
+    const now = performance.now();
+    if (now - last >= idleMs) {
+      abort(fail("request_timeout", `No request body byte for ${Math.round(idleMs / 1000)} s`));
+    } else if (minBytesPerSecond > 0 && now - started >= idleMs) {
+      const rate = (seen * 1000) / (now - started);
+      if (rate < minBytesPerSecond)
+        abort(
+          fail(
+            "request_timeout",
+            `The request body arrives at ${Math.round(rate)} bytes/s, below the minimum of ${minBytesPerSecond}`,
+          ),
+        );
+    }
+  };
+  const out: ReadableStream<Uint8Array> = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controllerRef = controller;
+        timer = setInterval(check, Math.max(50, Math.min(1000, idleMs / 4)));
+      },
+      async pull(controller) {
+        let r: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          r = await reader.read();
+        } catch (e) {
+          // The client's connection broke: nothing is left unread that could be drained.
+          finished.add(request);
+          stop();
+          failures.set(out, e);
+          throw e;
+        }
+        if (done) return; // failed by a limit or timeout meanwhile
+        if (r.done) {
+          finished.add(request);
+          stop();
+          controller.close();
+          return;
+        }
+        seen += r.value.byteLength;
+        last = performance.now();
+        if (seen > opts.limit) {
+          stop();
+          await linger(reader, request);
+          done = false;
+          abort(opts.tooLarge());
+          return;
+        }
+        controller.enqueue(r.value);
+      },
+      cancel(reason) {
+        // The consumer gave up (e.g. a multipart part over its cap): linger like a limit does.
+        stop();
+        const settled = linger(reader, request).then(() => reader.cancel(reason));
+        lingering.set(request, settled);
+        return settled;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return out;
+}

@@ -1,0 +1,63 @@
+/**
+ * The connection-defence settings of src/config/config.ts (issue 10, defect 2): defaults,
+ * bounds, and a ConfigError naming the variable for a bad value.
+ */
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "../../src/config/config.ts";
+
+describe("connection-defence settings", () => {
+  test("defaults: body idle 30 s, minimum 1024 B/s, header timeout 30 s, 32 chunk PUTs per user, 256 overall", () => {
+    const c = loadConfig({});
+    expect(c.bodyIdleTimeoutSeconds).toBe(30);
+    expect(c.bodyMinBytesPerSecond).toBe(1024);
+    expect(c.headerTimeoutSeconds).toBe(30);
+    expect(c.maxInflightChunksPerUser).toBe(32);
+    expect(c.maxInflightChunks).toBe(256);
+  });
+
+  test("reads every variable", () => {
+    const c = loadConfig({
+      ESYNC_BODY_IDLE_TIMEOUT_SECONDS: "5",
+      ESYNC_BODY_MIN_BYTES_PER_SECOND: "0",
+      ESYNC_HEADER_TIMEOUT_SECONDS: "255",
+      ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER: "4",
+      ESYNC_MAX_INFLIGHT_CHUNKS: "100",
+    });
+    expect([
+      c.bodyIdleTimeoutSeconds,
+      c.bodyMinBytesPerSecond,
+      c.headerTimeoutSeconds,
+      c.maxInflightChunksPerUser,
+      c.maxInflightChunks,
+    ]).toEqual([5, 0, 255, 4, 100]);
+  });
+
+  for (const [name, value] of [
+    ["ESYNC_BODY_IDLE_TIMEOUT_SECONDS", "0"],
+    ["ESYNC_BODY_IDLE_TIMEOUT_SECONDS", "soon"],
+    ["ESYNC_HEADER_TIMEOUT_SECONDS", "256"],
+    ["ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER", "0"],
+    ["ESYNC_MAX_INFLIGHT_CHUNKS", "-1"],
+    ["ESYNC_BODY_MIN_BYTES_PER_SECOND", "1.5"],
+  ] as const) {
+    test(`rejects ${name}=${value} with a ConfigError naming it`, () => {
+      let err: unknown;
+      try {
+        loadConfig({ [name]: value });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe(name);
+    });
+  }
+
+  test("ESYNC_HTTP_ENGINE and ESYNC_GC_INTERVAL_BYTES are gone: Bun.serve is the only engine", () => {
+    const c = loadConfig({ ESYNC_HTTP_ENGINE: "node", ESYNC_GC_INTERVAL_BYTES: "1" }) as unknown as Record<
+      string,
+      unknown
+    >;
+    expect(c.httpEngine).toBeUndefined();
+    expect(c.gcIntervalBytes).toBeUndefined();
+  });
+});
