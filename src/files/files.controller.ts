@@ -23,6 +23,7 @@ import { downloadBody } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
+import { sentWhole } from "../http/instrument.ts";
 import type { Services } from "../services.ts";
 import { toHex } from "../util/ids.ts";
 import {
@@ -192,7 +193,9 @@ async function download(
   if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
   if (isHead(request)) return new Response(null, { status, headers: out });
   const d = await s.files.open(row, start, end);
-  return new Response(await downloadBody(s.deps.blobs, d, request), { status, headers: out });
+  const body = await downloadBody(s.deps.blobs, d, request);
+  const response = new Response(body, { status, headers: out });
+  return body instanceof ReadableStream ? response : sentWhole(response);
 }
 
 const DOWNLOAD_RESPONSES = { 200: Binary, 206: Binary, 304: t.Null(), ...errorsOnly(DOWNLOAD_ERRORS) };

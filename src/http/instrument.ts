@@ -60,6 +60,19 @@ function withRequestId(res: Response, id: string): Response {
   }
 }
 
+const whole = new WeakSet<Response>();
+
+/**
+ * Marks `response` as one whose body goes out whole with its `Content-Length` (a file-backed
+ * `Blob` or bytes, src/http/download-body.ts): it is passed on untouched and counted by that
+ * length, since wrapping its body in a counting stream would make Bun send it chunked.
+ * @returns `response`.
+ */
+export function sentWhole(response: Response): Response {
+  whole.add(response);
+  return response;
+}
+
 /**
  * Wraps `handle` (the app's request handler) with request ids, the access log and the HTTP
  * metrics (when `metrics` is given).
@@ -110,7 +123,7 @@ export function instrumentHandle(
         return res;
       }
       const length = res.headers.get("content-length");
-      const streamed = route === DOWNLOAD_ROUTE && status < 300;
+      const streamed = route === DOWNLOAD_ROUTE && status < 300 && !whole.has(res);
       if (length !== null && !streamed) {
         finish(declaredLength(res.headers), status, false);
         return res;

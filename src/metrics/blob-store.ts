@@ -3,12 +3,15 @@
  * `InstrumentedBlobStore`: a `BlobStore` decorator that times every operation of the store it
  * wraps into `esync_blob_operation_duration_seconds{backend, op, outcome}` and counts stored
  * bytes, so the disk and S3 backends are measured the same way without metrics code in either.
- * It has the `Persistable` ability exactly when the wrapped store has it.
+ * It has the `Persistable` and `FileBacked` abilities exactly when the wrapped store has them
+ * (a file range is not a store operation: it is handed on untimed).
  */
 import {
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type FileBacked,
+  isFileBacked,
   isPersistable,
   type Persistable,
   type PutOptions,
@@ -25,6 +28,8 @@ export class InstrumentedBlobStore implements BlobStore {
   readonly kind: string;
   /** Present when the wrapped store is `Persistable` (see the constructor). */
   persist?: Persistable["persist"];
+  /** Present when the wrapped store is `FileBacked` (see the constructor). */
+  fileRange?: FileBacked["fileRange"];
 
   constructor(
     private readonly inner: BlobStore,
@@ -32,6 +37,7 @@ export class InstrumentedBlobStore implements BlobStore {
   ) {
     this.kind = inner.kind;
     if (isPersistable(inner)) this.persist = (keys) => this.timed("persist", () => inner.persist(keys));
+    if (isFileBacked(inner)) this.fileRange = (key, range) => inner.fileRange(key, range);
   }
 
   /** The wrapped store. */

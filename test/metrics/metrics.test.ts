@@ -8,7 +8,12 @@ import type { Server } from "bun";
 import { InstrumentedBlobStore } from "../../src/metrics/blob-store.ts";
 import { serveMetrics } from "../../src/metrics/metrics.controller.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
-import { BlobNotFoundError, type BlobStore, isPersistable } from "../../src/storage/blob-store.ts";
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  isFileBacked,
+  isPersistable,
+} from "../../src/storage/blob-store.ts";
 import { authAt, chunkOf, FOLDER, fileIdOf, openSession, uploadSingle } from "../http/helpers.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
@@ -247,10 +252,11 @@ describe("single-shot uploads and the blob store decorator", () => {
     expect(sum(m, "esync_blob_put_bytes_total")).toBe(ct.length);
   });
 
-  test("InstrumentedBlobStore is Persistable exactly when the wrapped store is, and labels a missing object not_found", async () => {
+  test("InstrumentedBlobStore is Persistable and FileBacked exactly when the wrapped store is, and labels a missing object not_found", async () => {
     const metrics = new Metrics({ defaultMetrics: false });
     const wrapped = new InstrumentedBlobStore(t.blobs, metrics);
     expect(isPersistable(wrapped)).toBe(isPersistable(t.blobs));
+    expect(isFileBacked(wrapped)).toBe(isFileBacked(t.blobs));
     const plain: BlobStore = {
       kind: "plain",
       put: async () => {},
@@ -266,6 +272,7 @@ describe("single-shot uploads and the blob store decorator", () => {
     };
     const p = new InstrumentedBlobStore(plain, metrics);
     expect(isPersistable(p)).toBe(false);
+    expect(isFileBacked(p)).toBe(false);
     await expect(p.get("a/b")).rejects.toBeInstanceOf(BlobNotFoundError);
     const m = parse(await metrics.render());
     expect(
