@@ -247,7 +247,10 @@ export class ChaosClient {
   async listFolder(folder: string): Promise<Json[] | null> {
     const out: Json[] = [];
     for (let offset = 0; ; ) {
-      const r = await this.json("GET", `/get_state/${this.user.address}/${folder}?offset=${offset}&limit=1000`);
+      const r = await this.json(
+        "GET",
+        `/get_state/${this.user.address}/${folder}?offset=${offset}&limit=1000`,
+      );
       if (r.status === 404) return null;
       if (r.status !== 200) throw new Error(`get_state: ${r.status} ${JSON.stringify(r.body)}`);
       out.push(...r.body.Success.files);
@@ -310,7 +313,8 @@ export function inspectDataDir(dataDir: string): DataDirReport {
   const db = new Database(join(dataDir, "esync.sqlite"), { readonly: true });
   try {
     db.exec("PRAGMA busy_timeout = 5000");
-    const integrity = (db.query("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check;
+    const integrity = (db.query("PRAGMA integrity_check").get() as { integrity_check: string })
+      .integrity_check;
     const stuckSessions = (
       db.query("SELECT count(*) AS n FROM upload_sessions WHERE state = 'finalizing'").get() as { n: number }
     ).n;
@@ -328,10 +332,12 @@ export function inspectDataDir(dataDir: string): DataDirReport {
       .query("SELECT blob_id FROM upload_sessions WHERE state IN ('receiving', 'finalizing')")
       .all() as { blob_id: string }[])
       livePrefixes.add(`b/${row.blob_id.slice(0, 2)}/${row.blob_id}/`);
-    const queued = (db.query("SELECT target, not_before FROM blob_deletions").all() as {
-      target: string;
-      not_before: number;
-    }[]).map((r) => r.target);
+    const queued = (
+      db.query("SELECT target, not_before FROM blob_deletions").all() as {
+        target: string;
+        not_before: number;
+      }[]
+    ).map((r) => r.target);
     const now = Math.floor(Date.now() / 1000);
     const dueDeletions = (
       db.query("SELECT count(*) AS n FROM blob_deletions WHERE not_before <= ?").get(now) as { n: number }
@@ -382,7 +388,8 @@ export async function runFsck(env: Record<string, string>): Promise<FsckResult> 
   };
   if (!pkg.scripts?.fsck) return { available: false, exitCode: -1, doc: null, output: "" };
   const base: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("ESYNC_") && v !== undefined) base[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith("ESYNC_") && v !== undefined) base[k] = v;
   const p = Bun.spawn([process.execPath, "run", "fsck", "--json"], {
     cwd: REPO_ROOT,
     env: { ...base, ...env },
@@ -415,7 +422,8 @@ export function fdCount(pid: number): number {
 /** VmRSS and VmHWM of process `pid`, bytes. */
 export function memoryOf(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, "m").exec(status)?.[1] ?? 0) * 1024;
+  const kb = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, "m").exec(status)?.[1] ?? 0) * 1024;
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
 }
 
