@@ -173,7 +173,7 @@ export class ChaosClient {
     const r = await fetch(`${this.url}/upload/session/${sid}/chunk/${i}`, {
       method: "PUT",
       headers: { authorization: this.user.auth, "content-type": "application/octet-stream" },
-      body: ct.subarray(i * chunkSize, Math.min(ct.length, (i + 1) * chunkSize)),
+      body: ct.subarray(i * chunkSize, Math.min(ct.length, (i + 1) * chunkSize)) as Uint8Array<ArrayBuffer>,
       signal: AbortSignal.timeout(this.timeoutMs),
     });
     const text = await r.text();
@@ -212,7 +212,10 @@ export class ChaosClient {
   async uploadSingle(u: UploadSpec): Promise<Uploaded> {
     const form = new FormData();
     form.append("manifest", new Blob([JSON.stringify(this.manifest(u))], { type: "application/json" }));
-    form.append("ciphertext", new Blob([u.ciphertext], { type: "application/octet-stream" }));
+    form.append(
+      "ciphertext",
+      new Blob([u.ciphertext as Uint8Array<ArrayBuffer>], { type: "application/octet-stream" }),
+    );
     const r = await fetch(`${this.url}/upload`, {
       method: "POST",
       headers: { authorization: this.user.auth },
