@@ -116,8 +116,8 @@ test(
     let lost = 0;
     let stuck = 0;
     let resumed = 0;
-  /** Rounds after which every acknowledged file was there, intact, and no session was stuck. */
-  let survived = 0;
+    /** Rounds after which every acknowledged file was there, intact, and no session was stuck. */
+    let survived = 0;
     const orphanKeys = new Set<string>();
     let orphanBytesMax = 0;
     let fsckOrphans = 0;
@@ -365,7 +365,9 @@ test(
       await Promise.all(workers);
       server = await startServer({ dataDir, env });
       for (const c of clients) c.url = server.url;
+      const failuresBefore = unexpected.length + lost + stuck + integrityFailures.length;
       await verify(round);
+      if (unexpected.length + lost + stuck + integrityFailures.length === failuresBefore) survived++;
     }
 
     reportFigure("kill_loop_seed", seed);
