@@ -208,8 +208,8 @@ export class ChaosClient {
     return { revisionId: r.body.Success.revision_id, revisionSeq: 0 };
   }
 
-  /** Single-shot `POST /upload` (multipart: `manifest`, then `ciphertext`). @throws unless 200. */
-  async uploadSingle(u: UploadSpec): Promise<Uploaded> {
+  /** Single-shot `POST /upload` (multipart: `manifest`, then `ciphertext`); any status. */
+  async uploadSingleRaw(u: UploadSpec): Promise<Answer> {
     const form = new FormData();
     form.append("manifest", new Blob([JSON.stringify(this.manifest(u))], { type: "application/json" }));
     form.append(
@@ -223,8 +223,14 @@ export class ChaosClient {
       signal: AbortSignal.timeout(this.timeoutMs),
     });
     const body = (await r.json().catch(() => null)) as Json;
-    if (r.status !== 200) throw new Error(`upload: ${r.status} ${JSON.stringify(body)}`);
-    return { revisionId: body.Success.revision_id, revisionSeq: u.revisionSeq ?? 1 };
+    return { status: r.status, body, headers: r.headers };
+  }
+
+  /** Single-shot `POST /upload`. @throws unless 200. */
+  async uploadSingle(u: UploadSpec): Promise<Uploaded> {
+    const r = await this.uploadSingleRaw(u);
+    if (r.status !== 200) throw new Error(`upload: ${r.status} ${JSON.stringify(r.body)}`);
+    return { revisionId: r.body.Success.revision_id, revisionSeq: u.revisionSeq ?? 1 };
   }
 
   /** Downloads a file whole: status, and BLAKE3 hex and length of the body when 200. */
