@@ -32,6 +32,8 @@ import {
 
 const KILLS = Number(process.env.CHAOS_KILLS ?? 25);
 const WORKERS = 4;
+/** Most operations one worker starts in one round (the kill usually comes first). */
+const MAX_OPS_PER_ROUND = 1000;
 const FOLDERS = ["37a8eec1ce19687d", "0123456789abcdef"];
 const PATHS_PER_FOLDER = 8;
 const CHUNK_SIZES = [64 * 1024, 128 * 1024, 256 * 1024];
@@ -226,7 +228,7 @@ test(
 
     /** One worker: random operations on free slots until the kill. */
     const worker = async () => {
-      while (!killed) {
+      for (let ops = 0; ops < MAX_OPS_PER_ROUND && !killed; ops++) {
         const roll = rng.next();
         if (roll < 0.04) {
           const client = rng.pick(clients);
