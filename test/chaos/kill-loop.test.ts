@@ -370,6 +370,10 @@ test(
       const failuresBefore = unexpected.length + lost + stuck + integrityFailures.length;
       await verify(round);
       if (unexpected.length + lost + stuck + integrityFailures.length === failuresBefore) survived++;
+      if (round % 10 === 0 || round === KILLS)
+        console.log(
+          `kill-loop: round ${round}/${KILLS}: survived ${survived}, files checked ${filesChecked}, orphans ${orphanKeys.size}`,
+        );
     }
 
     reportFigure("kill_loop_seed", seed);
