@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import {
   chmodSync,
-  existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
