@@ -459,9 +459,8 @@ export async function materializeAt(
   const existing = await lstat(dest).catch(() => null);
   if (existing?.isDirectory()) throw new Error(`${remote.rel}: a local directory is in the way`);
   if (remote.kind === "symlink") {
-    const tmpDir = join(root, STATE_DIR, "tmp");
-    await mkdir(tmpDir, { recursive: true });
-    const tmp = join(tmpDir, toHex(crypto.getRandomValues(new Uint8Array(8))));
+    // The target is downloaded beside the link (a `*.esync-part-*` name, never synced).
+    const tmp = `${dest}.esync-part-t${toHex(crypto.getRandomValues(new Uint8Array(4)))}`;
     try {
       await downloadFile({
         api,

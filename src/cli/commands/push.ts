@@ -284,9 +284,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       bar.update(fraction, u.phase, u.phase === "encrypting" ? u.encryptedBytes : u.bytesDone);
       setDone(units);
     };
-    // A link is uploaded as a file holding its target (encrypted like any content).
+    // A link is uploaded as a file holding its target (encrypted like any content); an empty
+    // directory as its empty marker.
     const linkFile =
-      file.kind === "symlink"
+      file.kind !== "file"
         ? join(ctx.paths.spill, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`)
         : null;
     try {
