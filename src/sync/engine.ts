@@ -186,7 +186,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     for (const a of todo) {
       ctx.signal?.throwIfAborted();
       try {
-        await execute(ctx, a, report);
+        await execute(ctx, a, report, plan.remote);
         if (isChange(a)) ctx.onAction?.(a, "done");
       } catch (e) {
         if (ctx.signal?.aborted) throw e;
@@ -251,7 +251,12 @@ function baseOf(local: LocalEntry, revisionId: string, revisionSeq: number, hash
   };
 }
 
-async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Promise<void> {
+async function execute(
+  ctx: SyncContext,
+  a: SyncAction,
+  report: SyncReport,
+  remote: RemoteTree,
+): Promise<void> {
   switch (a.op) {
     case "upload": {
       await uploadEntry(ctx, a.path, a.local, a.remote);
@@ -279,7 +284,10 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
       await expectLocal(ctx, a.path, a.local);
       if (a.local.kind === "dir")
         await rmdir(absOf(ctx, a.path)).catch(() => {}); // kept when no longer empty
-      else await rm(absOf(ctx, a.path), { force: true });
+      else {
+        await rm(absOf(ctx, a.path), { force: true });
+        await pruneEmptyParents(ctx, a.path, remote);
+      }
       ctx.state.remove(a.path);
       report.deletedLocal++;
       return;
@@ -294,6 +302,7 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
       await expectLocal(ctx, a.path, null);
       const dest = await safeDestination(ctx.root, a.path);
       await rename(absOf(ctx, a.from), dest);
+      await pruneEmptyParents(ctx, a.from, remote);
       await applyAttributes(dest, a.remote);
       ctx.state.remove(a.from);
       await recordRemote(ctx, a.remote);
@@ -320,6 +329,25 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
       ctx.state.remove(a.path);
       return;
     }
+  }
+}
+
+/**
+ * Removes the directories above `rel` that a remote deletion or move left empty, as long as
+ * the server has nothing under them (no file, no empty-directory marker): the directory was
+ * removed on the other side. A directory the other side kept arrives as a marker and stays.
+ */
+async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTree): Promise<void> {
+  let dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/")) : "";
+  while (dir !== "") {
+    const prefix = `${dir}/`;
+    for (const p of remote.entries.keys()) if (p.startsWith(prefix)) return;
+    try {
+      await rmdir(diskPath(ctx.root, dir));
+    } catch {
+      return; // not empty (or already gone): keep it and everything above
+    }
+    dir = dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : "";
   }
 }
 
