@@ -74,7 +74,7 @@ let server: ServerProcess;
 const work = mkdtempSync(join(tmpdir(), "esync-sync-prop-"));
 beforeAll(async () => {
   server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
-});
+}, 60_000);
 afterAll(async () => {
   await server?.stop();
   rmSync(work, { recursive: true, force: true });
