@@ -90,15 +90,16 @@ export function registerSync(program: Command): void {
     .addHelpText(
       "after",
       `
-A file changed on both sides keeps both: the server's version under its name, yours as
-"NAME (conflicted copy from DEVICE YYYY-MM-DD).EXT". Deletions and renames propagate both
-ways. Mode bits, modification times and symbolic links are kept. Paths matching
-DIR/.esyncignore (gitignore syntax) or --exclude are left alone on both sides.
-The sync state is kept in DIR/.esync/ (never synced).
+A file changed on both sides keeps both: the server's version under its name,
+yours as "NAME (conflicted copy from DEVICE YYYY-MM-DD).EXT". Deletions and
+renames propagate both ways. Modes, modification times, symbolic links and
+empty directories are kept. Paths matching DIR/.esyncignore (gitignore syntax)
+or --exclude are left alone on both sides. The sync state is kept in
+DIR/.esync/ (never synced). With --json, each pass prints one JSON document.
 
 Examples:
   esync sync ~/Documents --folder documents
-  esync sync ~/Documents -f documents --watch --exclude '*.tmp' --exclude node_modules/`,
+  esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/`,
     )
     .action(async (dir: string, opts: SyncOptions, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
