@@ -269,7 +269,7 @@ function manifest(): Record<string, unknown> {
     timestamp: Math.floor(Date.now() / 1000),
     signature,
     signing_key: Array.from(folderKey.publicKey),
-    path_hash: Array.from(randomBytes(32)),
+    path_hash: Array.from(Buffer.from(blake3Hex(new TextEncoder().encode(path.normalize("NFC"))), "hex")),
     salted_hash: Array.from(randomBytes(32)),
     revision_seq: 1,
     base_revision_id: null,

@@ -17,6 +17,8 @@ bun install --frozen-lockfile
 skip_s3=0
 if [ "${ESYNC_TEST_SKIP_S3:-}" = "1" ] && [ -z "${CI:-}" ]; then skip_s3=1; fi
 if [ "$skip_s3" != 1 ]; then bash scripts/s3/install.sh; fi
+# tmux: test/cli/progress-tmux.test.ts captures the progress display in an 80-column terminal.
+if ! command -v tmux >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then apt-get install -y -q tmux >/dev/null; fi
 
 passed=0
 failed=0
@@ -26,7 +28,8 @@ run_pass() {
   local log prc p f
   log=$(mktemp)
   set +e
-  bun test "$@" 2>&1 | tee "$log"
+  # --timeout: bunfig.toml's [test] timeout is not applied by this Bun (tests stop at 5 s).
+  bun test --timeout 600000 "$@" 2>&1 | tee "$log"
   prc=${PIPESTATUS[0]}
   set -e
   p=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)

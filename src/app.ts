@@ -2,22 +2,28 @@
  * @module app
  * `createApp(deps)` wires services, controllers (one Elysia plugin per feature), the OpenAPI page
  * and the single error handler that turns every failure into the spec's envelope (spec §7).
- * Tests build it on an in-memory database and a temporary blob directory and call `app.handle`.
+ * Tests build it on an in-memory database and a temporary blob directory and call `handle`
+ * (`app.handle` with request ids, the access log and HTTP metrics: src/http/instrument.ts).
  */
 import { swagger } from "@elysiajs/swagger";
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia } from "elysia";
 import pkg from "../package.json" with { type: "json" };
+import { authFailureReason } from "./auth/auth.service.ts";
 import { AppError, fail } from "./errors/errors.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
+import { probesController } from "./health/probes.controller.ts";
 import { errorResponse } from "./http/envelope.ts";
+import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
+import { metricsController } from "./metrics/metrics.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { BlobNotFoundError } from "./storage/blob-store.ts";
 import { randomHex } from "./util/ids.ts";
+import { currentRequest } from "./util/request-context.ts";
 
 /** System error codes of file and network I/O: a failing blob store, not the database. */
 const IO_ERROR_CODES = new Set([
@@ -81,15 +87,20 @@ export function toAppError(
 export function createApp(deps: AppDeps) {
   const s = buildServices(deps);
   const app = new Elysia()
+    .use(routeTemplatePlugin())
     .onError(({ error, code, request }) => {
-      const requestId = randomHex(8);
+      const requestId = currentRequest()?.id ?? randomHex(8);
+      const authFailure = authFailureReason(error);
+      if (authFailure) deps.metrics?.authFailures.inc({ reason: authFailure });
       return errorResponse(toAppError(error, code, s, request, requestId), requestId);
     })
     .use(healthController(s))
+    .use(probesController(s))
     .use(foldersController(s))
     .use(sessionsController(s))
     .use(filesController(s))
     .use(searchController(s));
+  if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) {
     app.use(
       swagger({
@@ -107,7 +118,8 @@ export function createApp(deps: AppDeps) {
       }),
     );
   }
-  return { app, services: s };
+  const handle = instrumentHandle((request) => app.handle(request), deps.log, deps.metrics);
+  return { app, services: s, handle };
 }
 
 /** The app type, for tests. */

@@ -13,6 +13,9 @@ import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
+import { Readiness } from "./health/readiness.ts";
+import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
+import type { Metrics } from "./metrics/metrics.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { SearchRepository } from "./search/search.repository.ts";
 import { SearchService } from "./search/search.service.ts";
@@ -31,6 +34,8 @@ export interface AppDeps {
   blobs: BlobStore;
   clock: Clock;
   log: Logger;
+  /** The metrics to record into (a fresh registry per app); absent: no metrics (`ESYNC_METRICS=off`). */
+  metrics?: Metrics;
 }
 
 /** Every service of the app, wired. */
@@ -44,36 +49,60 @@ export interface Services {
   deletions: DeletionQueueRepository;
   search: SearchService;
   browse: BrowseService;
+  readiness: Readiness;
 }
 
-/** Wires repositories and services on `deps`. */
-export function buildServices(deps: AppDeps): Services {
+/**
+ * Wires repositories and services on `deps`. With `deps.metrics`, the blob store is wrapped in
+ * `InstrumentedBlobStore` (so `Services.deps.blobs` is the timed one) and the services report to it.
+ */
+export function buildServices(appDeps: AppDeps): Services {
+  const { metrics } = appDeps;
+  const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
   const { config, db, blobs, clock, log } = deps;
+  const sessionCounts = new SessionsRepository(db);
+  const queue = new DeletionQueueRepository(db);
+  metrics?.bindState({
+    sessionsByState: () => sessionCounts.countByState(),
+    deletionQueue: () => queue.stats(clock.now()),
+  });
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
-  const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
+  const files = new FilesService(
+    db,
+    filesRepo,
+    foldersRepo,
+    deletions,
+    blobs,
+    clock,
+    config.blobGraceSeconds,
+  );
   const searchRepo = new SearchRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock),
+    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, config.blobGraceSeconds),
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
+      onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
       reclaimer,
     }),
-    singleUpload: new SingleUploadService(files, blobs, log, {
+    singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
       maxBytes: config.maxSingleUploadBytes,
       reclaimer,
     }),
     deletions,
-    search: new SearchService(searchRepo),
+    search: new SearchService(searchRepo, {}, (plan, seconds) =>
+      metrics?.searchDuration.observe({ plan }, seconds),
+    ),
     browse: new BrowseService(searchRepo),
+    readiness: new Readiness(db, blobs, log),
   };
 }

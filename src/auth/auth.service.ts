@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { fail } from "../errors/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
+import { noteCaller } from "../util/request-context.ts";
 import type { ApiTokenRow, ApiTokensRepository } from "./api-tokens.repository.ts";
 import { isSs58 } from "./ss58.ts";
 import { WalletTokenVerifier } from "./wallet-token.ts";
@@ -20,6 +21,16 @@ export function sha256Hex(s: string): string {
   return createHash("sha256").update(s).digest("hex");
 }
 
+/** A 401 `unauthorized` tagged with why (`authFailureReason`). */
+function refused(reason: AuthFailureReason, message: string) {
+  return Object.assign(fail("unauthorized", message), { authFailure: reason });
+}
+
+/** Why `e`, thrown by `authenticate`, refused the request; undefined for any other error. */
+export function authFailureReason(e: unknown): AuthFailureReason | undefined {
+  return (e as { authFailure?: AuthFailureReason } | null)?.authFailure;
+}
+
 /** A newly issued token: `token` is shown once and never stored. */
 export interface IssuedToken {
   id: string;
@@ -29,6 +40,14 @@ export interface IssuedToken {
   /** Unix seconds, or null for no expiry. */
   expiresAt: number | null;
 }
+
+/** Why an authentication failed (the `reason` label of `esync_auth_failures_total`). */
+export type AuthFailureReason =
+  | "missing_or_malformed"
+  | "wallet_token_invalid"
+  | "api_token_revoked"
+  | "api_token_expired"
+  | "unknown_token";
 
 /** Authentication of requests and management of issued API tokens. */
 export class AuthService {
@@ -41,31 +60,42 @@ export class AuthService {
   ) {}
 
   /**
-   * Resolves an `Authorization` header value to the address its token stands for.
+   * Resolves an `Authorization` header value to the address its token stands for, and notes it
+   * as the caller of the request being served (access log).
    * @throws AppError `unauthorized` (401) when the header is missing, not `Bearer <token>`,
    *   or the token is malformed, expired, revoked or unknown.
    */
   async authenticate(header: string | null | undefined): Promise<string> {
+    const address = await this.resolve(header);
+    noteCaller(address);
+    return address;
+  }
+
+  private async resolve(header: string | null | undefined): Promise<string> {
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!m?.[1])
-      throw fail("unauthorized", "Missing or malformed Authorization header; expected 'Bearer <token>'");
+      throw refused(
+        "missing_or_malformed",
+        "Missing or malformed Authorization header; expected 'Bearer <token>'",
+      );
     const token = m[1];
     const now = this.clock.now();
     if (token.startsWith("sig1.")) {
       const addr = await this.wallet.verify(token, now);
       if (addr) return addr;
-      throw fail("unauthorized", "Invalid or expired wallet-signed token");
+      throw refused("wallet_token_invalid", "Invalid or expired wallet-signed token");
     }
     if (token.length <= 512) {
       const row = this.tokens.findBySha(sha256Hex(token));
       if (row) {
-        if (row.revokedAt !== null) throw fail("unauthorized", "API token revoked");
-        if (row.expiresAt !== null && now >= row.expiresAt) throw fail("unauthorized", "API token expired");
+        if (row.revokedAt !== null) throw refused("api_token_revoked", "API token revoked");
+        if (row.expiresAt !== null && now >= row.expiresAt)
+          throw refused("api_token_expired", "API token expired");
         return row.owner;
       }
     }
     if (this.insecureSs58Tokens && isSs58(token)) return token;
-    throw fail("unauthorized", "Unknown bearer token");
+    throw refused("unknown_token", "Unknown bearer token");
   }
 
   /**

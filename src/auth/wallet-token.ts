@@ -3,6 +3,7 @@
  * Wallet-signed bearer tokens (complement §3.1): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
  * the signature made by the key of `<ss58>` (sr25519, ed25519 or ecdsa) over the UTF-8 bytes of
  * `hcfs-auth:<ss58>:<expires_unix>`. Valid while `now < expires_unix <= now + 86400`.
+ * `expires_unix` is canonical decimal (no sign, no leading zero), so one signature is one token string.
  */
 import { cryptoWaitReady, signatureVerify } from "@polkadot/util-crypto";
 import { isSs58 } from "./ss58.ts";
@@ -24,12 +25,15 @@ export interface WalletToken {
   signatureHex: string;
 }
 
-/** Parses a `sig1.` token; null when the shape is wrong (not a signature check). */
+/**
+ * Parses a `sig1.` token; null when the shape is wrong (not a signature check), including an
+ * `expires_unix` that is not canonical decimal (`0123`).
+ */
 export function parseWalletToken(token: string): WalletToken | null {
   const parts = token.split(".");
   if (parts.length !== 4 || parts[0] !== "sig1") return null;
   const [, address, exp, sigRaw] = parts as [string, string, string, string];
-  if (!isSs58(address) || !/^\d{1,12}$/.test(exp)) return null;
+  if (!isSs58(address) || !/^[1-9]\d{0,11}$/.test(exp)) return null;
   const sig = sigRaw.startsWith("0x") || sigRaw.startsWith("0X") ? sigRaw.slice(2) : sigRaw;
   if (!/^[0-9a-fA-F]+$/.test(sig) || sig.length % 2 !== 0 || sig.length < 128 || sig.length > 200)
     return null;

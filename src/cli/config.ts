@@ -8,17 +8,22 @@
  *
  * | file | mode | content |
  * |---|---|---|
- * | `mnemonic` | 0600 | the BIP39 master mnemonic, one line: the only secret, back it up |
+ * | `mnemonic` | 0600 | the BIP39 master mnemonic, one line (the only secret: back it up), or the same sealed with a passphrase (`mnemonic-seal.ts`) |
  * | `config.json` | 0600 | `{version, server_url, address, device_name, created_at}` |
  * | `uploads.json` | 0600 | sessions of interrupted pushes (`UploadStateFile`), for resume |
- * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done) |
+ * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done or stale); `--spill-dir` / `$ESYNC_SPILL_DIR` put them elsewhere |
  *
- * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s.
+ * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s. Network
+ * errors and 5xx are retried for `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 minutes. A
+ * sealed mnemonic is opened with `$ESYNC_PASSPHRASE`, else a prompt on the terminal.
  */
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { CliError, EXIT, usageError } from "./output.ts";
+import { DEFAULT_RETRY_FOR_MS } from "../client/retry.ts";
+import { isSealed, openMnemonic, sealMnemonic, WrongPassphraseError } from "./mnemonic-seal.ts";
+import { CliError, EXIT, parseDuration, usageError } from "./output.ts";
+import { readSecret } from "./prompt.ts";
 
 /** Server URL used when `init` is given none. */
 export const DEFAULT_SERVER_URL = "http://127.0.0.1:8080";
@@ -40,6 +45,20 @@ export interface GlobalOptions {
   configDir?: string;
   server?: string;
   json?: boolean;
+  retryFor?: string;
+  spillDir?: string;
+}
+
+/** The spill directory chosen by `--spill-dir` or `$ESYNC_SPILL_DIR`, if either is set. */
+export function spillDirOverride(flag?: string): string | undefined {
+  const dir = flag ?? (process.env.ESYNC_SPILL_DIR || undefined);
+  return dir === undefined ? undefined : resolve(dir);
+}
+
+/** How long to retry network errors and 5xx, ms: `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 min. */
+export function retryForMs(flag?: string): number {
+  const text = flag ?? (process.env.ESYNC_RETRY_FOR || undefined);
+  return text === undefined ? DEFAULT_RETRY_FOR_MS : parseDuration(text);
 }
 
 /** Resolved paths of a configuration directory. */
@@ -106,10 +125,20 @@ export async function ensureConfigDir(paths: ConfigPaths): Promise<void> {
   await mkdir(paths.dir, { recursive: true, mode: 0o700 });
 }
 
-/** Writes the mnemonic file (mode 0600, atomically). */
-export async function writeMnemonic(paths: ConfigPaths, mnemonic: string): Promise<void> {
+/**
+ * Writes the mnemonic file (mode 0600, atomically): the words, or sealed under `passphrase`
+ * when one is given (`mnemonic-seal.ts`).
+ */
+export async function writeMnemonic(
+  paths: ConfigPaths,
+  mnemonic: string,
+  passphrase?: string,
+): Promise<void> {
   await ensureConfigDir(paths);
-  await writePrivate(paths.mnemonic, `${mnemonic}\n`);
+  await writePrivate(
+    paths.mnemonic,
+    passphrase === undefined ? `${mnemonic}\n` : sealMnemonic(mnemonic, passphrase),
+  );
 }
 
 /** Writes `config.json` (mode 0600, atomically). */
@@ -123,8 +152,18 @@ export async function hasMnemonic(paths: ConfigPaths): Promise<boolean> {
   return Bun.file(paths.mnemonic).exists();
 }
 
-/** The stored mnemonic. Usage error (exit 1) when `esync init` has not been run. */
-export async function readMnemonic(paths: ConfigPaths): Promise<string> {
+/** `$ESYNC_PASSPHRASE`, if set: the passphrase of a sealed mnemonic. */
+export function passphraseFromEnv(): string | undefined {
+  return process.env.ESYNC_PASSPHRASE || undefined;
+}
+
+/** The new passphrase for scripts: `$ESYNC_NEW_PASSPHRASE`, else `$ESYNC_PASSPHRASE`. */
+export function newPassphraseFromEnv(): string | undefined {
+  return process.env.ESYNC_NEW_PASSPHRASE || process.env.ESYNC_PASSPHRASE || undefined;
+}
+
+/** The mnemonic file's text, after checking its mode. Usage error when `esync init` has not been run. */
+export async function readMnemonicFile(paths: ConfigPaths): Promise<string> {
   const file = Bun.file(paths.mnemonic);
   if (!(await file.exists()))
     throw usageError(`no identity in ${paths.dir}: run \`esync init\` first (or pass --config-dir)`);
@@ -135,7 +174,36 @@ export async function readMnemonic(paths: ConfigPaths): Promise<string> {
       EXIT.local,
     );
   }
-  return (await file.text()).trim();
+  return file.text();
+}
+
+/**
+ * Opens a sealed mnemonic's `text` with `$ESYNC_PASSPHRASE` or, on a terminal, a prompt.
+ * Usage error (exit 1) for a wrong passphrase or when there is neither.
+ */
+export async function unsealMnemonic(paths: ConfigPaths, text: string): Promise<string> {
+  let passphrase = passphraseFromEnv();
+  if (passphrase === undefined) {
+    if (!process.stdin.isTTY)
+      throw usageError(
+        `${paths.mnemonic} is protected by a passphrase: set ESYNC_PASSPHRASE or run on a terminal`,
+      );
+    passphrase = await readSecret(`passphrase for ${paths.mnemonic}: `);
+  }
+  try {
+    return openMnemonic(text, passphrase, paths.mnemonic).trim();
+  } catch (e) {
+    throw new CliError((e as Error).message, e instanceof WrongPassphraseError ? EXIT.usage : EXIT.local);
+  }
+}
+
+/**
+ * The stored mnemonic, opened with the passphrase when it is sealed. Usage error (exit 1)
+ * when `esync init` has not been run or the passphrase is wrong.
+ */
+export async function readMnemonic(paths: ConfigPaths): Promise<string> {
+  const text = await readMnemonicFile(paths);
+  return isSealed(text) ? unsealMnemonic(paths, text) : text.trim();
 }
 
 /** The stored `config.json`. Usage error (exit 1) when it is missing or unreadable. */

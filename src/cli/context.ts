@@ -2,9 +2,11 @@
  * @module cli/context
  * What a command that talks to the server needs, built once from the global options: the
  * configuration directory, the identity of the stored mnemonic, an `EsyncApi` that signs
- * `sig1.` tokens with it, and the Ctrl-C signal.
+ * `sig1.` tokens with it and retries outages, and the Ctrl-C signal. Stale spill files are
+ * removed on the way (`spill.ts`).
  */
 import { EsyncApi } from "../client/api.ts";
+import type { ApiError } from "../client/api-error.ts";
 import { type Identity, identityFromMnemonic } from "../client/keys.ts";
 import { WalletTokenSource } from "../client/token.ts";
 import {
@@ -16,9 +18,26 @@ import {
   normalizeServerUrl,
   readConfig,
   readMnemonic,
+  retryForMs,
   serverOverride,
+  spillDirOverride,
 } from "./config.ts";
-import { InterruptedError } from "./output.ts";
+import { describeError, eprintln, formatDuration, InterruptedError } from "./output.ts";
+import { cleanSpillDir } from "./spill.ts";
+
+/**
+ * Tells the user on stderr, at most every 15 s, that requests are being retried (the error
+ * names the server) and for how long at most.
+ */
+export function retryNotice(forMs: number): (e: ApiError) => void {
+  let last = 0;
+  return (e) => {
+    const now = Date.now();
+    if (now - last < 15_000) return;
+    last = now;
+    eprintln(`esync: ${describeError(e)}; retrying for up to ${formatDuration(forMs)}`);
+  };
+}
 
 /** Everything a command needs to act for the configured account. */
 export interface CommandContext {
@@ -30,6 +49,8 @@ export interface CommandContext {
   serverUrl: string;
   /** Signs `sig1.` tokens for the account (for a second `EsyncApi`, e.g. a throttled one). */
   tokens: WalletTokenSource;
+  /** Retries of network errors and 5xx (`--retry-for`), for a second `EsyncApi`. */
+  retry: { forMs: number };
   api: EsyncApi;
   json: boolean;
   /** Aborted on the first Ctrl-C (SIGINT) or SIGTERM. */
@@ -59,12 +80,20 @@ export function interruptSignal(): AbortSignal {
 /** Loads configuration, mnemonic and identity; usage error (exit 1) when `esync init` was not run. */
 export async function loadContext(opts: GlobalOptions): Promise<CommandContext> {
   const paths = configPaths(configDir(opts.configDir));
+  paths.spill = spillDirOverride(opts.spillDir) ?? paths.spill;
+  await cleanSpillDir(paths.spill, paths.uploads);
   const config = await readConfig(paths);
   const mnemonic = await readMnemonic(paths);
   const identity = await identityFromMnemonic(mnemonic);
   const serverUrl = normalizeServerUrl(serverOverride(opts.server) ?? config.server_url);
   const tokens = new WalletTokenSource(identity);
-  const api = new EsyncApi({ baseUrl: serverUrl, token: tokens });
+  const retry = { forMs: retryForMs(opts.retryFor) };
+  const api = new EsyncApi({
+    baseUrl: serverUrl,
+    token: tokens,
+    retry,
+    onRetry: retryNotice(retry.forMs),
+  });
   return {
     paths,
     config,
@@ -72,6 +101,7 @@ export async function loadContext(opts: GlobalOptions): Promise<CommandContext> 
     address: identity.address,
     serverUrl,
     tokens,
+    retry,
     api,
     json: opts.json === true,
     signal: interruptSignal(),

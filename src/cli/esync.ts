@@ -11,19 +11,35 @@
  *   esync push DIR --folder LABEL             upload new and changed files (resumable)
  *   esync pull --folder LABEL DEST            download, decrypt and verify a folder
  *   esync sync DIR --folder LABEL [--watch]   two-way sync (deletions, renames, conflicts kept)
+ *   esync status DIR --folder LABEL           what a sync would do, without doing it
  *   esync search [Q] [filters]                search files across folders
+ *   esync ls [PATH] --folder LABEL            list a directory of a folder on the server
+ *   esync restore PATH... --folder LABEL      download and verify chosen files or directories
  *   esync rm --folder LABEL PATH...           delete files on the server
+ *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
  */
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { registerFolder } from "./commands/folder.ts";
 import { registerInit } from "./commands/init.ts";
+import { registerLs } from "./commands/ls.ts";
+import { registerPassphrase } from "./commands/passphrase.ts";
 import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
+import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
-import { describeError, EXIT, EXIT_CODES_HELP, eprintln, exitCodeOf } from "./output.ts";
+import {
+  describeError,
+  EXIT,
+  EXIT_CODES_HELP,
+  eprintln,
+  exitCodeOf,
+  lastOutage,
+  resumeHint,
+} from "./output.ts";
 
 /** The `esync` program with every command registered; `exitOverride` lets `main` choose exit codes. */
 export function buildProgram(): Command {
@@ -33,6 +49,14 @@ export function buildProgram(): Command {
     .option("--config-dir <dir>", "configuration directory (default $ESYNC_CONFIG_DIR or ~/.config/esync)")
     .option("--server <url>", "server URL for this run (default $ESYNC_SERVER or the one from init)")
     .option("--json", "machine-readable JSON output (one document on stdout)")
+    .option(
+      "--retry-for <duration>",
+      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
+    )
+    .option(
+      "--spill-dir <dir>",
+      "where encrypted copies of large files in upload are kept for resume (default $ESYNC_SPILL_DIR or <config-dir>/spill)",
+    )
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .configureOutput({ outputError: (text, write) => write(`esync: ${text.replace(/^error: /, "")}`) })
@@ -42,9 +66,22 @@ export function buildProgram(): Command {
       `
 Quick start:
   esync init --server http://127.0.0.1:8080
-  esync push ~/Documents --folder documents
+  esync folder add documents
+  esync status ~/Documents --folder documents
+  esync sync ~/Documents --folder documents
+  esync push ~/Photos --folder photos --create
   esync search report --type pdf
-  esync pull --folder documents ~/restore
+  esync ls --folder documents
+  esync restore reports/2026 --folder documents --to ~/restore
+
+Resuming large uploads (the spill directory):
+  A file over 8 MiB is encrypted once into a spill file (as large as the file,
+  encrypted, mode 0600 in a 0700 directory) so that its chunks can be sent,
+  re-sent and, after Ctrl-C, a crash or an outage, resumed by running the same
+  command again. It is removed when the file is uploaded or given up; one left
+  behind is removed after 1 hour if no upload refers to it, and after 24 hours
+  in any case. --spill-dir picks the disk (it needs room for the largest files
+  in flight).
 
 ${EXIT_CODES_HELP}`,
     );
@@ -53,8 +90,12 @@ ${EXIT_CODES_HELP}`,
   registerPush(program);
   registerPull(program);
   registerSync(program);
+  registerStatus(program);
   registerSearch(program);
+  registerLs(program);
+  registerRestore(program);
   registerRm(program);
+  registerPassphrase(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
@@ -74,7 +115,10 @@ export async function main(argv: string[]): Promise<number> {
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     eprintln(`esync: ${describeError(e)}`);
-    return exitCodeOf(e);
+    const code = exitCodeOf(e);
+    const server = lastOutage();
+    if (server && code !== EXIT.interrupted) eprintln(resumeHint(server));
+    return code;
   }
 }
 

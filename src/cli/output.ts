@@ -1,7 +1,7 @@
 /**
  * @module cli/output
- * What the `esync` command prints and how it ends: human-readable sizes, rates, durations and
- * dates, plain-text tables, JSON for scripts, and the exit codes with the one-line error
+ * What the `esync` command prints and how it ends: human-readable sizes and rates (binary
+ * units: KiB, MiB, MiB/s), durations and dates, plain-text tables, JSON for scripts, and the exit codes with the one-line error
  * messages they come with.
  *
  * Exit codes (also in `esync --help` and the README):
@@ -81,15 +81,37 @@ export class InterruptedError extends Error {
   }
 }
 
+let outage: string | null = null;
+
 /**
- * One line describing `e`, without the `esync: ` prefix: `409 conflict: message` for a server
- * error, `cannot reach the server: ...` for a network failure, the message otherwise.
+ * The server of the last retryable failure (network, 5xx, 429) that `describeError` reported,
+ * or null: `main` then ends with `resumeHint`.
+ */
+export function lastOutage(): string | null {
+  return outage;
+}
+
+/** The one-line hint printed after a run that failed because a server was down or failing. */
+export function resumeHint(server: string): string {
+  return `hint: run the same command again to resume once ${server} is back`;
+}
+
+/**
+ * One line describing `e`, without the `esync: ` prefix: `server http://h:p: 409 conflict:
+ * message` for a server error, `cannot reach the server http://h:p: ...` for a network
+ * failure (with how long it was retried), the message otherwise.
  */
 export function describeError(e: unknown): string {
   if (e instanceof CliError) return e.message;
   if (e instanceof ApiError) {
-    if (e.status === 0) return `cannot reach the server: ${e.message}`;
-    return `${e.status} ${e.code}: ${e.message || "(no message)"}`;
+    const server = e.extra.server ?? "the server";
+    if (e.retryable) outage = server;
+    const retried =
+      e.extra.retriedForMs !== undefined && e.extra.retriedForMs > 0
+        ? ` (retried for ${formatDuration(e.extra.retriedForMs)})`
+        : "";
+    if (e.status === 0) return `cannot reach ${server}${retried}: ${e.message}`;
+    return `${server}: ${e.status} ${e.code}${retried}: ${e.message || "(no message)"}`;
   }
   if (e instanceof CiphertextError) return `ciphertext rejected (${e.reason}): ${e.message}`;
   if (e instanceof IntegrityError) return `integrity check failed: ${e.message}`;
@@ -119,11 +141,10 @@ export function formatSize(bytes: number): string {
   return `${Number(v.toFixed(digits))} ${UNITS[u]}`;
 }
 
-/** Rate in decimal megabytes per second (the unit throughput is usually quoted in): `123.4 MB/s`. */
+/** Rate in the same binary units as sizes: `45.2 MiB/s`, `512 B/s`; `- MiB/s` when unknown or 0. */
 export function formatRate(bytesPerSec: number): string {
-  if (!Number.isFinite(bytesPerSec) || bytesPerSec <= 0) return "- MB/s";
-  const mb = bytesPerSec / 1e6;
-  return `${mb >= 100 ? mb.toFixed(0) : mb.toFixed(1)} MB/s`;
+  if (!Number.isFinite(bytesPerSec) || bytesPerSec <= 0) return "- MiB/s";
+  return `${formatSize(Math.round(bytesPerSec))}/s`;
 }
 
 /** Duration: `850ms`, `42s`, `3m05s`, `1h02m`. */
@@ -141,6 +162,14 @@ export function formatDuration(ms: number): string {
 export function formatDate(unixSeconds: number): string {
   if (!Number.isFinite(unixSeconds)) return "-";
   return new Date(unixSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** Parses a duration: milliseconds from `90s`, `2m`, `1h`, `500ms`, or plain seconds (`120`). */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
+  if (!m) throw usageError(`not a duration: ${JSON.stringify(text)} (try 90s, 2m, 1h, 0)`);
+  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s").toLowerCase() as "s"];
+  return Math.round(Number(m[1]) * mult);
 }
 
 /** Parses a size: bytes (`1048576`) or with a unit (`10k`, `1.5MiB`, `2GB`, `512 KiB`); binary multiples. */
@@ -194,14 +223,45 @@ export function table(columns: Column[], rows: string[][]): string {
   return [line(columns.map((c) => c.header)), ...rows.map(line)].join("\n");
 }
 
-/** Writes one line to stdout. */
+/** Writes one line to stdout; on a terminal, wrapped at word boundaries to its width. */
 export function println(text = ""): void {
-  process.stdout.write(`${text}\n`);
+  const cols = process.stdout.isTTY ? process.stdout.columns : 0;
+  const lines = cols > 20 ? text.split("\n").flatMap((l) => wrapWords(l, cols - 1)) : [text];
+  process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** Writes one line to stderr. */
+/**
+ * Wraps `text` at word boundaries into lines of at most `width` characters; continuation
+ * lines are indented by `indent` spaces. A word longer than a line is split (only then).
+ */
+export function wrapWords(text: string, width: number, indent = 4): string[] {
+  const out: string[] = [];
+  let line = "";
+  const pad = " ".repeat(indent);
+  for (const word of text.split(" ")) {
+    const prefix = out.length === 0 && line === "" ? "" : line === "" ? pad : `${line} `;
+    if ((prefix + word).length <= width) {
+      line = prefix + word;
+      continue;
+    }
+    if (line.trim() !== "") out.push(line);
+    let rest = word;
+    const room = width - indent;
+    while (rest.length > room) {
+      out.push(pad + rest.slice(0, room));
+      rest = rest.slice(room);
+    }
+    line = pad + rest;
+  }
+  if (line.trim() !== "") out.push(line);
+  return out.length > 0 ? out : [""];
+}
+
+/** Writes one line to stderr; on a terminal, wrapped at word boundaries to its width. */
 export function eprintln(text = ""): void {
-  process.stderr.write(`${text}\n`);
+  const cols = process.stderr.isTTY ? process.stderr.columns : 0;
+  const lines = cols > 20 ? text.split("\n").flatMap((l) => wrapWords(l, cols - 1)) : [text];
+  process.stderr.write(`${lines.join("\n")}\n`);
 }
 
 /** Writes `value` as one line of JSON to stdout. */

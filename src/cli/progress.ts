@@ -2,18 +2,26 @@
  * @module cli/progress
  * Progress of a transfer of many files (push, pull), shown one of three ways:
  *
- * - `bars`: stdout is a terminal: a `cli-progress` MultiBar with an overall bar (bytes, files,
- *   rate, ETA) and one bar per file in flight (phase, bytes, rate); finished files are printed
- *   as lines above the bars.
+ * - `bars`: stdout is a terminal: a `cli-progress` MultiBar with an overall line (bar,
+ *   percentage, bytes, files, rate, ETA) and one line per file in flight (bar, percentage,
+ *   phase, bytes, rate). Every line is composed to fit the terminal's width at each redraw
+ *   (80 columns and up keep every field; narrower drops the least useful ones), and lines
+ *   printed above the bars (finished files, errors) are wrapped at word boundaries.
  * - `lines`: stdout is not a terminal (a pipe, a log): one line per finished file and an
- *   overall progress line every few seconds.
+ *   overall progress line every few seconds, never wrapped or cut.
  * - `silent`: `--json`: nothing until the command prints its JSON summary.
  *
- * Rates are measured over a sliding window of the last seconds, so they follow the current
- * speed; the ETA is the remaining bytes over that rate.
+ * The numbers tell the truth: a file's percentage is the bytes of its current phase over
+ * that phase's total (a file that has sent 0 B shows 0%); rates are moving averages over a
+ * sliding window and count only bytes moved in this run (bytes found on the server by a
+ * resume, or otherwise credited without a transfer, are excluded); the ETA is the remaining
+ * bytes over that moving average. Sizes and rates use one unit system, binary (IEC):
+ * `KiB`, `MiB`, `MiB/s`.
  */
 import { MultiBar, type MultiBar as MultiBarType, type SingleBar } from "cli-progress";
-import { formatDuration, formatRate, formatSize } from "./output.ts";
+import { formatDuration, formatRate, formatSize, wrapWords } from "./output.ts";
+
+export { wrapWords };
 
 /** How progress is shown. */
 export type ProgressMode = "bars" | "lines" | "silent";
@@ -24,47 +32,55 @@ export function progressMode(json: boolean): ProgressMode {
   return process.stdout.isTTY ? "bars" : "lines";
 }
 
-/** Bytes per second over a sliding window of `windowMs`. */
+/** Bytes per second as a moving average over a sliding window of `windowMs`. */
 export class RateMeter {
   private readonly samples: Array<[number, number]> = [];
 
-  constructor(private readonly windowMs = 8000) {}
+  constructor(private readonly windowMs = 10_000) {}
 
-  /** Records that `total` bytes were done by now. */
+  /** Records that `total` bytes were moved by now (a count that only grows). */
   add(total: number, now = performance.now()): void {
     this.samples.push([now, total]);
-    while (this.samples.length > 2 && now - (this.samples[0] as [number, number])[0] > this.windowMs)
+    while (this.samples.length > 2 && now - (this.samples[1] as [number, number])[0] > this.windowMs)
       this.samples.shift();
   }
 
-  /** Current rate in bytes per second over the window (0 until samples span 200 ms). */
+  /** Current rate in bytes per second over the window (0 until samples span 500 ms). */
   rate(now = performance.now()): number {
     const first = this.samples[0];
     const last = this.samples.at(-1);
     if (!first || !last) return 0;
     const span = Math.max(now, last[0]) - first[0];
-    return span < 200 ? 0 : (last[1] - first[1]) / (span / 1000);
+    return span < 500 ? 0 : Math.max(0, last[1] - first[1]) / (span / 1000);
   }
 }
 
 /** One file's bar (or line) while it transfers. */
 export interface FileProgress {
-  /** `fraction` of the file done (0..1), the current phase's name and its bytes so far. */
-  update(fraction: number, phase: string, bytes: number): void;
+  /**
+   * `bytes` of `total` done in phase `phase` (`encrypting`, `uploading`, `receiving`, ...);
+   * `skipped` of those bytes were not moved in this run (resumed): they count towards the
+   * percentage, not the rate. A new phase restarts the rate.
+   */
+  update(phase: string, bytes: number, total: number, skipped?: number): void;
   /** Removes the bar and prints `line` (above the bars, or as a plain line). */
   done(line: string): void;
 }
 
 /**
  * Progress of a whole transfer. `bytesDone` and the total are in whatever unit the command
- * chooses (push: plaintext bytes through encryption and upload; pull: ciphertext received);
- * rate and ETA follow from them. cli-progress's own `{eta}`/`{value}` tokens are not used.
+ * chooses (push: ciphertext bytes on the server; pull: ciphertext received); rate and ETA
+ * follow from them. cli-progress's own `{eta}`/`{value}` tokens are not used.
  */
 export interface TransferProgress {
   /** Starts a file's bar. */
   file(name: string, size: number): FileProgress;
-  /** Sets the overall bytes done (of the total given at creation) and files finished. */
-  overall(bytesDone: number, filesDone: number): void;
+  /**
+   * Sets the overall bytes done (of the total given at creation) and files finished;
+   * `bytesSkipped` of `bytesDone` were credited without a transfer (resumed) and are kept
+   * out of the rate.
+   */
+  overall(bytesDone: number, filesDone: number, bytesSkipped?: number): void;
   /** Prints a line above the bars (or plainly). */
   log(line: string): void;
   /** Stops drawing; the bars are left as they last were. */
@@ -73,17 +89,71 @@ export interface TransferProgress {
 
 /** Fits `name` into `width` characters, eliding the middle. */
 export function fitName(name: string, width: number): string {
+  if (width <= 0) return "";
   if (name.length <= width) return name.padEnd(width);
   const keep = width - 1;
   const head = Math.ceil(keep / 3);
   return `${name.slice(0, head)}…${name.slice(name.length - (keep - head))}`;
 }
 
-const NAME_WIDTH = 30;
+/** `floor(done / total * 100)` clamped to 0..100; an empty total is 100% once `finished`. */
+export function percent(done: number, total: number, finished = false): number {
+  if (total <= 0) return finished ? 100 : 0;
+  return Math.max(0, Math.min(100, Math.floor((done / total) * 100)));
+}
+
+function bar(width: number, pct: number): string {
+  if (width <= 0) return "";
+  const full = Math.round((pct / 100) * width);
+  return "█".repeat(full) + "░".repeat(width - full);
+}
+
+/** The fields of a progress line; `fields` are printed after the bar, in order of importance. */
+interface LineSpec {
+  name: string;
+  /** Minimum width the name keeps before fields are dropped. */
+  minName: number;
+  pct: number;
+  fields: string[];
+  /**
+   * Aligned columns: the name exactly this wide and a 12-cell bar, so that lines of several
+   * files line up; used when everything fits, else the line is composed as usual.
+   */
+  column?: number;
+}
+
+/**
+ * Composes `name bar pct% field field ...` in at most `width` characters: the bar shrinks
+ * from 24 to 6 cells, the name is elided in the middle down to `minName`, then fields are
+ * dropped from the end (least important), then the bar.
+ */
+export function composeLine(spec: LineSpec, width: number): string {
+  const pctText = `${String(spec.pct).padStart(3)}%`;
+  if (spec.column !== undefined) {
+    const line = `${fitName(spec.name, spec.column)} ${bar(12, spec.pct)} ${[pctText, ...spec.fields].join("  ")}`;
+    if (line.length <= width) return line;
+  }
+  for (let keep = spec.fields.length; keep >= 0; keep--) {
+    const tail = [pctText, ...spec.fields.slice(0, keep)].join("  ");
+    for (const barWidth of [24, 20, 16, 12, 8, 6]) {
+      const nameRoom = width - tail.length - barWidth - 2;
+      if (nameRoom >= Math.min(spec.minName, spec.name.length)) {
+        const name = fitName(spec.name, Math.min(nameRoom, Math.max(spec.name.length, spec.minName)));
+        return `${name} ${bar(barWidth, spec.pct)} ${tail}`;
+      }
+    }
+  }
+  return fitName(`${spec.name} ${pctText}`, width).trimEnd();
+}
+
+/** The drawable width of the terminal: its columns less one (the last column wraps on some). */
+function terminalWidth(): number {
+  return Math.max(40, (process.stdout.columns || 80) - 1);
+}
 
 /**
  * A transfer display for `totalBytes` in `totalFiles` files. `label` heads the overall bar
- * (`push`, `pull`).
+ * (`push docs`, `pull docs`).
  */
 export function transferProgress(
   mode: ProgressMode,
@@ -96,41 +166,35 @@ export function transferProgress(
   }
   const meter = new RateMeter();
   let done = 0;
+  let skipped = 0;
   let files = 0;
-  const overallPayload = () => {
+  // No ETA until enough has moved for the moving average to mean something (1% or 1 MiB).
+  const eta = () => {
+    if (done >= totalBytes) return "0s";
     const rate = meter.rate();
-    const eta =
-      done >= totalBytes ? "0s" : rate > 0 ? formatDuration(((totalBytes - done) / rate) * 1000) : "-";
-    return {
-      label: label.padEnd(NAME_WIDTH),
-      done: formatSize(done),
-      size: formatSize(totalBytes),
-      files: `${files}/${totalFiles} files`,
-      speed: formatRate(rate),
-      remaining: eta,
-    };
+    if (rate <= 0 || done - skipped < Math.min(totalBytes / 100, 1024 * 1024)) return "-";
+    return formatDuration(Math.ceil((totalBytes - done) / rate) * 1000);
+  };
+  const record = (bytesDone: number, filesDone: number, bytesSkipped: number) => {
+    done = bytesDone;
+    files = filesDone;
+    skipped = bytesSkipped;
+    meter.add(done - skipped);
   };
 
   if (mode === "lines") {
-    const started = performance.now();
-    let lastLine = started;
-    const line = () => {
-      const p = overallPayload();
-      const pct = totalBytes > 0 ? Math.floor((done / totalBytes) * 100) : 100;
-      process.stdout.write(
-        `${label}: ${pct}% ${p.done}/${p.size}, ${p.files}, ${p.speed}, ETA ${p.remaining}\n`,
-      );
-    };
+    let lastLine = performance.now();
+    const line = () =>
+      `${label}: ${percent(done, totalBytes)}% ${formatSize(done)}/${formatSize(totalBytes)}, ` +
+      `${files}/${totalFiles} files, ${formatRate(meter.rate())}, ETA ${eta()}`;
     return {
       file: () => ({ update() {}, done: (l) => process.stdout.write(`${l}\n`) }),
-      overall(bytesDone, filesDone) {
-        done = bytesDone;
-        files = filesDone;
-        meter.add(done);
+      overall(bytesDone, filesDone, bytesSkipped = 0) {
+        record(bytesDone, filesDone, bytesSkipped);
         const now = performance.now();
         if (now - lastLine >= 5000 && done < totalBytes) {
           lastLine = now;
-          line();
+          process.stdout.write(`${line()}\n`);
         }
       },
       log: (l) => process.stdout.write(`${l}\n`),
@@ -138,6 +202,21 @@ export function transferProgress(
     };
   }
 
+  const overallLine = () =>
+    composeLine(
+      {
+        name: label,
+        minName: Math.min(label.length, 12),
+        pct: percent(done, totalBytes, files >= totalFiles),
+        fields: [
+          `${formatSize(done)}/${formatSize(totalBytes)}`,
+          `ETA ${eta()}`,
+          formatRate(meter.rate()),
+          `${files}/${totalFiles} files`,
+        ],
+      },
+      terminalWidth(),
+    );
   const multi: MultiBarType = new MultiBar({
     stream: process.stdout,
     hideCursor: true,
@@ -145,54 +224,59 @@ export function transferProgress(
     stopOnComplete: false,
     gracefulExit: false,
     fps: 8,
-    barsize: 24,
-    barCompleteChar: "█",
-    barIncompleteChar: "░",
-    autopadding: true,
+    format: (_options, _params, payload: { line?: () => string }) => payload.line?.() ?? "",
   });
-  const overall: SingleBar = multi.create(Math.max(1, totalBytes), 0, overallPayload(), {
-    format: "{label} {bar} {percentage}% {done}/{size}  {files}  {speed}  ETA {remaining}",
-  });
-  const tick = setInterval(() => overall.update(done, overallPayload()), 500);
+  const overall: SingleBar = multi.create(1, 0, { line: overallLine });
+  const tick = setInterval(() => overall.update(0, { line: overallLine }), 500);
+  const log = (l: string) => {
+    const w = terminalWidth();
+    // Padded to the width: a line drawn where a bar was must cover all of it.
+    const lines = l.split("\n").flatMap((part) => wrapWords(part, w));
+    multi.log(`${lines.map((x) => x.padEnd(w)).join("\n")}\n`);
+  };
   return {
     file(name, size) {
-      let fm = new RateMeter(4000);
-      let lastPhase = "";
-      const payload = (phase: string, bytes: number) => ({
-        name: fitName(`  ${name}`, NAME_WIDTH),
-        phase: phase.padEnd(10),
-        done: formatSize(bytes),
-        size: formatSize(size),
-        speed: formatRate(fm.rate()),
-      });
-      const bar = multi.create(1000, 0, payload("", 0), {
-        format: "{name} {bar} {percentage}% {phase} {done}/{size}  {speed}",
-      });
+      const fm = { meter: new RateMeter(5000), phase: "", bytes: 0, total: size };
+      const line = () =>
+        composeLine(
+          {
+            name: `  ${name}`,
+            minName: 16,
+            column: Math.max(12, Math.min(40, terminalWidth() - 60)),
+            pct: percent(fm.bytes, fm.total),
+            fields: [
+              `${fm.phase.padEnd(10)} ${formatSize(fm.bytes)}/${formatSize(fm.total)}`,
+              formatRate(fm.meter.rate()),
+            ],
+          },
+          terminalWidth(),
+        );
+      const b = multi.create(1, 0, { line });
       return {
-        update(fraction, phase, bytes) {
-          if (phase !== lastPhase) {
-            fm = new RateMeter(4000); // bytes restart at each phase (encrypting, uploading)
-            lastPhase = phase;
+        update(phase, bytes, total, skippedBytes = 0) {
+          if (phase !== fm.phase) {
+            fm.meter = new RateMeter(5000);
+            fm.phase = phase;
           }
-          fm.add(bytes);
-          bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000), payload(phase, bytes));
+          fm.bytes = bytes;
+          fm.total = total;
+          fm.meter.add(bytes - skippedBytes);
+          b.update(0, { line });
         },
         done(l) {
-          multi.log(`${l}\n`); // flushed by the redraw that remove() triggers
-          multi.remove(bar);
+          log(l); // flushed by the redraw that remove() triggers
+          multi.remove(b);
         },
       };
     },
-    overall(bytesDone, filesDone) {
-      done = bytesDone;
-      files = filesDone;
-      meter.add(done);
-      overall.update(done, overallPayload());
+    overall(bytesDone, filesDone, bytesSkipped = 0) {
+      record(bytesDone, filesDone, bytesSkipped);
+      overall.update(0, { line: overallLine });
     },
-    log: (l) => multi.log(`${l}\n`),
+    log,
     stop() {
       clearInterval(tick);
-      overall.update(done, overallPayload());
+      overall.update(0, { line: overallLine });
       multi.stop();
     },
   };

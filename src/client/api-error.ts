@@ -27,6 +27,10 @@ export class ApiError extends Error {
       conflict?: ConflictInfo;
       /** Seconds from `Retry-After`. */
       retryAfter?: number;
+      /** The server (origin, e.g. `http://127.0.0.1:8080`) the request went to. */
+      server?: string;
+      /** Set when retries gave up on this error: how long they went on, ms. */
+      retriedForMs?: number;
       cause?: unknown;
     } = {},
   ) {
@@ -42,6 +46,21 @@ export class ApiError extends Error {
   /** True for failures worth retrying: network errors, 5xx, 429. */
   get retryable(): boolean {
     return this.status === 0 || this.status >= 500 || this.status === 429;
+  }
+
+  /** This error with `retriedForMs` set (retries gave up after `ms`). */
+  withRetriedFor(ms: number): ApiError {
+    const e = new ApiError(this.status, this.code, this.message, { ...this.extra, retriedForMs: ms });
+    e.stack = this.stack;
+    return e;
+  }
+
+  /** This error with `server` set, unless it already names one. */
+  withServer(server: string): ApiError {
+    if (this.extra.server !== undefined) return this;
+    const e = new ApiError(this.status, this.code, this.message, { ...this.extra, server });
+    e.stack = this.stack;
+    return e;
   }
 
   /** One line: `409 conflict: message`. */

@@ -81,4 +81,6 @@ export interface DownloadResult {
   revisionIdHex: string | null;
   /** `X-Revision-Seq`. */
   revisionSeq: number | null;
+  /** `ETag`: the revision's strong validator (quoted revision id hex), for `If-Range` on a resume. */
+  etag: string | null;
 }

@@ -40,6 +40,7 @@ import type {
 import { bodyBytes } from "./byte-stream.ts";
 import { toHex, utf8 } from "./hash.ts";
 import type { Manifest } from "./manifest.ts";
+import { type RetryPolicy, withRetry } from "./retry.ts";
 import { staticTokenSource, type TokenSource } from "./token.ts";
 
 /** Options of `EsyncApi`. */
@@ -54,6 +55,14 @@ export interface ApiClientOptions {
   fetch?: typeof fetch;
   /** Per-request timeout for JSON calls, ms; default 60000. Chunk, upload and download calls use `signal` only. */
   timeoutMs?: number;
+  /**
+   * Retry every request on network errors, 5xx and 429 (`retry.ts`) within this policy, e.g.
+   * `{ forMs: 120_000 }`; default: no retries here (callers such as the uploader retry).
+   * An error thrown after retries is marked `retriedForMs`, so outer retries stop.
+   */
+  retry?: Partial<RetryPolicy>;
+  /** Hears about each failure that will be retried (e.g. to tell the user). */
+  onRetry?: (error: ApiError, attempt: number, delayMs: number) => void;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -113,8 +122,22 @@ export class EsyncApi {
     return `${this.baseUrl}${path}${q ? `?${q}` : ""}`;
   }
 
-  /** Sends a request and returns the raw successful response; throws `ApiError` otherwise. */
+  /**
+   * Sends a request and returns the raw successful response, retrying within `options.retry`;
+   * throws `ApiError` (naming this server) otherwise.
+   */
   private async send(spec: RequestSpec): Promise<Response> {
+    const policy = this.options.retry;
+    if (!policy) return this.sendOnce(spec);
+    return withRetry(() => this.sendOnce(spec), {
+      policy,
+      signal: spec.signal,
+      onRetry: this.options.onRetry,
+    });
+  }
+
+  /** One try of `send` (and one more with a fresh token after a 401). */
+  private async sendOnce(spec: RequestSpec): Promise<Response> {
     const auth = spec.auth ?? true;
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { ...spec.headers };
@@ -143,10 +166,13 @@ export class EsyncApi {
       } catch (e) {
         if (spec.signal?.aborted) throw spec.signal.reason ?? e;
         const msg = e instanceof Error ? e.message : String(e);
-        throw new ApiError(0, "network_error", `${spec.method} ${spec.path}: ${msg}`, { cause: e });
+        throw new ApiError(0, "network_error", `${spec.method} ${spec.path}: ${msg}`, {
+          cause: e,
+          server: this.baseUrl,
+        });
       }
       if (res.ok) return res;
-      const err = await errorFromResponse(res);
+      const err = (await errorFromResponse(res)).withServer(this.baseUrl);
       const renewable = this.tokens as { invalidate?: () => void } | null;
       if (err.status === 401 && attempt === 0 && typeof renewable?.invalidate === "function") {
         renewable.invalidate();
@@ -164,7 +190,9 @@ export class EsyncApi {
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new ApiError(res.status, "bad_response", `${spec.method} ${spec.path}: response is not JSON`);
+      throw new ApiError(res.status, "bad_response", `${spec.method} ${spec.path}: response is not JSON`, {
+        server: this.baseUrl,
+      });
     }
     if (parsed && typeof parsed === "object" && "Success" in parsed)
       return (parsed as { Success: T }).Success;
@@ -172,6 +200,7 @@ export class EsyncApi {
       res.status,
       "bad_response",
       `${spec.method} ${spec.path}: response has no Success envelope`,
+      { server: this.baseUrl },
     );
   }
 
@@ -328,15 +357,18 @@ export class EsyncApi {
 
   /**
    * `GET /download/{ss58}/{folder_hash}/{file_id}`, optionally one `Range`. Returns the
-   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`.
+   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`. With
+   * `ifRange` (an ETag), the range is served only if the file is still that revision; otherwise
+   * the answer is 200 with the whole current file.
    */
   async download(
     ss58: string,
     folderHash: string,
     fileId: string,
-    options: { range?: ByteRange; signal?: AbortSignal } = {},
+    options: { range?: ByteRange; ifRange?: string; signal?: AbortSignal } = {},
   ): Promise<DownloadResult> {
     const headers: Record<string, string> = {};
+    if (options.ifRange !== undefined) headers["If-Range"] = options.ifRange;
     const r = options.range;
     if (r) {
       headers.Range =
@@ -364,6 +396,7 @@ export class EsyncApi {
       sizeBytes: num("x-size-bytes"),
       revisionIdHex: res.headers.get("x-revision-id"),
       revisionSeq: num("x-revision-seq"),
+      etag: res.headers.get("etag"),
     };
   }
 

@@ -6,11 +6,16 @@
  * (`size_bytes`, which also catches a blob cut at a frame boundary) and its `salted_hash`
  * (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6). Nothing is left at the destination when
  * any check fails.
+ *
+ * A download whose connection breaks resumes where it stopped with `Range: bytes=<received>-`
+ * and `If-Range: <ETag>` (up to `maxResumes` times), so the bytes that follow belong to the same
+ * revision. When the file was replaced meanwhile the server answers 200 with the new revision,
+ * and the download fails with `RevisionChangedError` instead of splicing two revisions.
  */
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { EsyncApi } from "./api.ts";
-import type { RemoteFileEntry } from "./api-types.ts";
+import type { DownloadResult, RemoteFileEntry } from "./api-types.ts";
 import { forEachChunk, tapStream } from "./byte-stream.ts";
 import { decryptStream } from "./frame.ts";
 import { bytesEqual, toHex } from "./hash.ts";
@@ -23,6 +28,17 @@ export class IntegrityError extends Error {
     this.name = "IntegrityError";
   }
 }
+
+/** The file was replaced on the server while it was being downloaded; list it again and retry. */
+export class RevisionChangedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RevisionChangedError";
+  }
+}
+
+/** Default `maxResumes`. */
+export const DEFAULT_MAX_RESUMES = 5;
 
 /** Options of `downloadFile`. */
 export interface DownloadFileOptions {
@@ -39,6 +55,8 @@ export interface DownloadFileOptions {
   verifySaltedHash?: boolean;
   /** Called as ciphertext arrives: bytes so far and the blob's size when known. */
   onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void;
+  /** Times a broken connection is resumed with Range + If-Range (default 5; 0 = never). */
+  maxResumes?: number;
   signal?: AbortSignal;
 }
 
@@ -50,18 +68,22 @@ export interface DownloadOutcome {
   ciphertextBytes: number;
   /** `X-Revision-Seq` of the blob served. */
   revisionSeq: number | null;
+  /** Times the download was resumed after a broken connection. */
+  resumes: number;
 }
 
 /**
  * Downloads, decrypts and verifies `entry` into `destPath` atomically. Throws `ApiError`
- * (HTTP), `CiphertextError` (tampered, truncated, wrong key) or `IntegrityError`.
+ * (HTTP), `CiphertextError` (tampered, truncated, wrong key), `IntegrityError`, or
+ * `RevisionChangedError` (replaced on the server while a broken download was resumed).
  */
 export async function downloadFile(o: DownloadFileOptions): Promise<DownloadOutcome> {
   const id = toHex(o.entry.path_hash);
   const res = await o.api.download(o.ss58Address, o.folder.folderHash, id, { signal: o.signal });
   let received = 0;
   const total = res.contentLength ?? res.contentRange?.total ?? null;
-  const counted = tapStream(res.body, (chunk) => {
+  const resumable = resumingBody(o, id, res);
+  const counted = tapStream(resumable.body, (chunk) => {
     received += chunk.byteLength;
     o.onProgress?.(received, total);
   });
@@ -93,5 +115,73 @@ export async function downloadFile(o: DownloadFileOptions): Promise<DownloadOutc
     await rm(tmp, { force: true });
     throw e;
   }
-  return { bytes: written, ciphertextBytes: received, revisionSeq: res.revisionSeq };
+  return {
+    bytes: written,
+    ciphertextBytes: received,
+    revisionSeq: res.revisionSeq,
+    resumes: resumable.resumes(),
+  };
+}
+
+/**
+ * The ciphertext of `first` (a 200 of the whole file), resumed after a broken connection with
+ * `Range: bytes=<bytes delivered>-` and `If-Range: <ETag>` while resumes remain. A body that ends
+ * before its Content-Length counts as broken too.
+ */
+function resumingBody(
+  o: DownloadFileOptions,
+  id: string,
+  first: DownloadResult,
+): { body: ReadableStream<Uint8Array>; resumes: () => number } {
+  let delivered = 0;
+  const received = () => delivered;
+  const max = first.etag === null ? 0 : (o.maxResumes ?? DEFAULT_MAX_RESUMES);
+  const total = first.contentLength;
+  let resumes = 0;
+  let reader = first.body.getReader();
+  const resume = async (cause: unknown): Promise<void> => {
+    if (resumes >= max || o.signal?.aborted) throw cause;
+    resumes++;
+    reader.cancel().catch(() => {});
+    const at = received();
+    const next = await o.api.download(o.ss58Address, o.folder.folderHash, id, {
+      range: { start: at },
+      ifRange: first.etag as string,
+      signal: o.signal,
+    });
+    if (next.status !== 206 || next.contentRange?.start !== at) {
+      next.body.cancel().catch(() => {});
+      throw new RevisionChangedError(
+        `${o.entry.relative_path ?? id}: replaced on the server during the download (now revision ${next.revisionSeq ?? "?"}); list it again`,
+      );
+    }
+    reader = next.body.getReader();
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          let r: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            r = await reader.read();
+          } catch (e) {
+            await resume(e);
+            continue;
+          }
+          if (!r.done) {
+            delivered += r.value.byteLength;
+            return controller.enqueue(r.value);
+          }
+          if (total !== null && received() < total) {
+            await resume(new Error(`connection closed after ${received()} of ${total} bytes`));
+            continue;
+          }
+          return controller.close();
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, resumes: () => resumes };
 }

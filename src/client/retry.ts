@@ -1,21 +1,34 @@
 /**
  * @module client/retry
  * Retry with exponential backoff and full jitter for API calls. Only `ApiError`s that are
- * `retryable` (network errors, 5xx, 429) are retried; a `Retry-After` is honoured.
+ * `retryable` (network errors, 5xx, 429) are retried; a `Retry-After` is honoured. A policy
+ * bounds both the number of tries and the time spent: after `forMs` of failures the last
+ * error is thrown marked `exhausted` (its `retriedForMs` set), and no outer `withRetry` tries it
+ * again.
  */
 import { ApiError } from "./api-error.ts";
 
 /** How often and how patiently to retry. */
 export interface RetryPolicy {
-  /** Tries in all, the first included; default 5. */
+  /** Tries in all, the first included; default unbounded (the time budget decides). */
   attempts: number;
   /** Delay before the 2nd try, ms; doubles each time; default 250. */
   baseDelayMs: number;
   /** Cap of one delay, ms; default 10000. */
   maxDelayMs: number;
+  /** Time budget from the first failure, ms: no try starts after it; default 120000 (2 min). */
+  forMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 250, maxDelayMs: 10_000 };
+/** Default retry budget of a call: 2 minutes. */
+export const DEFAULT_RETRY_FOR_MS = 120_000;
+
+export const DEFAULT_RETRY: RetryPolicy = {
+  attempts: Number.POSITIVE_INFINITY,
+  baseDelayMs: 250,
+  maxDelayMs: 10_000,
+  forMs: DEFAULT_RETRY_FOR_MS,
+};
 
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -42,29 +55,43 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, error?: ApiEr
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
+/** True when `e` should be tried again: retryable and not already given up on by an inner retry. */
+export function shouldRetry(e: unknown): e is ApiError {
+  return e instanceof ApiError && e.retryable && e.extra.retriedForMs === undefined;
+}
+
 /**
- * Runs `fn` until it succeeds, a non-retryable error is thrown, or `policy.attempts` tries
- * failed (the last error is thrown). `onRetry` hears about each failure that will be retried.
+ * Runs `fn` until it succeeds, a non-retryable error is thrown, `policy.attempts` tries failed,
+ * or the next try would start more than `policy.forMs` after the first failure. The last error
+ * is then thrown with `retriedForMs` set (how long was spent retrying, ms). `onRetry` hears
+ * about each failure that will be retried; `now` is the clock (ms), for tests.
  */
 export async function withRetry<T>(
   fn: (attempt: number) => Promise<T>,
   options: {
-    policy?: RetryPolicy;
+    policy?: Partial<RetryPolicy>;
     sleep?: Sleep;
     signal?: AbortSignal;
     onRetry?: (error: ApiError, attempt: number, delayMs: number) => void;
+    now?: () => number;
   } = {},
 ): Promise<T> {
-  const policy = options.policy ?? DEFAULT_RETRY;
+  const policy = { ...DEFAULT_RETRY, ...options.policy };
   const sleep = options.sleep ?? realSleep;
+  const now = options.now ?? Date.now;
+  let firstFailure: number | undefined;
   for (let attempt = 1; ; attempt++) {
     options.signal?.throwIfAborted();
     try {
       return await fn(attempt);
     } catch (e) {
-      if (!(e instanceof ApiError) || !e.retryable || attempt >= policy.attempts) throw e;
+      if (!shouldRetry(e)) throw e;
       if (options.signal?.aborted) throw options.signal.reason;
+      const t = now();
+      firstFailure ??= t;
       const delay = backoffDelay(policy, attempt, e);
+      if (attempt >= policy.attempts || t + delay - firstFailure > policy.forMs)
+        throw e.withRetriedFor(t - firstFailure);
       options.onRetry?.(e, attempt, delay);
       await sleep(delay, options.signal);
     }

@@ -14,8 +14,9 @@
  *   sends only the chunks the server lacks, reusing the spill file (or re-encrypting with the
  *   saved nonce, which reproduces the same blob). A 404 means the session expired: a new one
  *   is opened. Aborting via `signal` keeps the session and state for that resume.
- * - Giving up (retries exhausted, or a non-retryable error) deletes the session and forgets it;
- *   if even the DELETE fails, the state is kept so a later run can resume or clean up.
+ * - Retries that run out on an outage (network, 5xx, 429 for the whole budget) keep the session,
+ *   state and spill file, so the next run resumes. Any other failure deletes the session and
+ *   forgets it; if even the DELETE fails, the state is kept so a later run can resume or clean up.
  * - A 409 Conflict envelope (complement §1) is thrown as `ApiError`, unless
  *   `onConflict: "rebase"`: the manifest moves onto the current revision (signature unchanged)
  *   and the upload is redone (a new session: a session's manifest is fixed at creation).
@@ -452,6 +453,8 @@ async function runSessions(
     }
   } catch (e) {
     if (ctx.o.signal?.aborted) throw e; // interrupted: keep session and state for a resume
+    // The server stayed unreachable or failing for the whole retry budget: keep them too.
+    if (sessionId && e instanceof ApiError && e.retryable && e.extra.retriedForMs !== undefined) throw e;
     if (sessionId) await abandon(ctx, sessionId, sealed.spillPath);
     else await finish(ctx, sealed);
     throw e;

@@ -40,6 +40,11 @@ export interface Config {
   sessionTtlSeconds: number;
   /** Interval of the background sweep (expired sessions, blob deletions), seconds (`ESYNC_SWEEP_INTERVAL_SECONDS`, default 60). */
   sweepIntervalSeconds: number;
+  /**
+   * Seconds a replaced or deleted file's objects stay readable before they are deleted, so that
+   * downloads in flight finish (`ESYNC_BLOB_GRACE_SECONDS`, default 3600; 0 = at the next sweep).
+   */
+  blobGraceSeconds: number;
   /** Live upload sessions allowed per user (`ESYNC_MAX_SESSIONS_PER_USER`, default 32). */
   maxSessionsPerUser: number;
   /** Accept the bare SS58 address as a bearer token (`ESYNC_INSECURE_SS58_TOKENS`, default off). Development only. */
@@ -72,6 +77,12 @@ export interface Config {
   openApi: boolean;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
+  /** Collect and serve Prometheus metrics (`ESYNC_METRICS`, default on). */
+  metrics: boolean;
+  /** Serve `/metrics` on this port of `host` instead of the public port (`ESYNC_METRICS_PORT`; default unset: the public port). */
+  metricsPort: number | null;
+  /** Seconds in-flight requests get to finish after SIGTERM/SIGINT (`ESYNC_SHUTDOWN_GRACE_SECONDS`, default 30). */
+  shutdownGraceSeconds: number;
 }
 
 /** Thrown by `loadConfig` for a missing or malformed variable; the message names it. */
@@ -165,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     diskFsync: oneOf(env, "ESYNC_DISK_FSYNC", "persist", ["object", "persist", "off"] as const),
     sessionTtlSeconds: int(env, "ESYNC_SESSION_TTL_SECONDS", 86400, 1, 365 * 86400),
     sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
+    blobGraceSeconds: int(env, "ESYNC_BLOB_GRACE_SECONDS", 3600, 0, 30 * 86400),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),
@@ -175,5 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     s3,
+    metrics: bool(env, "ESYNC_METRICS", true),
+    metricsPort: env.ESYNC_METRICS_PORT ? int(env, "ESYNC_METRICS_PORT", 0, 0, 65535) : null,
+    shutdownGraceSeconds: int(env, "ESYNC_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600),
   };
 }

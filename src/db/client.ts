@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
+import { backfillNfcSearchNames } from "../search/nfc-backfill.ts";
 import type { Logger } from "../util/log.ts";
 import * as schema from "./schema.ts";
 
@@ -33,7 +34,8 @@ function pendingMigrations(sqlite: Database): number {
 }
 
 /**
- * Opens (creating if needed) the database at `path` (`:memory:` for tests) and migrates it.
+ * Opens (creating if needed) the database at `path` (`:memory:` for tests), migrates it and
+ * finishes data backfills the migrations queued (`src/search/nfc-backfill.ts`).
  * When `log` is given and migrations are pending, logs `db.migrating` before and `db.migrated`
  * (with the time taken) after: on a large existing database an index migration takes a while
  * (0005 and 0006, the trigram counts and the wider name index, took 36 s on a million files).
@@ -53,6 +55,8 @@ export function openDb(path: string, log?: Logger): Db {
   const t0 = performance.now();
   if (pending > 0) log?.info("db.migrating", { path, pending });
   migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+  const renamed = backfillNfcSearchNames(sqlite);
+  if (renamed > 0) log?.info("search.nfc_backfilled", { files: renamed });
   if (pending > 0) log?.info("db.migrated", { path, pending, ms: Math.round(performance.now() - t0) });
   return db;
 }

@@ -18,12 +18,14 @@ export const ERRORS = {
   not_found: { status: 404, message: "Not found" },
   conflict: { status: 409, message: "Conflict with the current state" },
   upload_conflict: { status: 409, message: "base_revision_id does not match the current revision" },
+  precondition_failed: { status: 412, message: "The file's current revision does not match If-Match" },
   payload_too_large: { status: 413, message: "The request body is too large" },
   range_not_satisfiable: { status: 416, message: "The requested range is not satisfiable" },
   session_limit: { status: 429, message: "Too many live upload sessions for this user" },
   database_error: { status: 500, message: "A database error occurred; retry later" },
   storage_inconsistency: { status: 500, message: "A storage error occurred; retry later" },
   storage_unavailable: { status: 503, message: "The blob store is unavailable; retry later" },
+  storage_full: { status: 507, message: "The server's storage is full; retry later" },
 } as const;
 
 /** An error code from the catalogue. */
@@ -62,4 +64,26 @@ export class AppError extends Error {
 /** Shorthand constructor: `fail("not_found", "no such session")`. */
 export function fail(code: ErrorCode, message?: string, extra?: AppError["extra"]): AppError {
   return new AppError(code, message, extra);
+}
+
+/** Seconds a client is told to wait (`Retry-After`) after a 507 `storage_full`. */
+export const STORAGE_FULL_RETRY_AFTER_SECONDS = 60;
+
+/** True for an error whose errno code says the disk or the user's quota is full (ENOSPC, EDQUOT). */
+export function isOutOfSpace(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+/**
+ * The client-facing error for a failure of the server's own storage (blob store, spool file):
+ * 507 `storage_full` with `Retry-After` when the disk or quota is full, else 503
+ * `storage_unavailable` with `Retry-After: 1`. Never a 4xx: the request was not at fault.
+ */
+export function storageFailure(e: unknown, message: string): AppError {
+  if (isOutOfSpace(e))
+    return fail("storage_full", "The server's storage is full; retry later", {
+      retryAfter: STORAGE_FULL_RETRY_AFTER_SECONDS,
+    });
+  return fail("storage_unavailable", message, { retryAfter: 1 });
 }

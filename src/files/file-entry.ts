@@ -54,12 +54,13 @@ export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
 }
 
 /**
- * The search key of a file: `file_name`, or `relative_path` when `file_name` is null, lower-cased
- * (Unicode-aware); null when both are null (spec §4.9 rule 2).
+ * The search key of a file: `file_name`, or `relative_path` when `file_name` is null, normalised
+ * to NFC and lower-cased (Unicode-aware), so that an NFD name (macOS) and an NFC query meet;
+ * null when both are null (spec §4.9 rule 2).
  */
 export function searchNameOf(fileName: string | null, relativePath: string | null): string | null {
   const n = fileName ?? relativePath;
-  return n === null ? null : n.toLowerCase();
+  return n === null ? null : n.normalize("NFC").toLowerCase().normalize("NFC");
 }
 
 /** Lower-cased extension (with the dot) of the last path segment of `name`, or null. */

@@ -4,6 +4,7 @@
  */
 import { Elysia, t } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
+import { parsePreconditions } from "../http/conditional.ts";
 import { addressParam, caller, fileIdParam, folderHashParam, queryOf, uintQuery } from "../http/context.ts";
 import { op, RemoteFileEntry, UploadResult } from "../http/docs.ts";
 import { success } from "../http/envelope.ts";
@@ -129,43 +130,64 @@ export function filesController(s: Services) {
         ),
       },
     )
-    .get(
-      "/download/:ss58/:folder_hash/:file_id",
-      async ({ request }) => {
-        const who = await caller(s, request);
-        const { address, folderHash, pathHash } = pathTarget(request, who, true);
-        const d = await s.files.download(address, folderHash, pathHash, request.headers.get("range"));
-        const headers: Record<string, string> = {
-          "content-type": "application/octet-stream",
-          "content-length": String(d.end - d.start),
-          "accept-ranges": "bytes",
-          "x-size-bytes": String(d.row.sizeBytes),
-          "x-revision-id": toHex(d.row.revisionId),
-          "x-revision-seq": String(d.row.revisionSeq),
-        };
-        if (d.partial) headers["content-range"] = `bytes ${d.start}-${d.end - 1}/${d.row.ciphertextSize}`;
-        if (request.method === "HEAD") {
-          await d.body.cancel();
-          return new Response(null, { status: d.partial ? 206 : 200, headers });
-        }
-        return new Response(d.body, { status: d.partial ? 206 : 200, headers });
-      },
-      {
-        detail: {
-          ...op(
-            "files",
-            "Download the ciphertext (Range supported: 206, 416)",
-            null,
-            [400, 401, 403, 404, 416],
-          ),
-          responses: {
-            "200": {
-              description: "The ciphertext",
-              content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-            },
-            "206": { description: "A byte range of the ciphertext" },
+    .get("/download/:ss58/:folder_hash/:file_id", ({ request }) => downloadFile(s, request), {
+      detail: {
+        ...op(
+          "files",
+          "Download the ciphertext (Range: 206, 416; ETag = revision id; If-Range, If-None-Match: 304, If-Match: 412)",
+          null,
+          [400, 401, 403, 404, 412, 416],
+        ),
+        responses: {
+          "200": {
+            description: "The ciphertext",
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
           },
-        } as never,
-      },
-    );
+          "206": { description: "A byte range of the ciphertext" },
+        },
+      } as never,
+    })
+    .onRequest(({ request }) => {
+      if (request.method === "HEAD" && rawSegments(request)[0] === "download")
+        return downloadFile(s, request);
+    });
+}
+
+/**
+ * `GET`/`HEAD /download/...`: the same status and headers for both; HEAD sends no body. HEAD is
+ * answered before routing because Elysia answers HEAD on a GET route with the Content-Length of
+ * the body it reads in full (0 for none).
+ */
+async function downloadFile(s: Services, request: Request): Promise<Response> {
+  const who = await caller(s, request);
+  const { address, folderHash, pathHash } = pathTarget(request, who, true);
+  const h = request.headers;
+  const d = await s.files.download(
+    address,
+    folderHash,
+    pathHash,
+    h.get("range"),
+    parsePreconditions({
+      ifMatch: h.get("if-match"),
+      ifNoneMatch: h.get("if-none-match"),
+      ifRange: h.get("if-range"),
+    }),
+  );
+  if (d.notModified)
+    return new Response(null, { status: 304, headers: { etag: d.etag, "accept-ranges": "bytes" } });
+  const headers: Record<string, string> = {
+    "content-type": "application/octet-stream",
+    "content-length": String(d.end - d.start),
+    "accept-ranges": "bytes",
+    etag: d.etag,
+    "x-size-bytes": String(d.row.sizeBytes),
+    "x-revision-id": toHex(d.row.revisionId),
+    "x-revision-seq": String(d.row.revisionSeq),
+  };
+  if (d.partial) headers["content-range"] = `bytes ${d.start}-${d.end - 1}/${d.row.ciphertextSize}`;
+  if (request.method === "HEAD") {
+    await d.body?.cancel();
+    return new Response(null, { status: d.partial ? 206 : 200, headers });
+  }
+  return new Response(d.body, { status: d.partial ? 206 : 200, headers });
 }

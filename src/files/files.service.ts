@@ -8,6 +8,7 @@
 import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
+import { evaluatePreconditions, type Preconditions, revisionEtag } from "../http/conditional.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
@@ -20,6 +21,8 @@ import type { FilesRepository } from "./files.repository.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
+const NO_PRECONDITIONS: Preconditions = { ifMatch: null, ifNoneMatch: null, ifRange: null };
+
 /** Where a verified ciphertext lives, given to `commit`. */
 export interface StoredBlob extends BlobLayout {
   /** BLAKE3 hex of the whole ciphertext (already verified against the manifest). */
@@ -28,13 +31,20 @@ export interface StoredBlob extends BlobLayout {
   chunkHashes: string[] | null;
 }
 
-/** A resolved download: the file row, the byte range `[start, end)` and the stream. */
+/**
+ * A resolved download: the file row, its strong entity tag, the byte range `[start, end)` and the
+ * stream. `notModified` (If-None-Match matched): no range and no body; answer 304.
+ */
 export interface Download {
   row: FileRow;
+  /** Strong entity tag of the revision (`"<revision id hex>"`). */
+  etag: string;
   start: number;
   end: number;
   partial: boolean;
-  body: ReadableStream<Uint8Array>;
+  notModified: boolean;
+  /** Null when `notModified`. */
+  body: ReadableStream<Uint8Array> | null;
 }
 
 /** Rules of file writes, reads and deletes. */
@@ -46,7 +56,18 @@ export class FilesService {
     private readonly deletions: DeletionQueueRepository,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
+    /** Seconds a replaced or deleted revision's objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
+    private readonly graceSeconds: number,
   ) {}
+
+  /**
+   * Checks the revision rules for `m` against the current row before any byte is stored (the
+   * commit checks them again).
+   * @throws as `checkRevision`.
+   */
+  precheck(m: Manifest): void {
+    this.checkRevision(m, this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash));
+  }
 
   /**
    * Checks the revision rules for writing `m` against the current row (complement §1).
@@ -90,15 +111,23 @@ export class FilesService {
   /**
    * Records a verified blob as the new revision of the manifest's file, in the caller's
    * transaction or a new one: revision checks, row upsert, folder counters, and the replaced
-   * revision's blob queued for deletion. `also` runs in the same transaction (finalize marks
-   * its session there).
-   * @throws as `checkRevision`.
+   * revision's blob queued for deletion after the grace period. `also` runs in the same
+   * transaction (finalize marks its session there). With `intent`, the write intent of the blob
+   * (`DeletionQueueRepository.reserve`) is claimed in the same transaction.
+   * @throws as `checkRevision`; `storage_unavailable` (503) when the intent's lease ran out.
    */
-  commit(m: Manifest, blob: StoredBlob, also?: (result: UploadResult) => void): UploadResult {
+  commit(
+    m: Manifest,
+    blob: StoredBlob,
+    also?: (result: UploadResult) => void,
+    intent?: number,
+  ): UploadResult {
     return this.db.transaction(() => {
       const now = this.clock.now();
       const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
       this.checkRevision(m, current);
+      if (intent !== undefined && !this.deletions.claim(intent, now))
+        throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
       const revisionId = Buffer.from(randomHex(32), "hex");
       const searchName = searchNameOf(m.fileName, m.relativePath);
       const row: FileRow = {
@@ -138,7 +167,7 @@ export class FilesService {
         now,
       );
       if (current && current.blobId !== blob.blobId)
-        this.deletions.enqueue([blobPrefix(current.blobId)], now);
+        this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
       const result: UploadResult = {
         upload_id: row.uploadId,
         timestamp: now,
@@ -162,7 +191,7 @@ export class FilesService {
   }
 
   /**
-   * Deletes one file (`/delete`): row, counters, blob queued for deletion.
+   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period.
    * @throws AppError `not_found` when there is no such file.
    */
   remove(owner: string, folderHash: string, pathHash: Uint8Array): void {
@@ -172,25 +201,42 @@ export class FilesService {
       if (!current) throw fail("not_found", "No file with this file_id in this folder");
       this.filesRepo.remove(owner, folderHash, pathHash);
       this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-      this.deletions.enqueue([blobPrefix(current.blobId)], now);
+      this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
     });
   }
 
   /**
-   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5).
+   * Opens a download of the ciphertext, whole or one byte range (complement §4/§5), after its
+   * conditional headers (`src/http/conditional.ts`) are evaluated against the same row: a range
+   * whose If-Range names another revision gets the whole current file, never a splice.
    * @param range the `Range` header value, or null.
-   * @throws AppError `not_found`; `range_not_satisfiable` (416) for an unsatisfiable range.
+   * @param preconditions parsed If-Match / If-None-Match / If-Range (default: none).
+   * @throws AppError `not_found`; `precondition_failed` (412) when If-Match does not match;
+   *   `range_not_satisfiable` (416) for an unsatisfiable range.
    */
   async download(
     owner: string,
     folderHash: string,
     pathHash: Uint8Array,
     range: string | null,
+    preconditions: Preconditions = NO_PRECONDITIONS,
   ): Promise<Download> {
     const row = this.filesRepo.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
+    const etag = revisionEtag(toHex(row.revisionId));
+    const outcome = evaluatePreconditions(preconditions, etag, range !== null);
+    if (outcome === "precondition_failed")
+      throw fail(
+        "precondition_failed",
+        `The file's current revision is ${etag}, not the one If-Match names`,
+        {
+          headers: { etag },
+        },
+      );
     const size = row.ciphertextSize;
-    const r = parseRange(range, size);
+    if (outcome === "not_modified")
+      return { row, etag, start: 0, end: size, partial: false, notModified: true, body: null };
+    const r = parseRange(outcome === "full" ? null : range, size);
     if (r === "unsatisfiable") {
       throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
         headers: { "content-range": `bytes */${size}` },
@@ -206,7 +252,7 @@ export class FilesService {
     };
     // Read the first piece before answering, so that a store failure is a 500, not a truncated 200.
     const body = await primed(readBlobRange(this.blobs, layout, start, end));
-    return { row, start, end, partial: r !== null, body };
+    return { row, etag, start, end, partial: r !== null, notModified: false, body };
   }
 }
 

@@ -4,8 +4,11 @@
  * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes with @fastify/busboy
  * (real clients send the ciphertext part without a filename, which form parsers would turn into
  * text). The ciphertext streams to a spool file while its BLAKE3 is computed; only a verified
- * ciphertext is moved into the blob store (one chunk object) and committed like a finalized
- * session, so the two are indistinguishable afterwards.
+ * ciphertext whose revision precondition holds is moved into the blob store (one chunk object)
+ * and committed like a finalized session, so the two are indistinguishable afterwards. The write
+ * intent of the blob is recorded before its first byte lands in the store and claimed by the
+ * commit (see `DeletionQueueRepository`); the spool directory is emptied at start-up.
+ * A full disk or quota (ENOSPC/EDQUOT) while spooling or storing is 507 `storage_full`.
  */
 import { createWriteStream } from "node:fs";
 import { mkdir, rm, stat } from "node:fs/promises";
@@ -13,14 +16,16 @@ import { join } from "node:path";
 import { Readable, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
-import { AppError, fail } from "../errors/errors.ts";
-import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
+import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
-import { chunkKey } from "../storage/layout.ts";
+import { blobPrefix, chunkKey } from "../storage/layout.ts";
 import { createBlake3 } from "../util/blake3.ts";
+import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
 import type { BodyMemoryReclaimer } from "../util/reclaim.ts";
+import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
 
 /** Largest manifest part, bytes. */
@@ -34,13 +39,17 @@ export interface SingleUploadOptions {
   maxBytes: number;
   /** Told the size of every body stored, to give body memory back on schedule (absent: nothing). */
   reclaimer?: BodyMemoryReclaimer;
+  /** Opens a spool file for writing (default `createWriteStream`; tests inject disk faults). */
+  openSpoolFile?: (path: string) => Writable;
 }
 
 /** Handles single-shot uploads. */
 export class SingleUploadService {
   constructor(
     private readonly files: FilesService,
+    private readonly deletions: DeletionQueueRepository,
     private readonly blobs: BlobStore,
+    private readonly clock: Clock,
     private readonly log: Logger,
     private readonly opts: SingleUploadOptions,
   ) {}
@@ -55,7 +64,8 @@ export class SingleUploadService {
    * Accepts one upload for `caller`.
    * @throws AppError `invalid_manifest` (400: not multipart, parts missing or out of order, bad
    *   manifest, hash mismatch), `forbidden` (403), `payload_too_large` (413), `conflict` (409,
-   *   Conflict envelope), `stale_sequence` (400), `storage_unavailable` (503).
+   *   Conflict envelope; checked before the bytes are stored and again at commit),
+   *   `stale_sequence` (400), `storage_full` (507) on ENOSPC/EDQUOT, `storage_unavailable` (503).
    */
   async upload(caller: string, request: Request): Promise<UploadResult> {
     const contentType = request.headers.get("content-type") ?? "";
@@ -68,6 +78,7 @@ export class SingleUploadService {
     const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
     try {
       const { manifest, size, hash } = await this.receive(caller, request, contentType, spool);
+      checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
           owner: caller,
@@ -80,38 +91,55 @@ export class SingleUploadService {
         );
       }
       // Reject revision conflicts before moving any bytes into the blob store.
+      this.files.precheck(manifest);
       const blobId = randomHex(16);
       const gen = randomHex(6);
+      const key = chunkKey(blobId, 0, gen);
+      const intent = this.deletions.reserve(blobPrefix(blobId), this.clock.now());
       try {
-        await this.blobs.put(
-          chunkKey(blobId, 0, gen),
-          Bun.file(spool).stream() as ReadableStream<Uint8Array>,
-          size,
-        );
-        if (isPersistable(this.blobs)) await this.blobs.persist([chunkKey(blobId, 0, gen)]);
+        await this.blobs.put(key, Bun.file(spool).stream() as ReadableStream<Uint8Array>, size);
+        if (isPersistable(this.blobs)) await this.blobs.persist([key]);
         this.opts.reclaimer?.stored(size);
       } catch (e) {
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
-        throw fail("storage_unavailable", "The blob store failed to store the ciphertext; retry", {
-          retryAfter: 1,
-        });
+        await this.discard(intent, blobId);
+        throw storageFailure(e, "The blob store failed to store the ciphertext; retry");
       }
       try {
-        return this.files.commit(manifest, {
-          blobId,
-          chunkSize: size,
-          chunkCount: 1,
-          size,
-          gens: [gen],
-          ciphertextHash: hash,
-          chunkHashes: null,
-        });
+        return this.files.commit(
+          manifest,
+          {
+            blobId,
+            chunkSize: size,
+            chunkCount: 1,
+            size,
+            gens: [gen],
+            ciphertextHash: hash,
+            chunkHashes: null,
+          },
+          undefined,
+          intent,
+        );
       } catch (e) {
-        await this.blobs.deletePrefix(chunkKey(blobId, 0, gen).replace(/[^/]+$/, "")).catch(() => {});
+        await this.discard(intent, blobId);
         throw e;
       }
     } finally {
       await rm(spool, { force: true });
+    }
+  }
+
+  /**
+   * Gives up the write of blob `blobId`: its intent becomes due now, then the objects are deleted
+   * at once when the store allows it (else the sweeper does it).
+   */
+  private async discard(intent: number, blobId: string): Promise<void> {
+    this.deletions.release(intent, blobPrefix(blobId), this.clock.now());
+    try {
+      await this.blobs.deletePrefix(blobPrefix(blobId));
+      this.deletions.done(intent);
+    } catch (e) {
+      this.log.warn("upload.discard_failed", { blob: blobId, error: e as Error });
     }
   }
 
@@ -146,7 +174,9 @@ export class SingleUploadService {
         const err =
           e instanceof AppError
             ? e
-            : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
+            : isOutOfSpace(e)
+              ? storageFailure(e, "The upload spool failed; retry")
+              : fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
         // Stop a spool write in progress and reject only once its file is closed, so that the
         // caller's removal of the spool file cannot run before the file is created.
         ciphertextPart?.destroy();
@@ -234,9 +264,16 @@ export class SingleUploadService {
     });
   }
 
-  /** Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. */
+  /**
+   * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. A failure of the
+   * spool file itself (full disk, I/O error) is the server's: 507 `storage_full` or 503.
+   */
   private async spool(stream: Readable, path: string): Promise<{ size: number; hash: string }> {
-    await mkdir(this.opts.spoolDir, { recursive: true });
+    try {
+      await mkdir(this.opts.spoolDir, { recursive: true });
+    } catch (e) {
+      throw storageFailure(e, "The upload spool directory is unavailable; retry");
+    }
     // Aborted while the directory was made: create no file (a pipeline on it would not settle).
     if (stream.destroyed) throw fail("invalid_manifest", "The multipart body was aborted");
     const hasher = createBlake3();
@@ -251,12 +288,20 @@ export class SingleUploadService {
         cb(null, chunk);
       },
     });
-    const out = createWriteStream(path, { highWaterMark: 1 << 20 });
+    const out = this.opts.openSpoolFile?.(path) ?? createWriteStream(path, { highWaterMark: 1 << 20 });
+    let spoolError: unknown;
+    out.once("error", (e) => {
+      spoolError = e;
+    });
     try {
       await pipeline(stream, meter, out);
     } catch (e) {
       // pipeline rejects before the destroyed file stream has closed its descriptor.
       if (!out.closed) await new Promise((r) => out.once("close", r));
+      if (spoolError !== undefined && !(e instanceof AppError)) {
+        this.log.error("upload.spool_failed", { error: spoolError as Error });
+        throw storageFailure(spoolError, "The upload spool failed; retry");
+      }
       throw e;
     }
     const st = await stat(path);

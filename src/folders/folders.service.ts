@@ -34,6 +34,8 @@ export class FoldersService {
     private readonly files: FilesRepository,
     private readonly deletions: DeletionQueueRepository,
     private readonly clock: Clock,
+    /** Seconds removed files' objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
+    private readonly graceSeconds: number,
   ) {}
 
   /**
@@ -52,7 +54,7 @@ export class FoldersService {
   }
 
   /**
-   * Unregisters a folder and removes every file in it, queueing their blobs (spec §4.3).
+   * Unregisters a folder and removes every file in it, queueing their blobs for deletion after the grace period (spec §4.3).
    * @returns the number of files deleted.
    * @throws AppError `not_found` (404) when no folder is registered at this hash.
    */
@@ -63,7 +65,7 @@ export class FoldersService {
         throw fail("not_found", "No folder is registered at this folder_hash for this user");
       const blobIds = this.files.blobIdsOfFolder(owner, folderHash);
       const deleted = this.files.removeFolder(owner, folderHash);
-      this.deletions.enqueue(blobIds.map(blobPrefix), this.clock.now());
+      this.deletions.enqueue(blobIds.map(blobPrefix), this.clock.now() + this.graceSeconds);
       this.folders.remove(owner, folderHash);
       return deleted;
     });

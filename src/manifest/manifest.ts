@@ -2,11 +2,16 @@
  * @module manifest
  * Parsing and validation of the signed file manifest (spec §2.3, complement §1). Every field is
  * checked for type and size; the Ed25519 signature over the fixed ToS sentence is verified.
- * Any failure is 400 `invalid_manifest` with a message naming the field.
+ * Fields are also checked against each other: `path_hash` must be
+ * `BLAKE3(utf8(NFC(relative_path)))` when `relative_path` is given, `relative_path` must be a
+ * clean relative path, and (once the ciphertext size is known) `size_bytes` must fit in what the
+ * ciphertext's framing (complement §2) can hold. Any failure is 400 `invalid_manifest` with a
+ * message naming the field.
  */
 import { ed25519Verify } from "@polkadot/util-crypto";
 import { isSs58 } from "../auth/ss58.ts";
 import { fail } from "../errors/errors.ts";
+import { blake3Hex } from "../util/blake3.ts";
 
 /** A validated manifest. Byte fields are `Uint8Array`; sizes in bytes; times Unix seconds. */
 export interface Manifest {
@@ -88,6 +93,43 @@ function readInt(v: unknown, field: string): number {
   return v;
 }
 
+/**
+ * Why `path` is not a clean relative path (null when it is): absolute, an empty, `.` or `..`
+ * segment, a backslash, NUL or another control character (C0, DEL, C1).
+ */
+export function relativePathProblem(path: string): string | null {
+  if (path.length === 0) return "must not be empty";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(path)) return "must not contain NUL or control characters";
+  if (path.includes("\\")) return "must use / as separator, not backslashes";
+  if (path.startsWith("/")) return "must be relative (no leading /)";
+  for (const seg of path.split("/")) {
+    if (seg === "") return "must not contain empty segments (// or a trailing /)";
+    if (seg === "." || seg === "..") return "must not contain . or .. segments";
+  }
+  return null;
+}
+
+/** Ciphertext bytes every plaintext costs at least: header 28 + one frame's length and tag 20. */
+export const MIN_FRAMING_BYTES = 48;
+
+/**
+ * Checks `size_bytes` against the ciphertext size. Every ciphertext of complement §2 carries at
+ * least 48 bytes of framing (`28 + 20 × frames`), so a plaintext of `size_bytes` needs at
+ * least `size_bytes + 48` bytes: a larger claim is refused. A claim of 0 is always accepted, and
+ * the check is a bound rather than the exact frame count, so that no client whose ciphertext the
+ * server cannot decode anyway is refused for arithmetic it never sees.
+ * @throws AppError `invalid_manifest` naming both sizes.
+ */
+export function checkPlaintextSize(m: Manifest, ciphertextSize: number): void {
+  if (m.sizeBytes > 0 && m.sizeBytes + MIN_FRAMING_BYTES > ciphertextSize) {
+    throw fail(
+      "invalid_manifest",
+      `manifest.size_bytes ${m.sizeBytes} cannot fit in ${ciphertextSize} bytes of ciphertext (the framing of complement §2 adds at least ${MIN_FRAMING_BYTES} bytes)`,
+    );
+  }
+}
+
 function readOptString(v: unknown, field: string): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== "string") bad(field, "must be a string or null");
@@ -137,6 +179,13 @@ export function parseManifest(raw: unknown): Manifest {
         ? null
         : readBytes(m.attributes, "attributes", [1, MAX_ATTRIBUTES_BYTES]),
   };
+  if (manifest.relativePath !== null) {
+    const problem = relativePathProblem(manifest.relativePath);
+    if (problem) bad("relative_path", problem);
+    const expected = blake3Hex(new TextEncoder().encode(manifest.relativePath.normalize("NFC")));
+    if (Buffer.from(manifest.pathHash).toString("hex") !== expected)
+      bad("path_hash", "must be BLAKE3(utf8(NFC(relative_path))) (complement §1)");
+  }
   let ok = false;
   try {
     ok = ed25519Verify(

@@ -55,12 +55,13 @@ export interface BrowseQuery extends PageSpec {
 }
 
 /**
- * The case folding of search (spec §4.9 "case-insensitive"): JavaScript's Unicode `toLowerCase`
- * (as `search_name` is stored, so `Ä` finds `ä`), with final sigma `ς` read as `σ` so that a
- * word-final capital Σ still matches. `search_entries.name` holds the stored name folded the same way.
+ * The case folding of search (spec §4.9 "case-insensitive"): NFC, then JavaScript's Unicode
+ * `toLowerCase` (as `search_name` is stored, so `Ä` finds `ä` and NFC `café` finds an NFD name),
+ * with final sigma `ς` read as `σ` so that a word-final capital Σ still matches.
+ * `search_entries.name` holds the stored name folded the same way.
  */
 export function foldCase(s: string): string {
-  return s.toLowerCase().replaceAll("ς", "σ");
+  return s.normalize("NFC").toLowerCase().normalize("NFC").replaceAll("ς", "σ");
 }
 
 /**

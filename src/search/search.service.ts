@@ -154,6 +154,25 @@ function baseConds(f: Filters): Cond[] {
   return conds;
 }
 
+/**
+ * The kind of counting plan a search chose, from its plan steps: one of `empty`, `histogram`,
+ * `index_scan`, `grid`, `gram_table`, `fts_partitions`, `fts_rare`, `fts`, `check_q` (a bounded
+ * set, for the `plan` label of `esync_search_duration_seconds`).
+ */
+export function planKind(plan: readonly string[]): string {
+  const step = plan.find((p) => p.startsWith("count:"));
+  if (step === undefined) return "empty";
+  if (step.includes("histogram")) return "histogram";
+  if (step.includes("grid")) return "grid";
+  if (step.includes("gram table")) return "gram_table";
+  if (step.includes("FTS over partitions")) return "fts_partitions";
+  if (step.includes("check q")) return "check_q";
+  if (step.includes("rare term")) return "fts_rare";
+  if (step.includes("FTS")) return "fts";
+  if (step.includes("scan")) return "index_scan";
+  return "other";
+}
+
 /** Cross-folder search (spec §4.9). */
 export class SearchService {
   private readonly tuning: SearchTuning;
@@ -161,6 +180,8 @@ export class SearchService {
   constructor(
     private readonly repo: SearchRepository,
     tuning: Partial<SearchTuning> = {},
+    /** Told the plan kind (`planKind`) and duration in seconds of every search (metrics). */
+    private readonly onSearch: (plan: string, seconds: number) => void = () => {},
   ) {
     this.tuning = { ...DEFAULT_TUNING, ...tuning };
   }
@@ -170,7 +191,9 @@ export class SearchService {
    * Counts and rows come from one read snapshot.
    */
   search(owner: string, query: SearchQuery): SearchResult {
-    const { hits } = this.run(owner, query);
+    const started = performance.now();
+    const { hits, outcome } = this.run(owner, query);
+    this.onSearch(planKind(outcome.plan), (performance.now() - started) / 1000);
     return hits;
   }
 

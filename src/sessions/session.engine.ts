@@ -10,12 +10,18 @@
  * recorded after the snapshot), hashes the recorded chunk objects in order, then commits the
  * file and the `finalized` state in one transaction. Any failure returns it to `receiving`
  * with its chunks intact.
+ *
+ * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
+ * session is deleted or expires unfinalized). Each chunk PUT also records a write intent for its
+ * object before the first byte lands, claimed by the transaction that records the chunk, so a
+ * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
+ * reclaims.
  */
 
 import type { Db } from "../db/client.ts";
-import { fail } from "../errors/errors.ts";
+import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
-import { type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import {
   type BlobLayout,
@@ -42,6 +48,8 @@ export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 export interface SessionEngineOptions {
   /** Idle lifetime, seconds. */
   ttlSeconds: number;
+  /** Told how every finalize that reached hashing went, and its duration in seconds (metrics). */
+  onFinalize?: (path: FinalizePath, outcome: FinalizeOutcome, seconds: number) => void;
   maxSessionsPerUser: number;
   maxChunkCount: number;
   /**
@@ -65,6 +73,15 @@ export interface CreateSessionInput {
 export type { SessionStatus } from "../wire/types.ts";
 
 const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * How a finalize got the BLAKE3 of the assembled ciphertext: entirely from the hash kept while the
+ * chunks arrived (`running_hash`), partly (`partial_read`: the rest read back from the store), or
+ * by reading every chunk back (`full_pass`).
+ */
+export type FinalizePath = "running_hash" | "partial_read" | "full_pass";
+/** How a finalize that reached hashing ended. */
+export type FinalizeOutcome = "ok" | "hash_mismatch" | "storage_error";
 
 /** The upload session engine; HTTP-free. */
 export class SessionEngine {
@@ -110,6 +127,7 @@ export class SessionEngine {
     }
     if (count > this.opts.maxChunkCount)
       throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
+    checkPlaintextSize(manifest, total);
     if (manifest.ss58Address !== caller)
       throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 
@@ -163,8 +181,9 @@ export class SessionEngine {
    * chunk's length (`chunk_size`, or the remainder for the last index).
    * @param declaredLength the request's Content-Length, or null when not given.
    * @throws AppError 404, 403; `invalid_manifest` (400: index out of range, wrong length, over
-   *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized);
-   *   `storage_unavailable` (503) when the blob store fails.
+   *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized); 404 when
+   *   the session is deleted or expires while the body streams; `storage_full` (507) on
+   *   ENOSPC/EDQUOT; `storage_unavailable` (503) when the blob store fails otherwise.
    */
   async putChunk(
     caller: string,
@@ -194,6 +213,7 @@ export class SessionEngine {
     }
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
+    const intent = this.deletions.reserve(key, this.clock.now());
     const tap = this.ingest.tap(sessionId, index, length);
     const client: { error?: unknown } = {};
     try {
@@ -203,6 +223,8 @@ export class SessionEngine {
       await this.blobs.put(key, source, length, { onData: tap?.update });
     } catch (e) {
       tap?.fail();
+      // A failed `put` leaves no object (the BlobStore contract), so the intent is simply dropped.
+      this.deletions.done(intent);
       if (e instanceof BlobLengthError) {
         throw fail(
           "invalid_manifest",
@@ -216,15 +238,23 @@ export class SessionEngine {
           "invalid_manifest",
           `chunk ${index} body ended early: ${String((client.error as Error)?.message)}`,
         );
+      // The session was deleted or expired while the body streamed (its objects were being
+      // deleted under the write): that is the session's 404, not a store failure.
+      if (!this.isLive(sessionId))
+        throw fail("not_found", "The upload session expired or was deleted during the upload");
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
-      throw fail("storage_unavailable", "The blob store failed to store the chunk; retry", { retryAfter: 1 });
+      throw storageFailure(e, "The blob store failed to store the chunk; retry");
     }
     const outcome = this.db.transaction(() => {
       const now = this.clock.now();
       const cur = this.sessions.get(sessionId);
       if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
-        this.deletions.enqueue([key], now);
+        this.deletions.release(intent, key, now);
         return cur && cur.expiresAt > now ? cur.state : "gone";
+      }
+      if (!this.deletions.claim(intent, now)) {
+        this.deletions.release(intent, key, now);
+        return "lease_lost";
       }
       const prev = this.sessions.chunk(sessionId, index);
       if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
@@ -246,11 +276,19 @@ export class SessionEngine {
     }
     if (outcome === "gone")
       throw fail("not_found", "The upload session expired or was deleted during the upload");
+    if (outcome === "lease_lost")
+      throw fail("storage_unavailable", "The chunk took too long to store; retry", { retryAfter: 1 });
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
     this.opts.reclaimer?.stored(length);
     return { chunk_index: index };
+  }
+
+  /** True while session `sessionId` exists and has not expired. */
+  private isLive(sessionId: string): boolean {
+    const cur = this.sessions.get(sessionId);
+    return cur !== undefined && cur.expiresAt > this.clock.now();
   }
 
   /** How the ingest hasher reads a session's recorded chunks back from the store. */
@@ -302,6 +340,9 @@ export class SessionEngine {
           : "The session is being finalized by another request",
       );
     }
+    // A finalize refused for missing chunks changes nothing (not even expires_at).
+    const received = this.sessions.chunkIndices(sessionId);
+    if (received.length !== s.chunkCount) throw missingChunks(s.chunkCount, received);
     const now = this.clock.now();
     if (
       !this.sessions.transition(sessionId, "receiving", "finalizing", {
@@ -310,21 +351,20 @@ export class SessionEngine {
     ) {
       throw conflict("The session is being finalized by another request");
     }
-    const backToReceiving = () =>
+    // A finalize refused for the client's reason (4xx) leaves the session as it found it; after a
+    // server-side failure (5xx) the session gets a fresh lifetime for the retry it was told to make.
+    const backToReceiving = (e: unknown) =>
       this.sessions.transition(sessionId, "finalizing", "receiving", {
-        expiresAt: this.clock.now() + this.opts.ttlSeconds,
+        expiresAt:
+          e instanceof AppError && e.status < 500 ? s.expiresAt : this.clock.now() + this.opts.ttlSeconds,
       });
     try {
       const chunks = this.sessions.chunks(sessionId);
-      if (chunks.length !== s.chunkCount) {
-        const have = new Set(chunks.map((c) => c.chunkIndex));
-        const missing: number[] = [];
-        for (let i = 0; i < s.chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
-        throw fail(
-          "invalid_manifest",
-          `Not all chunks uploaded: ${s.chunkCount - chunks.length} of ${s.chunkCount} missing (first: ${missing.join(", ")})`,
+      if (chunks.length !== s.chunkCount)
+        throw missingChunks(
+          s.chunkCount,
+          chunks.map((c) => c.chunkIndex),
         );
-      }
       const manifest: Manifest = parseManifest(JSON.parse(s.manifest));
       const layout: BlobLayout = {
         blobId: s.blobId,
@@ -336,19 +376,25 @@ export class SessionEngine {
       const started = performance.now();
       let actual: string;
       let prehashed = 0;
+      let path: FinalizePath = "full_pass";
+      const observe = (outcome: FinalizeOutcome) =>
+        this.opts.onFinalize?.(path, outcome, (performance.now() - started) / 1000);
       try {
         // Chunks hashed while the upload ran are not read again; only the rest is.
         const pre = await this.ingest.take(sessionId, layout.gens);
         actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
         if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
         prehashed = pre?.from ?? 0;
+        path = prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
       } catch (e) {
+        observe("storage_error");
         this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
         if (e instanceof BlobNotFoundError)
           throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
         throw fail("storage_inconsistency", "The blob store failed while reading the chunks; retry finalize");
       }
       if (actual !== s.ciphertextHash) {
+        observe("hash_mismatch");
         this.log.warn("finalize.hash_mismatch", { session: sessionId, expected: s.ciphertextHash, actual });
         throw fail(
           "invalid_manifest",
@@ -360,6 +406,7 @@ export class SessionEngine {
           await this.blobs.persist(layout.gens.map((g, i) => chunkKey(s.blobId, i, g)));
       } catch (e) {
         this.log.error("finalize.persist_failed", { session: sessionId, error: e as Error });
+        if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
         throw fail(
           "storage_inconsistency",
           "The blob store failed to make the chunks durable; retry finalize",
@@ -379,6 +426,7 @@ export class SessionEngine {
           }
         },
       );
+      observe("ok");
       this.log.info("session.finalized", {
         session: sessionId,
         bytes: s.ciphertextSize,
@@ -387,7 +435,7 @@ export class SessionEngine {
       });
       return result;
     } catch (e) {
-      backToReceiving();
+      backToReceiving(e);
       throw e;
     }
   }
@@ -438,6 +486,17 @@ export class SessionEngine {
   recover(): number {
     return this.sessions.resetFinalizing(this.clock.now() + this.opts.ttlSeconds);
   }
+}
+
+/** The 400 of a finalize before every chunk is uploaded, naming the first missing indices. */
+function missingChunks(chunkCount: number, received: number[]): AppError {
+  const have = new Set(received);
+  const missing: number[] = [];
+  for (let i = 0; i < chunkCount && missing.length < 20; i++) if (!have.has(i)) missing.push(i);
+  return fail(
+    "invalid_manifest",
+    `Not all chunks uploaded: ${chunkCount - have.size} of ${chunkCount} missing (first: ${missing.join(", ")})`,
+  );
 }
 
 /** True when the ingest hasher already covered some chunks (so they must be checked, not read). */

@@ -20,6 +20,16 @@ export class SessionsRepository {
     this.db.insert(uploadSessions).values(row).run();
   }
 
+  /** Number of stored sessions per state (metrics, admin stats). */
+  countByState(): Record<string, number> {
+    const rows = this.db
+      .select({ state: uploadSessions.state, n: sql<number>`count(*)` })
+      .from(uploadSessions)
+      .groupBy(uploadSessions.state)
+      .all();
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  }
+
   get(sessionId: string): SessionRow | undefined {
     return this.db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).get();
   }

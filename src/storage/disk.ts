@@ -3,9 +3,11 @@
  * Local-disk `BlobStore`: object `a/b/c` is the file `<root>/a/b/c`. Writes stream into a
  * temporary file beside the target (`.<name>.tmp-<random>`) and are renamed over it, so a
  * reader sees the old object or the whole new one; a failed write leaves nothing behind.
+ * Deleting objects also removes the directories they leave empty (up to the root), so emptied
+ * `b/xx/` directories do not pile up; a write racing that removal recreates its directory.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import {
   BlobLengthError,
@@ -100,12 +102,38 @@ export class DiskBlobStore implements BlobStore, Persistable {
       } else {
         await fh.close();
       }
-      await rename(tmp, target);
+      await this.renameInto(tmp, target);
     } catch (e) {
       await reader.cancel(e).catch(() => {});
       if (!closed) await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       throw e;
+    }
+  }
+
+  /** Renames `tmp` to `target`, recreating the target's directory if a delete removed it meanwhile. */
+  private async renameInto(tmp: string, target: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await rename(tmp, target);
+        return;
+      } catch (e) {
+        if ((e as { code?: string }).code !== "ENOENT" || attempt >= 3) throw e;
+        await mkdir(dirname(target), { recursive: true });
+      }
+    }
+  }
+
+  /** Removes `dir` and then its parents while they are empty, stopping below the root. */
+  private async pruneEmpty(dir: string): Promise<void> {
+    let d = dir;
+    while (d.startsWith(this.root + sep) && d !== this.tmpDir) {
+      try {
+        await rmdir(d);
+      } catch {
+        return; // not empty (ENOTEMPTY/EEXIST), already gone, or busy: stop here
+      }
+      d = dirname(d);
     }
   }
 
@@ -147,12 +175,15 @@ export class DiskBlobStore implements BlobStore, Persistable {
 
   async delete(keys: string[]): Promise<void> {
     await Promise.all(keys.map((k) => rm(this.path(k), { force: true })));
+    const dirs = new Set(keys.map((k) => dirname(this.path(k))));
+    for (const d of dirs) await this.pruneEmpty(d);
   }
 
   async deletePrefix(prefix: string): Promise<void> {
     if (!prefix.endsWith("/")) throw new Error(`prefix must end in "/": ${prefix}`);
     const dir = this.path(prefix.slice(0, -1));
     await rm(dir, { recursive: true, force: true });
+    await this.pruneEmpty(dirname(dir));
   }
 
   async persist(keys: string[]): Promise<void> {

@@ -20,15 +20,32 @@ try {
   Native = null;
 }
 
+/** Bytes given to every hasher of this process so far (read by the metrics). */
+let hashedBytes = 0;
+
+/** Total bytes hashed by every `createBlake3` hasher of this process. */
+export function blake3BytesHashed(): number {
+  return hashedBytes;
+}
+
 /** A new incremental hasher. */
 export function createBlake3(): Blake3 {
   if (Native) {
     const h = new Native();
-    return { update: (d) => void h.update(d), digestHex: () => h.digest("hex") };
+    return {
+      update: (d) => {
+        hashedBytes += d.byteLength;
+        h.update(d);
+      },
+      digestHex: () => h.digest("hex"),
+    };
   }
   const h = nobleBlake3.create();
   return {
-    update: (d) => void h.update(d),
+    update: (d) => {
+      hashedBytes += d.byteLength;
+      h.update(d);
+    },
     digestHex: () => Buffer.from(h.digest()).toString("hex"),
   };
 }

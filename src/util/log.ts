@@ -1,8 +1,10 @@
 /**
  * @module util/log
  * Structured logs: one JSON object per line on stderr with a fixed event name
- * (`session.created`, `chunk.stored`, `finalize.hash_mismatch`, ...).
+ * (`session.created`, `chunk.stored`, `finalize.hash_mismatch`, ...). A line written while an HTTP
+ * request is being served carries that request's `request_id`.
  */
+import { currentRequest } from "./request-context.ts";
 
 /** Log levels in increasing severity. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -19,15 +21,21 @@ export interface Logger {
   error(event: string, fields?: LogFields): void;
 }
 
-/** Logger writing JSON lines to stderr at `level` and above. */
-export function createLogger(level: LogLevel = "info"): Logger {
+/** Logger writing JSON lines at `level` and above to `write` (default: stderr). */
+export function createLogger(
+  level: LogLevel = "info",
+  write: (line: string) => void = (line) => void process.stderr.write(line),
+): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, event: string, fields?: LogFields) => {
     if (ORDER[lvl] < min) return;
-    const rec: LogFields = { t: new Date().toISOString(), level: lvl, event, ...fields };
+    const rec: LogFields = { t: new Date().toISOString(), level: lvl, event };
+    const requestId = currentRequest()?.id;
+    if (requestId !== undefined) rec.request_id = requestId;
+    Object.assign(rec, fields);
     for (const [k, v] of Object.entries(rec))
       if (v instanceof Error) rec[k] = { name: v.name, message: v.message, stack: v.stack };
-    process.stderr.write(`${JSON.stringify(rec)}\n`);
+    write(`${JSON.stringify(rec)}\n`);
   };
   return {
     debug: (e, f) => emit("debug", e, f),

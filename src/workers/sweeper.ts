@@ -57,9 +57,13 @@ export class Sweeper {
 
   /** Runs a pass unless one is running; resolves when it ends. */
   tick(): Promise<void> {
+    const metrics = this.s.deps.metrics;
     this.running ??= this.runOnce()
-      .then(() => undefined)
-      .catch((e) => this.s.deps.log.error("sweep.failed", { error: e as Error }))
+      .then(() => void metrics?.sweeperRuns.inc({ outcome: "ok" }))
+      .catch((e) => {
+        metrics?.sweeperRuns.inc({ outcome: "failed" });
+        this.s.deps.log.error("sweep.failed", { error: e as Error });
+      })
       .finally(() => {
         this.running = null;
       });

@@ -4,14 +4,17 @@
  * real files of this machine and pull back byte for byte, unchanged files skipped, a changed
  * file sent as a new revision, search, rm, and the exit codes of failures.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ciphertextSize } from "../../src/client/frame.ts";
 import { folderHash, identityFromMnemonic } from "../../src/client/keys.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { buildRealTree, expectSameTree, listTree, runCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MNEMONIC = `${"abandon ".repeat(11)}about`;
 const work = mkdtempSync(join(tmpdir(), "esync-cli-"));
@@ -137,7 +140,7 @@ describe("esync folder", () => {
     expect(list.json<Array<{ label: string }>>().some((f) => f.label === "photos")).toBe(false);
     const again = await runCli(cfg, ["folder", "rm", "photos", "--yes"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+    expect(again.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 404 not_found: /);
   });
 });
 
@@ -149,7 +152,7 @@ describe("esync push / pull of a real directory tree", () => {
     buildRealTree(tree);
     fileCount = listTree(tree).size;
     expect(fileCount).toBeGreaterThan(10);
-    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--json"]);
+    const r = await runCli(cfg, ["push", tree, "--folder", "backup", "--create", "--json"]);
     expect(r.code).toBe(0);
     const s = r.json<PushSummary & { registered_folder: boolean }>();
     expect(s.registered_folder).toBe(true);
@@ -163,6 +166,23 @@ describe("esync push / pull of a real directory tree", () => {
     expect(s.files.some((f) => f.path === "deep/Résumé final.json")).toBe(true);
     const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSize(statSync(p).size), 0);
     expect(s.bytes_sent).toBe(total);
+  });
+
+  test("push to an unknown label without --create exits 1 listing the known labels, and registers nothing", async () => {
+    const r = await runCli(cfg, ["push", tree, "--folder", "bakcup"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no folder "bakcup" on the server (known folders: ');
+    expect(r.stderr).toContain('"backup"');
+    expect(r.stderr).toContain("--create");
+    const list = await runCli(cfg, ["folder", "list", "--json"]);
+    expect(list.json<Array<{ label: string }>>().some((f) => f.label === "bakcup")).toBe(false);
+  });
+
+  test("pull of an unknown label exits 1 and creates nothing", async () => {
+    const dest = join(work, "never");
+    const r = await runCli(cfg, ["pull", "--folder", "bakcup", dest]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no folder "bakcup" on the server');
   });
 
   test("pull into a fresh directory gives back every file byte for byte", async () => {
@@ -199,6 +219,84 @@ describe("esync push / pull of a real directory tree", () => {
     const pulled = await runCli(cfg, ["pull", "--folder", "backup", dest, "--json"]);
     expect(pulled.json<PullSummary>()).toMatchObject({ downloaded: 1, up_to_date: fileCount - 1, failed: 0 });
     expect(await expectSameTree(tree, dest)).toBe(fileCount);
+  });
+
+  test("ls lists one directory of the folder: subfolders with file counts, then files", async () => {
+    const r = await runCli(cfg, ["ls", "deep", "--folder", "backup", "--json"]);
+    expect(r.code).toBe(0);
+    const out = r.json<{
+      path: string;
+      folders: Array<{ name: string; file_count: number }>;
+      files: Array<{ relative_path: string }>;
+    }>();
+    expect(out.path).toBe("deep");
+    const under = [...listTree(join(tree, "deep")).keys()];
+    expect(out.files.map((f) => f.relative_path).sort()).toEqual(
+      under
+        .filter((p) => !p.includes("/"))
+        .map((p) => `deep/${p}`)
+        .sort(),
+    );
+    expect(out.folders.map((f) => f.name)).toContain("er");
+    const plain = await runCli(cfg, ["ls", "/deep/", "--folder", "backup"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("er/");
+    expect(plain.stdout).toContain("Résumé final.json");
+    const unknown = await runCli(cfg, ["ls", "--folder", "nope"]);
+    expect(unknown.code).toBe(1);
+  });
+
+  test("restore writes just the files and directories named, verified, under --to", async () => {
+    const dest = join(work, "partial");
+    const r = await runCli(cfg, [
+      "restore",
+      "deep",
+      "large/real-over-8MiB.bin",
+      "--folder",
+      "backup",
+      "--to",
+      dest,
+      "--json",
+    ]);
+    expect(r.code).toBe(0);
+    const want = [...listTree(tree).keys()].filter(
+      (p) => p.startsWith("deep/") || p === "large/real-over-8MiB.bin",
+    );
+    expect(r.json<{ restored: number; failed: number }>()).toMatchObject({
+      restored: want.length,
+      failed: 0,
+    });
+    const got = listTree(dest);
+    expect([...got.keys()].sort()).toEqual(want.sort());
+    for (const rel of want)
+      expect(
+        Buffer.compare(await Bun.file(join(tree, rel)).bytes(), await Bun.file(join(dest, rel)).bytes()),
+      ).toBe(0);
+  });
+
+  test("restore: a path not in the folder exits 1 writing nothing; a differing local file is kept unless --force", async () => {
+    const dest = join(work, "partial");
+    const missing = await runCli(cfg, [
+      "restore",
+      "no/such/file",
+      "--folder",
+      "backup",
+      "--to",
+      join(work, "nothing"),
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('not in folder "backup": "no/such/file"');
+    const rel = "large/real-over-8MiB.bin";
+    writeFileSync(join(dest, rel), "edited locally\n");
+    const kept = await runCli(cfg, ["restore", rel, "--folder", "backup", "--to", dest]);
+    expect(kept.code).toBe(3);
+    expect(kept.stdout).toContain(`kept      ${rel}`);
+    expect(await Bun.file(join(dest, rel)).text()).toBe("edited locally\n");
+    const forced = await runCli(cfg, ["restore", rel, "--folder", "backup", "--to", dest, "--force"]);
+    expect(forced.code).toBe(0);
+    expect(
+      Buffer.compare(await Bun.file(join(tree, rel)).bytes(), await Bun.file(join(dest, rel)).bytes()),
+    ).toBe(0);
   });
 
   test("plain output (stdout not a terminal) has one line per file and a summary", async () => {
@@ -242,7 +340,7 @@ describe("esync push / pull of a real directory tree", () => {
   test("search rejects a bad filter: the server's code with exit 2, a bad size with exit 1", async () => {
     const bad = await runCli(cfg, ["search", "--type", "bogus"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^esync: 400 invalid_file_type: /);
+    expect(bad.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 400 invalid_file_type: /);
     const usage = await runCli(cfg, ["search", "--min-size", "lots"]);
     expect(usage.code).toBe(1);
   });
@@ -259,7 +357,7 @@ describe("esync push / pull of a real directory tree", () => {
     expect(listTree(dest).has("new note.txt")).toBe(false);
     const again = await runCli(cfg, ["rm", "--folder", "backup", "new note.txt"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^esync: 404 not_found: /);
+    expect(again.stderr).toMatch(/^esync: http:\/\/127\.0\.0\.1:\d+: 404 not_found: /);
   });
 });
 
@@ -272,17 +370,44 @@ describe("exit codes", () => {
     expect((await runCli(cfg, ["push", join(work, "nope"), "--folder", "x"])).code).toBe(1);
   });
 
-  test("an unreachable server exits 2 with one line", async () => {
-    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9"]);
+  test("an unreachable server exits 2 with one line naming its URL, then the hint that a rerun resumes", async () => {
+    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9", "--retry-for", "0"]);
     expect(r.code).toBe(2);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/^esync: cannot reach the server: /);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^esync: cannot reach http:\/\/127\.0\.0\.1:9: /);
+    expect(lines[1]).toBe("hint: run the same command again to resume once http://127.0.0.1:9 is back");
+  });
+
+  test("network errors are retried for --retry-for (ESYNC_RETRY_FOR) with a notice, then fail", async () => {
+    const t0 = performance.now();
+    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9", "--retry-for", "3s"]);
+    const ms = performance.now() - t0;
+    expect(r.code).toBe(2);
+    expect(ms).toBeGreaterThan(1500);
+    expect(r.stderr).toContain("retrying for up to 3s");
+    expect(r.stderr).toMatch(/esync: cannot reach http:\/\/127\.0\.0\.1:9 \(retried for \d+s\): /);
+  });
+
+  test("scripts/install-cli.sh installs an esync that runs from any directory, and prints the PATH line", async () => {
+    const bin = join(work, "bin");
+    const install = Bun.spawnSync(["bash", join(import.meta.dir, "../../scripts/install-cli.sh")], {
+      env: { ...process.env, ESYNC_BIN_DIR: bin, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` },
+    });
+    expect(install.exitCode).toBe(0);
+    expect(install.stdout.toString()).toContain(`export PATH="${bin}:$PATH"`);
+    const run = Bun.spawnSync(["esync", "--version"], { cwd: "/", env: { PATH: `${bin}:/usr/bin:/bin` } });
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
   test("--help lists the commands and the exit codes", async () => {
     const r = await runCli(cfg, ["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["init", "folder", "push", "pull", "search", "rm"]) expect(r.stdout).toContain(`  ${c}`);
+    for (const c of ["init", "folder", "push", "pull", "search", "ls", "restore", "rm", "passphrase"])
+      expect(r.stdout).toContain(`  ${c}`);
+    expect(r.stdout).toContain("--spill-dir");
+    expect(r.stdout).toContain("Resuming large uploads (the spill directory)");
     expect(r.stdout).toContain("Exit codes:");
     expect(r.stdout).toContain("130");
   });

@@ -29,11 +29,19 @@ export function cliEnv(extra: Record<string, string>): Record<string, string> {
   return { ...env, ...extra };
 }
 
-/** Starts `esync args...` with `ESYNC_CONFIG_DIR=configDir`; stdin gets `input` (or nothing). */
-export function spawnCli(configDir: string, args: string[], input?: string) {
+/**
+ * Starts `esync args...` with `ESYNC_CONFIG_DIR=configDir` and the `env` given; stdin gets
+ * `input` (or nothing).
+ */
+export function spawnCli(
+  configDir: string,
+  args: string[],
+  input?: string,
+  env: Record<string, string> = {},
+) {
   return Bun.spawn([process.execPath, CLI, ...args], {
     cwd: REPO_ROOT,
-    env: cliEnv({ ESYNC_CONFIG_DIR: configDir }),
+    env: cliEnv({ ESYNC_CONFIG_DIR: configDir, ...env }),
     stdin: input === undefined ? "ignore" : new Blob([input]),
     stdout: "pipe",
     stderr: "pipe",
@@ -41,8 +49,13 @@ export function spawnCli(configDir: string, args: string[], input?: string) {
 }
 
 /** Runs `esync args...` to the end. */
-export async function runCli(configDir: string, args: string[], input?: string): Promise<CliRun> {
-  const proc = spawnCli(configDir, args, input);
+export async function runCli(
+  configDir: string,
+  args: string[],
+  input?: string,
+  env: Record<string, string> = {},
+): Promise<CliRun> {
+  const proc = spawnCli(configDir, args, input, env);
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),

@@ -7,7 +7,7 @@
  * - ciphertext altered on the server's disk is caught on pull (exit 3) and nothing is written
  *   at the destination.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -19,6 +19,9 @@ import { WalletTokenSource } from "../../src/client/token.ts";
 import type { PendingUpload } from "../../src/client/upload-state.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { copyHead, expectSameTree, realFileOver8MiB, runCli, spawnCli } from "./helpers.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const MiB = 1024 * 1024;
 const MNEMONIC = `${"abandon ".repeat(11)}about`;
@@ -85,6 +88,7 @@ describe("esync push resumes after being killed mid-upload", () => {
       src,
       "--folder",
       "resume",
+      "--create",
       "--json",
       "--limit-rate",
       "16MiB",
@@ -131,6 +135,7 @@ describe("esync push after Ctrl-C", () => {
       src,
       "--folder",
       "ctrl-c",
+      "--create",
       "--json",
       "--limit-rate",
       "16MiB",
@@ -160,7 +165,7 @@ describe("esync pull detects ciphertext tampered with on the server", () => {
     mkdirSync(src, { recursive: true });
     await copyHead(realFileOver8MiB(), join(src, "victim.bin"), 8 * MiB + 4096); // two chunks
     const before = blobDirs();
-    const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--json"]);
+    const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--create", "--json"]);
     expect(pushed.code).toBe(0);
     const fresh = [...blobDirs()].filter((d) => !before.has(d));
     expect(fresh).toHaveLength(1);

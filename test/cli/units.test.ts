@@ -3,7 +3,7 @@
  * tables, exit codes of errors, search filters from options, and the destination check that
  * keeps `pull` inside DEST whatever paths the server sends.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,15 +19,19 @@ import {
   formatRate,
   formatSize,
   InterruptedError,
+  parseDuration,
   parseSize,
   parseTime,
   table,
 } from "../../src/cli/output.ts";
-import { fitName, RateMeter } from "../../src/cli/progress.ts";
+import { composeLine, fitName, percent, RateMeter, wrapWords } from "../../src/cli/progress.ts";
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
 import { excludesFrom } from "../../src/sync/excludes.ts";
 import { scanLocalTree } from "../../src/sync/local-tree.ts";
+
+// Real CLI processes against a real server: seconds each on a loaded machine.
+setDefaultTimeout(120_000);
 
 const work = mkdtempSync(join(tmpdir(), "esync-cli-unit-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -42,10 +46,11 @@ describe("formatting", () => {
     expect(formatSize(10.25 * 1024 ** 4)).toBe("10.3 TiB");
   });
 
-  test("rates are decimal MB/s, durations compact, dates ISO 8601 UTC", () => {
-    expect(formatRate(123_456_789)).toBe("123 MB/s");
-    expect(formatRate(45_600_000)).toBe("45.6 MB/s");
-    expect(formatRate(0)).toBe("- MB/s");
+  test("rates use the binary units of sizes (MiB/s), durations compact, dates ISO 8601 UTC", () => {
+    expect(formatRate(123 * 1024 ** 2)).toBe("123 MiB/s");
+    expect(formatRate(45.6 * 1024 ** 2)).toBe("45.6 MiB/s");
+    expect(formatRate(512)).toBe("512 B/s");
+    expect(formatRate(0)).toBe("- MiB/s");
     expect(formatDuration(850)).toBe("850ms");
     expect(formatDuration(185_000)).toBe("3m05s");
     expect(formatDuration(3_720_000)).toBe("1h02m");
@@ -63,15 +68,64 @@ describe("formatting", () => {
     expect(t).toBe("   SIZE  PATH\n1.5 MiB  a/b.txt\n   12 B  c");
   });
 
-  test("the rate meter measures over its sliding window", () => {
+  test("the rate meter is a moving average over its sliding window", () => {
     const m = new RateMeter(1000);
     m.add(1000, 0);
-    expect(m.rate(100)).toBe(0); // under 200 ms of samples: no rate yet
+    expect(m.rate(100)).toBe(0); // under 500 ms of samples: no rate yet
     m.add(11_000, 500);
     expect(m.rate(500)).toBe(20_000);
     m.add(21_000, 1000);
-    m.add(31_000, 1600); // samples older than 1 s are dropped
-    expect(m.rate(1600)).toBeCloseTo(10_000 / 0.6, 3);
+    m.add(31_000, 1600); // the sample at 0 ms falls out: the window starts at 500 ms
+    expect(m.rate(1600)).toBeCloseTo(20_000 / 1.1, 3);
+  });
+
+  test("a percentage is bytes over the phase's total: 0 B of 30 MiB is 0%, an empty file 100% once done", () => {
+    expect(percent(0, 30 * 1024 ** 2)).toBe(0);
+    expect(percent(15, 30)).toBe(50);
+    expect(percent(29.99, 30)).toBe(99);
+    expect(percent(30, 30)).toBe(100);
+    expect(percent(0, 0)).toBe(0);
+    expect(percent(0, 0, true)).toBe(100);
+  });
+
+  test("a progress line fits the width: every field at 80 columns, fewer at 50, never longer", () => {
+    const spec = {
+      name: "push docs",
+      minName: 9,
+      pct: 53,
+      fields: ["120 MiB/395 MiB", "ETA 1m05s", "45.2 MiB/s", "1234/5745 files"],
+    };
+    const at80 = composeLine(spec, 79);
+    expect(at80.length).toBeLessThanOrEqual(79);
+    for (const f of spec.fields) expect(at80).toContain(f);
+    expect(at80).toContain(" 53%");
+    const at50 = composeLine(spec, 50);
+    expect(at50.length).toBeLessThanOrEqual(50);
+    expect(at50).toContain("120 MiB/395 MiB");
+    for (let w = 20; w <= 200; w += 7) expect(composeLine(spec, w).length).toBeLessThanOrEqual(w);
+    const file = composeLine(
+      { name: `  ${"deep/".repeat(20)}name.bin`, minName: 16, pct: 0, fields: ["uploading  0 B/30 MiB"] },
+      79,
+    );
+    expect(file.length).toBeLessThanOrEqual(79);
+    expect(file).toContain("name.bin");
+    // Aligned columns: two files with names of different lengths put their bars at one column.
+    const row = (name: string) =>
+      composeLine(
+        { name, minName: 16, pct: 40, fields: ["uploading  8 MiB/20 MiB", "4.5 MiB/s"], column: 19 },
+        79,
+      );
+    expect(row("  a.txt").indexOf("█")).toBe(row("  a/much/longer/name/of/a/file.bin").indexOf("█"));
+  });
+
+  test("lines above the bars are wrapped at word boundaries, never cut mid-word", () => {
+    const text =
+      "FAILED    photos/2024/holiday.jpg: cannot reach http://127.0.0.1:8080 (retried for 2m00s): POST /upload/session: Unable to connect. Is the computer able to access the url?";
+    const lines = wrapWords(text, 79);
+    expect(lines.length).toBeGreaterThan(1);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(79);
+    expect(lines.map((l) => l.trim()).join(" ")).toBe(text);
+    expect(wrapWords("short", 79)).toEqual(["short"]);
   });
 
   test("long file names are elided in the middle to fit a bar", () => {
@@ -139,12 +193,27 @@ describe("parsing", () => {
 
 describe("errors and exit codes", () => {
   test("server errors are `status code: message` with exit 2; network failures say the server is unreachable", () => {
-    const e = new ApiError(409, "conflict", "folder already registered");
-    expect(describeError(e)).toBe("409 conflict: folder already registered");
+    const e = new ApiError(409, "conflict", "folder already registered", { server: "http://h:8080" });
+    expect(describeError(e)).toBe("http://h:8080: 409 conflict: folder already registered");
     expect(exitCodeOf(e)).toBe(EXIT.server);
-    const down = new ApiError(0, "network_error", "GET /health: Unable to connect");
-    expect(describeError(down)).toBe("cannot reach the server: GET /health: Unable to connect");
+    const down = new ApiError(0, "network_error", "GET /health: Unable to connect", {
+      server: "http://h:8080",
+      retriedForMs: 120_000,
+    });
+    expect(describeError(down)).toBe(
+      "cannot reach http://h:8080 (retried for 2m00s): GET /health: Unable to connect",
+    );
     expect(exitCodeOf(down)).toBe(EXIT.server);
+  });
+
+  test("parseDuration reads ms, s, m, h and plain seconds; rejects words", () => {
+    expect(parseDuration("2m")).toBe(120_000);
+    expect(parseDuration("90s")).toBe(90_000);
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("1h")).toBe(3_600_000);
+    expect(parseDuration("0")).toBe(0);
+    expect(parseDuration("45")).toBe(45_000);
+    expect(() => parseDuration("soon")).toThrow(CliError);
   });
 
   test("crypto and file errors exit 3, Ctrl-C 130, usage 1", () => {

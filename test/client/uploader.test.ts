@@ -123,16 +123,37 @@ describe("sessions", () => {
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
   });
 
-  test("gives up after the retry budget, deletes the session and forgets it", async () => {
+  test("keeps the session, state and spill file when the retry budget runs out on 500s, and the next run resumes", async () => {
     const f = await localFile(3 * CHUNK);
     const state = new UploadStateFile(join(dir, "giveup.json"));
     server.failNext.set("PUT chunk", Array(50).fill(500));
+    const deletes = server.requests(/^DELETE \/upload\/session\//).length;
     const err = await uploadFile(options(f, { stateFile: state, retry: { attempts: 2 } })).catch((e) => e);
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(500);
+    expect(err.extra.retriedForMs).toBeGreaterThanOrEqual(0);
+    expect(server.requests(/^DELETE \/upload\/session\//).length).toBe(deletes);
+    expect(Object.keys(await state.all())).toHaveLength(1);
+    expect(await readdir(spillDir)).toHaveLength(1);
+    server.failNext.clear();
+    const out = await uploadFile(options(f, { stateFile: state }));
+    expect(out.resumed).toBe(true);
+    expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
+    expect(await state.all()).toEqual({});
+    expect(await readdir(spillDir)).toEqual([]);
+  });
+
+  test("gives up at once on a 400, deletes the session and forgets it", async () => {
+    const f = await localFile(3 * CHUNK);
+    const state = new UploadStateFile(join(dir, "giveup400.json"));
+    server.failNext.set("PUT chunk", Array(50).fill(400));
+    const err = await uploadFile(options(f, { stateFile: state })).catch((e) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.status).toBe(400);
     expect(server.requests(/^DELETE \/upload\/session\//).length).toBeGreaterThan(0);
     expect(await state.all()).toEqual({});
     expect(await readdir(spillDir)).toEqual([]);
+    server.failNext.clear();
   });
 
   test("a finalize whose answer is lost is settled by status: finalized means done", async () => {

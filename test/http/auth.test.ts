@@ -181,6 +181,14 @@ describe("wallet-signed sig1 tokens", () => {
     expectError(await listFolders(bearer(forged), u.address), 401, "unauthorized");
   });
 
+  test("returns 401 for a valid token whose expires_unix is written with a leading zero", async () => {
+    const u = newUser();
+    const [p, a, exp, sig] = u.token(t.clock.now(), 600).split(".");
+    expect((await listFolders(bearer([p, a, exp, sig].join(".")), u.address)).status).toBe(200);
+    const padded = [p, a, `0${exp}`, sig].join(".");
+    expectError(await listFolders(bearer(padded), u.address), 401, "unauthorized");
+  });
+
   test("returns 401 when the signature has one flipped bit", async () => {
     const u = newUser();
     const tok = u.token(t.clock.now(), 600);

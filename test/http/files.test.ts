@@ -252,6 +252,9 @@ describe("DELETE /delete/{ss58}/{folder_hash}/{file_id}", () => {
     expect((await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(m))).status).toBe(404);
     expect(await blobFiles(t)).toHaveLength(2);
     await t.sweeper.runOnce();
+    expect(await blobFiles(t)).toHaveLength(2); // within ESYNC_BLOB_GRACE_SECONDS: still readable
+    t.clock.advance(t.config.blobGraceSeconds);
+    await t.sweeper.runOnce();
     expect(await blobFiles(t)).toHaveLength(1);
     expect((await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(keep))).status).toBe(200);
   });

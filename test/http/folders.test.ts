@@ -247,6 +247,9 @@ describe("DELETE /unregister_folder", () => {
     }
     expect(rowsOf(t, "blob_deletions")).toHaveLength(3);
     await t.sweeper.runOnce();
+    expect(rowsOf(t, "blob_deletions")).toHaveLength(3); // within ESYNC_BLOB_GRACE_SECONDS
+    t.clock.advance(t.config.blobGraceSeconds);
+    await t.sweeper.runOnce();
     expect(rowsOf(t, "blob_deletions")).toHaveLength(0);
     expect(await blobFiles(t)).toHaveLength(1);
     expect((await stateOf(t, u, FOLDER_B)).files).toHaveLength(1);
@@ -418,7 +421,7 @@ describe("folder counters file_count / total_bytes / updated_at", () => {
     const before = await foldersOf(t, u);
     t.clock.advance(5);
     const again = randomCiphertext(300);
-    const m = makeManifest({ owner: u.address, ciphertext: again, path: "a.bin", sizeBytes: 999 });
+    const m = makeManifest({ owner: u.address, ciphertext: again, path: "a.bin", sizeBytes: 250 });
     expect((await uploadSingle(t, authAt(t, u), m, again)).status).toBe(409);
     expect(await foldersOf(t, u)).toEqual(before);
   });

@@ -207,6 +207,9 @@ describe("revisions on finalize", () => {
     await uploadViaSession(t, u, v2, { chunkSize: 1000, revisionSeq: 5, baseRevisionId: r1.revision_id });
     expect(await blobFiles(t)).toHaveLength(4);
     await t.sweeper.runOnce();
+    expect(await blobFiles(t)).toHaveLength(4); // within ESYNC_BLOB_GRACE_SECONDS: still readable
+    t.clock.advance(t.config.blobGraceSeconds);
+    await t.sweeper.runOnce();
     expect(await blobFiles(t)).toHaveLength(1);
   });
 

@@ -8,19 +8,19 @@
  * and a fresh key prefix in it for every app, emptied by `close`.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import { openDb } from "../../src/db/client.ts";
+import { Metrics } from "../../src/metrics/metrics.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { createBlobStore } from "../../src/storage/index.ts";
 import { createS3BlobStore } from "../../src/storage/s3.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { silentLogger } from "../../src/util/log.ts";
+import { type Logger, silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
+import { tempDir } from "./tmp.ts";
 
 export { testStorage };
 
@@ -49,7 +49,11 @@ export interface TestApp {
   clock: ManualClock;
   blobs: BlobStore;
   services: ReturnType<typeof createApp>["services"];
+  /** The app's metrics (a fresh registry, without the process metrics). */
+  metrics: Metrics;
   sweeper: Sweeper;
+  /** The app's request handler (what the server passes every request to). */
+  handle(request: Request): Promise<Response>;
   /** Sends a request to the app. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends a request and parses the JSON answer. */
@@ -64,13 +68,15 @@ export interface TestApp {
 /**
  * Builds a test app on the test storage (see the module comment); `env` overrides
  * configuration variables. `blobs` replaces the store, or wraps it when it is a function (e.g.
- * to inject faults); the app owns the store either way and closes it.
+ * to inject faults); the app owns the store either way and closes it. `log` receives the app's
+ * log events (default: none).
  */
 export function makeTestApp(
   env: Record<string, string> = {},
   blobs?: BlobStore | ((store: BlobStore) => BlobStore),
+  log: Logger = silentLogger,
 ): TestApp {
-  const dir = mkdtempSync(join(tmpdir(), "esync-test-"));
+  const dir = tempDir("esync-test-");
   const storageVars = s3Bucket ? s3Env({ ...s3Bucket, prefix: `app-${randomBytes(6).toString("hex")}` }) : {};
   const config = loadConfig({
     ESYNC_DATA_DIR: dir,
@@ -84,15 +90,17 @@ export function makeTestApp(
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
-  const { app, services } = createApp({ config, db, blobs: store, clock, log: silentLogger });
-  const fetchFn = (path: string, init?: RequestInit) =>
-    app.handle(new Request(`http://127.0.0.1${path}`, init));
+  const metrics = new Metrics({ defaultMetrics: false });
+  const { services, handle } = createApp({ config, db, blobs: store, clock, log, metrics });
+  const fetchFn = (path: string, init?: RequestInit) => handle(new Request(`http://127.0.0.1${path}`, init));
   return {
     config,
     clock,
     blobs: store,
     services,
+    metrics,
     sweeper: new Sweeper(services),
+    handle,
     fetch: fetchFn,
     async json(path, init) {
       const r = await fetchFn(path, init);

@@ -5,10 +5,9 @@
  * messages; the caller stops it with SIGTERM or kills it with SIGKILL.
  */
 
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { tempDir } from "./tmp.ts";
 
 /** Repository root (where `src/main.ts` is). */
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
@@ -71,7 +70,7 @@ async function drain(stream: ReadableStream<Uint8Array>, sink: string[]): Promis
  * @throws when the process exits first or `/health` does not come up in time (with its output).
  */
 export async function startServer(opts: StartOptions = {}): Promise<ServerProcess> {
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "esync-e2e-"));
+  const dataDir = opts.dataDir ?? tempDir("esync-e2e-");
   const port = opts.port ?? freePort();
   const out: string[] = [];
   const proc = Bun.spawn(

@@ -21,53 +21,22 @@ import {
   defaultDeviceName,
   type GlobalOptions,
   hasMnemonic,
+  newPassphraseFromEnv,
   normalizeServerUrl,
   readConfig,
   serverOverride,
   writeConfig,
   writeMnemonic,
 } from "../config.ts";
-import { describeError, eprintln, InterruptedError, printJson, println, usageError } from "../output.ts";
+import { describeError, eprintln, printJson, println, usageError } from "../output.ts";
+import { promptNewPassphrase, readSecret } from "../prompt.ts";
 
 interface InitOptions {
   import?: boolean;
   words: string;
   device?: string;
   force?: boolean;
-}
-
-/**
- * Reads one line from stdin: a prompt with echo off when stdin is a terminal, else the
- * first non-empty line of whatever is piped in.
- */
-async function readSecret(prompt: string): Promise<string> {
-  const stdin = process.stdin;
-  if (!stdin.isTTY) {
-    const text = await Bun.stdin.text();
-    return text.split("\n").find((l) => l.trim() !== "") ?? "";
-  }
-  process.stderr.write(prompt);
-  stdin.setRawMode(true);
-  stdin.resume();
-  return new Promise((resolve, reject) => {
-    let line = "";
-    const finish = (fn: () => void) => {
-      stdin.setRawMode(false);
-      stdin.pause();
-      stdin.off("data", onData);
-      process.stderr.write("\n");
-      fn();
-    };
-    const onData = (buf: Buffer) => {
-      for (const ch of buf.toString("utf8")) {
-        if (ch === "\r" || ch === "\n") return finish(() => resolve(line));
-        if (ch === "\u0003") return finish(() => reject(new InterruptedError()));
-        if (ch === "\u007f" || ch === "\b") line = line.slice(0, -1);
-        else if (ch >= " ") line += ch;
-      }
-    };
-    stdin.on("data", onData);
-  });
+  passphrase?: boolean;
 }
 
 /** Asks the server's `/health`; a warning line (not an error) when it does not answer. */
@@ -89,11 +58,17 @@ export function registerInit(program: Command): void {
     .option("--words <n>", "words of a new mnemonic: 12 or 24", "24")
     .option("--device <name>", "device name recorded when folders are registered (default: host name)")
     .option("--force", "replace an existing mnemonic (the old one is lost unless backed up)")
+    .option(
+      "--passphrase",
+      "encrypt the stored mnemonic with a passphrase (prompted twice, or $ESYNC_NEW_PASSPHRASE / $ESYNC_PASSPHRASE)",
+    )
     .addHelpText(
       "after",
       `
 The mnemonic is the only key to your files: it is stored in <config-dir>/mnemonic (mode 0600)
-and shown once at creation. Write it down; without it nothing can be decrypted.
+and shown once at creation. Write it down; without it nothing can be decrypted. With
+--passphrase the file holds it encrypted (Argon2id + XChaCha20-Poly1305); every command then
+asks for the passphrase, or reads $ESYNC_PASSPHRASE. \`esync passphrase set|remove\` changes it.
 
 Examples:
   esync init --server http://127.0.0.1:8080
@@ -144,6 +119,9 @@ Examples:
         mnemonic = generateMnemonic(opts.words === "12" ? 12 : 24);
       }
       const identity = await identityFromMnemonic(mnemonic);
+      const passphrase = opts.passphrase
+        ? (newPassphraseFromEnv() ?? (await promptNewPassphrase()))
+        : undefined;
       const config: CliConfigFile = {
         version: 1,
         server_url: server ?? DEFAULT_SERVER_URL,
@@ -151,7 +129,7 @@ Examples:
         device_name: opts.device ?? defaultDeviceName(),
         created_at: Math.floor(Date.now() / 1000),
       };
-      await writeMnemonic(paths, identity.mnemonic);
+      await writeMnemonic(paths, identity.mnemonic, passphrase);
       await writeConfig(paths, config);
       const warning = await checkServer(config.server_url);
 
@@ -163,6 +141,7 @@ Examples:
           server_url: config.server_url,
           config_dir: paths.dir,
           server_ok: warning === null,
+          passphrase: passphrase !== undefined,
           ...(opts.import ? {} : { mnemonic: identity.mnemonic }),
         });
         return;
@@ -174,7 +153,9 @@ Examples:
         println();
       }
       println(`${opts.import ? "imported" : "created"} identity ${identity.address}`);
-      println(`mnemonic stored in ${paths.mnemonic} (mode 0600)`);
+      println(
+        `mnemonic stored in ${paths.mnemonic} (mode 0600${passphrase === undefined ? "" : ", encrypted with your passphrase"})`,
+      );
       println(`server: ${config.server_url}`);
       if (warning) eprintln(`esync: warning: ${warning}`);
     });

@@ -44,6 +44,7 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
@@ -113,7 +114,7 @@ Example:
 async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Promise<void> {
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
-  const keys = ctx.identity.folder(label);
+  const { keys } = await resolveFolder(ctx, label);
   const dest = resolve(destArg);
   const st = await stat(dest).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${destArg}: exists and is not a directory`);
@@ -199,7 +200,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
       await materializeAt(ctx.api, ctx.address, keys, dest, p.remote, ctx.signal, (n, total) => {
         doneTotal += n - fileDone;
         fileDone = n;
-        bar.update(n / (total ?? ctSize), "receiving", n);
+        bar.update("receiving", n, total ?? ctSize);
         progress.overall(doneTotal, filesDone);
       });
       await recordRemoteIn(state, dest, p.remote);

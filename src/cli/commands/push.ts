@@ -23,6 +23,7 @@ import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
+import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
@@ -49,6 +50,7 @@ import {
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { Throttle, ThrottledApi } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
 import { collect } from "./sync.ts";
@@ -61,6 +63,7 @@ interface PushOptions {
   encryptWorkers?: string;
   dryRun?: boolean;
   verbose?: boolean;
+  create?: boolean;
   exclude: string[];
 }
 
@@ -122,7 +125,8 @@ export function registerPush(program: Command): void {
     .command("push")
     .description("upload new and changed files of DIR to a folder (resumes interrupted uploads)")
     .argument("<dir>", "local directory to push")
-    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("--create", "register the folder on the server if it does not exist yet")
     .option("-j, --jobs <n>", "files uploaded at once", "3")
     .option("--parallel <n>", "chunks of one file in flight", "4")
     .option(
@@ -149,7 +153,7 @@ Files removed locally are not deleted on the server (use \`esync rm\`, or
 each large file where it stopped.
 
 Examples:
-  esync push ~/Documents --folder documents
+  esync push ~/Documents --folder documents --create
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
@@ -183,22 +187,9 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const walk = { files: [...tree.entries.values()], skipped: tree.skipped };
   for (const s of walk.skipped) say(`skipping ${s} (not a regular file or link)`);
 
-  let registered = false;
-  const { folders } = await ctx.api.listFolders(ctx.address);
-  if (!opts.dryRun && !folders.some((f) => f.folder_hash === keys.folderHash)) {
-    try {
-      await ctx.api.registerFolder({
-        ss58Address: ctx.address,
-        folderHash: keys.folderHash,
-        label,
-        deviceName: ctx.config.device_name,
-      });
-      registered = true;
-      say(`registered folder "${label}" (${keys.folderHash})`);
-    } catch (e) {
-      if (!(e instanceof ApiError && e.status === 409)) throw e;
-    }
-  }
+  const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+  const registered = folder.registered;
+  if (registered) say(`registered folder "${label}" (${keys.folderHash})`);
 
   const entries: RemoteFileEntry[] = [];
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
@@ -249,17 +240,21 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     return;
   }
 
-  const totalBytes = todo.reduce((n, p) => n + p.file.size, 0);
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
   const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
   const api: EsyncApi =
     limit === undefined
       ? ctx.api
-      : new ThrottledApi({ baseUrl: ctx.serverUrl, token: ctx.tokens }, new Throttle(limit));
+      : new ThrottledApi(
+          { baseUrl: ctx.serverUrl, token: ctx.tokens, retry: ctx.retry },
+          new Throttle(limit),
+        );
   await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
   const pool =
     workers > 0 && todo.some((p) => p.file.size > 1024 * 1024) ? new EncryptPool(workers) : undefined;
   const sendStart = performance.now();
   let doneTotal = 0;
+  let skippedTotal = 0;
   let filesDone = 0;
   let fatal = false;
   let next = 0;
@@ -268,22 +263,24 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const { file } = p;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
+    let fileSkipped = 0;
     let sentSoFar = 0;
-    const setDone = (n: number) => {
+    const setDone = (n: number, skipped: number) => {
       doneTotal += n - fileDone;
+      skippedTotal += skipped - fileSkipped;
       fileDone = n;
-      progress.overall(doneTotal, filesDone);
+      fileSkipped = skipped;
+      progress.overall(doneTotal, filesDone, skippedTotal);
     };
-    // A file's work is encrypting it and sending it, half each: in plaintext bytes, so the
-    // overall rate is the push's effective throughput and the ETA covers both phases.
+    // Overall progress counts ciphertext bytes on the server (what takes the time); bytes a
+    // resumed session already had are kept out of the rate.
     const onProgress = (u: UploadProgress) => {
-      const sent = u.bytesTotal > 0 ? u.bytesDone / u.bytesTotal : 0;
-      const encrypted = u.phase === "encrypting" ? u.encryptedBytes : u.plaintextSize;
-      const units = (encrypted + sent * u.plaintextSize) / 2;
       sentSoFar = u.bytesSent;
-      const fraction = u.plaintextSize > 0 ? units / u.plaintextSize : u.phase === "done" ? 1 : 0;
-      bar.update(fraction, u.phase, u.phase === "encrypting" ? u.encryptedBytes : u.bytesDone);
-      setDone(units);
+      if (u.phase === "encrypting") bar.update("encrypting", u.encryptedBytes, u.plaintextSize);
+      else {
+        bar.update(u.phase, u.bytesDone, u.bytesTotal, u.bytesSkipped);
+        setDone(u.bytesDone, u.bytesSkipped);
+      }
     };
     // A link is uploaded as a file holding its target (encrypted like any content); an empty
     // directory as its empty marker.
@@ -315,7 +312,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         onProgress,
       });
       filesDone++;
-      setDone(file.size);
+      setDone(ciphertextSize(file.size), fileSkipped);
       results.push({
         path: file.rel,
         action: "uploaded",
@@ -336,7 +333,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         return;
       }
       filesDone++;
-      progress.overall(doneTotal, filesDone);
+      progress.overall(doneTotal, filesDone, skippedTotal);
       results.push({
         path: file.rel,
         action: "failed",
