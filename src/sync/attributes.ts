@@ -10,7 +10,7 @@
  * - `aad = utf8("esync-attributes-v1:") ‖ path_hash ‖ salted_hash`, binding the attributes to
  *   the path and content they describe (the server cannot move them onto another file or
  *   content; both hashes are in every `/get_state` entry);
- * - `json = {"v":1,"type":"file"|"symlink","mode":<permission bits>,"mtime_ms":<ms>}`.
+ * - `json = {"v":1,"type":"file"|"symlink"|"dir","mode":<permission bits>,"mtime_ms":<ms>}`.
  *
  * The manifest signature (complement §1) covers only `ciphertext_hash`, so this field lies
  * outside what the server verifies; its integrity comes from the AEAD tag above. A symbolic
@@ -20,8 +20,20 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 
-/** What a path holds. */
-export type EntryKind = "file" | "symlink";
+/**
+ * What a path holds. `dir` is an empty directory, stored as a zero-byte marker file
+ * `DIR/.esync-dir` (`DIR_MARKER`) until the server has folder entries (extensions §1.5).
+ */
+export type EntryKind = "file" | "symlink" | "dir";
+
+/** Name of the marker file that stands for an empty directory on the server. */
+export const DIR_MARKER = ".esync-dir";
+
+/** The directory a marker path stands for (`a/b/.esync-dir` → `a/b`), or null when `rel` is no marker path. */
+export function markerDir(rel: string): string | null {
+  if (rel === DIR_MARKER) return null;
+  return rel.endsWith(`/${DIR_MARKER}`) ? rel.slice(0, -DIR_MARKER.length - 1) : null;
+}
 
 /** Decoded attributes of one file revision. */
 export interface FileAttributes {
@@ -92,7 +104,7 @@ export function openAttributes(
       bytes.subarray(NONCE),
     );
     const j = JSON.parse(new TextDecoder().decode(plain)) as Record<string, unknown>;
-    if (j.v !== 1 || (j.type !== "file" && j.type !== "symlink")) return null;
+    if (j.v !== 1 || (j.type !== "file" && j.type !== "symlink" && j.type !== "dir")) return null;
     if (typeof j.mode !== "number" || typeof j.mtime_ms !== "number") return null;
     return { type: j.type, mode: j.mode & 0o7777, mtimeMs: j.mtime_ms };
   } catch {

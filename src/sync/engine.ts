@@ -19,20 +19,33 @@
  * (extensions §1.2) once the server has it; today it uploads at the new path, then deletes
  * the old one.
  */
-import { chmod, lstat, mkdir, readFile, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  lstat,
+  mkdir,
+  readFile,
+  rename,
+  rm,
+  rmdir,
+  symlink,
+  utimes,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { downloadFile, IntegrityError } from "../client/downloader.ts";
+import { PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
 import type { UploadStateFile } from "../client/upload-state.ts";
 import { uploadFile } from "../client/uploader.ts";
-import { sealAttributes } from "./attributes.ts";
+import { markerDir, sealAttributes } from "./attributes.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
+  diskPath,
   type LocalEntry,
   type LocalTree,
   readLocalEntry,
@@ -85,14 +98,14 @@ export interface FolderPlan {
 export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
   const base = ctx.state.entries();
   // Paths the rules exclude are out of sync on every side: adding a pattern never deletes anything.
-  for (const rel of [...base.keys()]) if (ctx.excludes.excluded(rel)) base.delete(rel);
+  for (const rel of [...base.keys()]) if (pathExcluded(ctx.excludes, rel)) base.delete(rel);
   const local = await scanLocalTree(ctx.root, ctx.address, ctx.excludes, (rel) => base.get(rel));
   const entries = [];
   for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
   const remote = remoteTree(entries, ctx.folder.key);
   // Remote paths the local rules exclude are left alone, as if absent on both sides.
   for (const rel of [...remote.entries.keys()])
-    if (ctx.excludes.excluded(rel) && !local.entries.has(rel)) remote.entries.delete(rel);
+    if (pathExcluded(ctx.excludes, rel) && !local.entries.has(rel)) remote.entries.delete(rel);
   const actions = planSync({
     base,
     local: local.entries,
@@ -128,13 +141,14 @@ class Replan extends Error {
 
 /**
  * Errors that mean the plan is stale, not that something is broken: a local edit during the
- * pass, a 409 Conflict (the remote has a newer revision), a 404 or a blob whose content differs
- * from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
+ * pass, a 409 Conflict (the remote has a newer revision), a 404 or a blob whose size or
+ * content differs from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
  */
 function movedOn(e: unknown): boolean {
   return (
     e instanceof Replan ||
     e instanceof IntegrityError ||
+    e instanceof PlaintextSizeError ||
     (e instanceof ApiError && (e.status === 409 || e.status === 404))
   );
 }
@@ -167,10 +181,12 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     const todo = plan.actions.filter((a) => !failed.has(a.path));
     let replan = false;
     report.deferred = [];
+    // Local deletions and moves can leave a directory empty: one more round records it.
+    replan = todo.some((a) => a.op === "delete_local" || a.op === "move_local") && round < MAX_ROUNDS;
     for (const a of todo) {
       ctx.signal?.throwIfAborted();
       try {
-        await execute(ctx, a, report);
+        await execute(ctx, a, report, plan.remote);
         if (isChange(a)) ctx.onAction?.(a, "done");
       } catch (e) {
         if (ctx.signal?.aborted) throw e;
@@ -193,18 +209,30 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
 }
 
 function absOf(ctx: SyncContext, rel: string): string {
-  return join(ctx.root, ...rel.split("/"));
+  return diskPath(ctx.root, rel);
+}
+
+/** True when the rules exclude `rel` (for a marker path: its directory). */
+function pathExcluded(excludes: Excludes, rel: string): boolean {
+  const dir = markerDir(rel);
+  return dir === null ? excludes.excluded(rel) : excludes.excluded(dir, true);
 }
 
 /** Throws `Replan` unless `rel` is still what the plan saw (`planned` null = absent). */
 async function expectLocal(ctx: SyncContext, rel: string, planned: LocalEntry | null): Promise<void> {
   const st = await lstat(absOf(ctx, rel)).catch(() => null);
   if (!planned) {
-    if (st) throw new Replan(`${rel} appeared locally`);
+    // A directory may exist (with content) where an empty-directory marker is expected: fine.
+    if (st && !(markerDir(rel) !== null && st.isDirectory())) throw new Replan(`${rel} appeared locally`);
     return;
   }
   if (!st) throw new Replan(`${rel} disappeared locally`);
-  const fp = { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
+  const fp = {
+    size: st.isDirectory() ? 0 : st.size,
+    mtimeMs: st.mtimeMs,
+    mode: st.mode & 0o7777,
+    ino: st.ino,
+  };
   if (!sameFingerprint(fp, planned) || st.isSymbolicLink() !== (planned.kind === "symlink"))
     throw new Replan(`${rel} changed locally`);
 }
@@ -223,7 +251,12 @@ function baseOf(local: LocalEntry, revisionId: string, revisionSeq: number, hash
   };
 }
 
-async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Promise<void> {
+async function execute(
+  ctx: SyncContext,
+  a: SyncAction,
+  report: SyncReport,
+  remote: RemoteTree,
+): Promise<void> {
   switch (a.op) {
     case "upload": {
       await uploadEntry(ctx, a.path, a.local, a.remote);
@@ -249,7 +282,12 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
     }
     case "delete_local": {
       await expectLocal(ctx, a.path, a.local);
-      await rm(absOf(ctx, a.path), { force: true });
+      if (a.local.kind === "dir")
+        await rmdir(absOf(ctx, a.path)).catch(() => {}); // kept when no longer empty
+      else {
+        await rm(absOf(ctx, a.path), { force: true });
+        await pruneEmptyParents(ctx, a.path, remote);
+      }
       ctx.state.remove(a.path);
       report.deletedLocal++;
       return;
@@ -264,6 +302,7 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
       await expectLocal(ctx, a.path, null);
       const dest = await safeDestination(ctx.root, a.path);
       await rename(absOf(ctx, a.from), dest);
+      await pruneEmptyParents(ctx, a.from, remote);
       await applyAttributes(dest, a.remote);
       ctx.state.remove(a.from);
       await recordRemote(ctx, a.remote);
@@ -290,6 +329,25 @@ async function execute(ctx: SyncContext, a: SyncAction, report: SyncReport): Pro
       ctx.state.remove(a.path);
       return;
     }
+  }
+}
+
+/**
+ * Removes the directories above `rel` that a remote deletion or move left empty, as long as
+ * the server has nothing under them (no file, no empty-directory marker): the directory was
+ * removed on the other side. A directory the other side kept arrives as a marker and stays.
+ */
+async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTree): Promise<void> {
+  let dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/")) : "";
+  while (dir !== "") {
+    const prefix = `${dir}/`;
+    for (const p of remote.entries.keys()) if (p.startsWith(prefix)) return;
+    try {
+      await rmdir(diskPath(ctx.root, dir));
+    } catch {
+      return; // not empty (or already gone): keep it and everything above
+    }
+    dir = dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : "";
   }
 }
 
@@ -326,7 +384,8 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
   await expectLocal(ctx, rel, local);
   let source = local.abs;
   let temp: string | null = null;
-  if (local.kind === "symlink") {
+  if (local.kind !== "file") {
+    // A link's content is its target; an empty directory's marker is empty.
     temp = join(ctx.root, STATE_DIR, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`);
     await writeFile(temp, local.target ?? "", { mode: 0o600 });
     source = temp;
@@ -373,7 +432,7 @@ async function recordRemote(ctx: SyncContext, remote: RemoteVersion): Promise<vo
 
 /** Records `remote` as the synced version of its path under `root`, with the path's current fingerprint. */
 export async function recordRemoteIn(state: SyncState, root: string, remote: RemoteVersion): Promise<void> {
-  const st = await lstat(join(root, ...remote.rel.split("/")));
+  const st = await lstat(diskPath(root, remote.rel));
   state.put({
     rel: remote.rel,
     kind: remote.kind,
@@ -389,10 +448,10 @@ export async function recordRemoteIn(state: SyncState, root: string, remote: Rem
 
 /** Sets mode and mtime from the remote attributes (when it has them). */
 export async function applyAttributes(abs: string, remote: Pick<RemoteVersion, "kind" | "mode" | "mtimeMs">) {
-  if (remote.kind === "file" && remote.mode !== null) await chmod(abs, remote.mode);
+  if (remote.kind !== "symlink" && remote.mode !== null) await chmod(abs, remote.mode);
   if (remote.mtimeMs !== null) {
     const t = remote.mtimeMs / 1000;
-    if (remote.kind === "file") await utimes(abs, t, t);
+    if (remote.kind !== "symlink") await utimes(abs, t, t);
     else await lutimesIfPossible(abs, t);
   }
 }
@@ -416,13 +475,20 @@ export async function materializeAt(
   signal?: AbortSignal,
   onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
 ): Promise<void> {
+  const dir = markerDir(remote.rel);
+  if (remote.kind === "dir" && dir !== null) {
+    const path = diskPath(root, remote.rel);
+    await safeDestination(root, dir); // checks the path, creates the parents
+    await mkdir(path, { recursive: true });
+    await applyAttributes(path, remote);
+    return;
+  }
   const dest = await safeDestination(root, remote.rel);
   const existing = await lstat(dest).catch(() => null);
   if (existing?.isDirectory()) throw new Error(`${remote.rel}: a local directory is in the way`);
   if (remote.kind === "symlink") {
-    const tmpDir = join(root, STATE_DIR, "tmp");
-    await mkdir(tmpDir, { recursive: true });
-    const tmp = join(tmpDir, toHex(crypto.getRandomValues(new Uint8Array(8))));
+    // The target is downloaded beside the link (a `*.esync-part-*` name, never synced).
+    const tmp = `${dest}.esync-part-t${toHex(crypto.getRandomValues(new Uint8Array(4)))}`;
     try {
       await downloadFile({
         api,

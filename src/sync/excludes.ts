@@ -2,19 +2,21 @@
  * @module sync/excludes
  * Which local paths sync, push and status leave out: the patterns of `DIR/.esyncignore`
  * (gitignore syntax, matched by the `ignore` package) plus every `--exclude PATTERN` (same
- * syntax), plus what esync itself keeps in the tree: the state directory `.esync/` and the
- * temporary `*.esync-part-*` files of downloads in progress.
+ * syntax), plus what esync itself keeps in the tree: the state directory `.esync/`, the
+ * temporary `*.esync-part-*` files of downloads in progress, and local files named like the
+ * empty-directory marker (`.esync-dir`), which only ever exists on the server.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import ignore, { type Ignore } from "ignore";
+import { DIR_MARKER } from "./attributes.ts";
 
 /** Name of the per-directory exclude file (gitignore syntax), at the root of the synced directory. */
 export const IGNORE_FILE = ".esyncignore";
 /** The state directory inside a synced directory (never synced). */
 export const STATE_DIR = ".esync";
 
-const ALWAYS = [`/${STATE_DIR}/`, "*.esync-part-*"];
+const ALWAYS = [`/${STATE_DIR}/`, "*.esync-part-*", DIR_MARKER];
 
 /** Tests folder-relative paths (`/` separators) against the exclude rules. */
 export interface Excludes {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileSaltedHash } from "../cli/local-files.ts";
 import { toHex } from "../client/hash.ts";
 import { normalizeRelativePath, saltedHash } from "../client/manifest.ts";
-import type { EntryKind } from "./attributes.ts";
+import { DIR_MARKER, type EntryKind, markerDir } from "./attributes.ts";
 import type { Excludes } from "./excludes.ts";
 
 /** What identifies a local file's state without reading it. */
@@ -38,6 +38,7 @@ export interface LocalEntry extends Fingerprint {
 
 /** What a scan found. */
 export interface LocalTree {
+  /** Files, links, and a `dir` marker entry (`DIR/.esync-dir`) for every empty directory. */
   entries: Map<string, LocalEntry>;
   /** Every directory (relative), empty or not. */
   dirs: Set<string>;
@@ -58,16 +59,35 @@ export function linkHash(ss58: string, target: string): string {
   return toHex(saltedHash(ss58, new TextEncoder().encode(target)));
 }
 
-/** Reads one path's entry (null when absent, a directory, or not a file or link). */
+/** The on-disk path of `rel`: the directory itself for an empty-directory marker path. */
+export function diskPath(root: string, rel: string): string {
+  return join(root, ...(markerDir(rel) ?? rel).split("/"));
+}
+
+/** The marker path of directory `dir` (`a/b` → `a/b/.esync-dir`). */
+export function markerPath(dir: string): string {
+  return `${dir}/${DIR_MARKER}`;
+}
+
+/**
+ * Reads one path's entry (null when absent, or not a file or link). A marker path reads the
+ * directory (an entry of kind `dir` when it exists; whether it is empty is the scan's business).
+ */
 export async function readLocalEntry(
   root: string,
   rel: string,
   ss58: string,
   known?: KnownHash,
 ): Promise<LocalEntry | null> {
-  const abs = join(root, ...rel.split("/"));
+  const abs = diskPath(root, rel);
   const st = await lstat(abs).catch(() => null);
-  if (!st || !(st.isFile() || st.isSymbolicLink())) return null;
+  if (!st) return null;
+  if (markerDir(rel) !== null) {
+    if (!st.isDirectory()) return null;
+    const fp: Fingerprint = { size: 0, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
+    return { rel, abs, kind: "dir", ...fp, hash: linkHash(ss58, "") };
+  }
+  if (!(st.isFile() || st.isSymbolicLink())) return null;
   const kind: EntryKind = st.isSymbolicLink() ? "symlink" : "file";
   const fp: Fingerprint = { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
   const k = known?.(rel);
@@ -90,7 +110,9 @@ export async function scanLocalTree(
   const entries = new Map<string, LocalEntry>();
   const dirs = new Set<string>();
   const skipped: string[] = [];
-  const visit = async (dir: string, prefix: string): Promise<void> => {
+  /** Visits a directory; returns how many entries under it are synced. */
+  const visit = async (dir: string, prefix: string): Promise<number> => {
+    let count = 0;
     const list = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") return [];
       throw e;
@@ -108,15 +130,23 @@ export async function scanLocalTree(
       if (d.isDirectory()) {
         if (excludes.excluded(rel, true)) continue;
         dirs.add(rel);
-        await visit(join(dir, d.name), rel);
+        count++;
+        if ((await visit(join(dir, d.name), rel)) === 0) {
+          const e = await readLocalEntry(root, markerPath(rel), ss58);
+          if (e) entries.set(e.rel, e);
+        }
       } else if (d.isFile() || d.isSymbolicLink()) {
         if (excludes.excluded(rel)) continue;
         const e = await readLocalEntry(root, rel, ss58, known);
-        if (e) entries.set(rel, e);
+        if (e) {
+          entries.set(rel, e);
+          count++;
+        }
       } else if (!excludes.excluded(rel)) {
         skipped.push(rel);
       }
     }
+    return count;
   };
   await visit(root, "");
   return { entries, dirs, skipped };

@@ -114,10 +114,13 @@ interface Version {
   mode: number | null;
 }
 
-/** True when two versions hold the same thing: kind, content and (for files, when both known) permission bits. */
+/**
+ * True when two versions hold the same thing: kind, content and (for files, when both known)
+ * permission bits. Empty-directory markers are equal whatever their modes.
+ */
 export function sameVersion(a: Version, b: Version): boolean {
   if (a.kind !== b.kind || a.hash !== b.hash) return false;
-  return a.kind === "symlink" || a.mode === null || b.mode === null || a.mode === b.mode;
+  return a.kind !== "file" || a.mode === null || b.mode === null || a.mode === b.mode;
 }
 
 function versionKey(v: Version): string {
@@ -169,6 +172,8 @@ export function planSync(input: PlanInput): SyncAction[] {
     const b = base.get(p);
     const l = local.get(p);
     const r = remote.get(p);
+    // Empty-directory markers all look alike: never paired as renames.
+    if ((b ?? l ?? r)?.kind === "dir") continue;
     if (b && !l && r && r.revisionId === b.revisionId) push(localGone, versionKey(b), p);
     if (b && l && !r && sameVersion(l, b)) push(remoteGone, versionKey(b), p);
     if (!b && l && !r) push(localNew, versionKey(l), p);
@@ -231,7 +236,8 @@ export function planSync(input: PlanInput): SyncAction[] {
     }
     // Both sides changed.
     if (!l && !r) actions.push({ op: "forget", path: p });
-    else if (l && r && sameVersion(l, r)) actions.push({ op: "record", path: p, local: l, remote: r });
+    else if (l && r && (sameVersion(l, r) || l.kind === "dir" || r.kind === "dir"))
+      actions.push({ op: "record", path: p, local: l, remote: r });
     else if (!l && r) actions.push({ op: "download", path: p, remote: r, local: null, reason: "changed" });
     else if (l && !r) actions.push({ op: "upload", path: p, local: l, remote: null, reason: "new" });
     else if (l && r) {

@@ -156,7 +156,7 @@ export class SyncState {
 function fromRow(r: Row): BaseEntry {
   return {
     rel: r.path,
-    kind: r.kind === "symlink" ? "symlink" : "file",
+    kind: r.kind === "symlink" || r.kind === "dir" ? r.kind : "file",
     hash: r.hash,
     mode: r.mode,
     size: r.size,

@@ -95,10 +95,12 @@ export function registerPull(program: Command): void {
     .addHelpText(
       "after",
       `
-Files already identical in DEST are skipped; others are replaced atomically, unless the local
-file was edited after it was last pulled or synced: such a file is kept (and reported) unless
---force is given. Local files the server does not have are left alone. Symbolic links, mode
-bits and modification times stored by esync are restored. DEST/.esync/ records what was pulled.
+Files already identical in DEST are skipped; others are replaced atomically,
+unless the local file was edited after it was last pulled or synced: such a
+file is kept (and reported) unless --force is given. Local files the server
+does not have are left alone. Symbolic links, modes, modification times and
+empty directories stored by esync are restored. What was pulled is recorded in
+the config directory (pulls/), or in DEST/.esync/ when DEST is synced.
 
 Example:
   esync pull --folder documents ~/restore/documents`,

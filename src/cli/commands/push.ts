@@ -145,11 +145,12 @@ export function registerPush(program: Command): void {
     .addHelpText(
       "after",
       `
-Unchanged files (same content, kind and mode as on the server) are skipped. Symbolic links,
-mode bits and modification times are stored. Paths matching DIR/.esyncignore (gitignore
-syntax) or --exclude are left out. Files removed
-locally are not deleted on the server (use \`esync rm\`). Interrupted with Ctrl-C or by a crash,
-the same command resumes each large file where it stopped.
+Unchanged files (same content, kind and mode as on the server) are skipped.
+Symbolic links, modes, modification times and empty directories are stored.
+Paths matching DIR/.esyncignore (gitignore syntax) or --exclude are left out.
+Files removed locally are not deleted on the server (use \`esync rm\`, or
+\`esync sync\`). Interrupted with Ctrl-C or by a crash, the same command resumes
+each large file where it stopped.
 
 Examples:
   esync push ~/Documents --folder documents --create
@@ -281,9 +282,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         setDone(u.bytesDone, u.bytesSkipped);
       }
     };
-    // A link is uploaded as a file holding its target (encrypted like any content).
+    // A link is uploaded as a file holding its target (encrypted like any content); an empty
+    // directory as its empty marker.
     const linkFile =
-      file.kind === "symlink"
+      file.kind !== "file"
         ? join(ctx.paths.spill, `link-${toHex(crypto.getRandomValues(new Uint8Array(6)))}`)
         : null;
     try {

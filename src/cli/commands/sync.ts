@@ -9,7 +9,6 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { ApiError } from "../../client/api-error.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import { runSyncPass, type SyncContext, type SyncReport } from "../../sync/engine.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
@@ -19,11 +18,13 @@ import { watchLoop } from "../../sync/watch.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
 interface SyncOptions {
   folder: string;
+  create?: boolean;
   watch?: boolean;
   exclude: string[];
   interval: string;
@@ -77,7 +78,8 @@ export function registerSync(program: Command): void {
     .command("sync")
     .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
     .argument("<dir>", "local directory to sync (created if missing)")
-    .requiredOption("-f, --folder <label>", "folder label (registered if needed)")
+    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("--create", "register the folder on the server if it does not exist yet")
     .option("-w, --watch", "keep running: sync on local changes and poll the server")
     .option(
       "-x, --exclude <pattern>",
@@ -90,37 +92,21 @@ export function registerSync(program: Command): void {
     .addHelpText(
       "after",
       `
-A file changed on both sides keeps both: the server's version under its name, yours as
-"NAME (conflicted copy from DEVICE YYYY-MM-DD).EXT". Deletions and renames propagate both
-ways. Mode bits, modification times and symbolic links are kept. Paths matching
-DIR/.esyncignore (gitignore syntax) or --exclude are left alone on both sides.
-The sync state is kept in DIR/.esync/ (never synced).
+A file changed on both sides keeps both: the server's version under its name,
+yours as "NAME (conflicted copy from DEVICE YYYY-MM-DD).EXT". Deletions and
+renames propagate both ways. Modes, modification times, symbolic links and
+empty directories are kept. Paths matching DIR/.esyncignore (gitignore syntax)
+or --exclude are left alone on both sides. The sync state is kept in
+DIR/.esync/ (never synced). With --json, each pass prints one JSON document.
 
 Examples:
-  esync sync ~/Documents --folder documents
-  esync sync ~/Documents -f documents --watch --exclude '*.tmp' --exclude node_modules/`,
+  esync sync ~/Documents --folder documents --create
+  esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/`,
     )
     .action(async (dir: string, opts: SyncOptions, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
       await sync(ctx, dir, opts);
     });
-}
-
-async function ensureFolder(ctx: CommandContext, label: string, folderHash: string): Promise<boolean> {
-  const { folders } = await ctx.api.listFolders(ctx.address);
-  if (folders.some((f) => f.folder_hash === folderHash)) return false;
-  try {
-    await ctx.api.registerFolder({
-      ss58Address: ctx.address,
-      folderHash,
-      label,
-      deviceName: ctx.config.device_name,
-    });
-    return true;
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 409) return false;
-    throw e;
-  }
 }
 
 async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promise<void> {
@@ -157,7 +143,8 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
     let registered = false;
     const pass = async (): Promise<SyncReport> => {
       if (!registered) {
-        if (await ensureFolder(ctx, label, folder.folderHash)) say(`registered folder "${label}"`);
+        if ((await resolveFolder(ctx, label, { create: opts.create === true })).registered)
+          say(`registered folder "${label}"`);
         registered = true;
       }
       // The ignore file is read again each pass, so editing it takes effect without a restart.
