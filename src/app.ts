@@ -8,6 +8,7 @@
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, ValidationError } from "elysia";
 import { AppError, fail } from "./errors/errors.ts";
+import { batchController } from "./files/batch.controller.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
@@ -94,6 +95,7 @@ export function createApp(deps: AppDeps) {
     .use(foldersController(s))
     .use(sessionsController(s))
     .use(filesController(s))
+    .use(batchController(s))
     .use(searchController(s));
   if (deps.config.openApi) app.use(openApi());
   return { app, services: s };

@@ -12,6 +12,7 @@ export const ERRORS = {
   invalid_file_type: { status: 400, message: "Unknown or malformed file_type" },
   q_too_long: { status: 400, message: "q is longer than 256 characters" },
   invalid_parameter: { status: 400, message: "A query or path parameter is malformed" },
+  batch_too_large: { status: 400, message: "Too many entries in one batch request" },
   stale_sequence: { status: 400, message: "revision_seq must be greater than the current revision's" },
   unauthorized: { status: 401, message: "Missing or invalid bearer token" },
   forbidden: { status: 403, message: "The token does not grant access to this resource" },

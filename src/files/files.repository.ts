@@ -73,6 +73,38 @@ export class FilesRepository {
     return changes(r) > 0;
   }
 
+  /**
+   * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
+   * (rename, extensions §1.2); every other column stays. True when the row existed.
+   */
+  rekey(
+    owner: string,
+    folderHash: string,
+    oldPathHash: Uint8Array,
+    row: Pick<
+      FileRow,
+      | "pathHash"
+      | "encryptedPath"
+      | "fileName"
+      | "relativePath"
+      | "searchName"
+      | "ext"
+      | "revisionSeq"
+      | "revisionId"
+      | "updatedAt"
+    >,
+  ): boolean {
+    return (
+      changes(
+        this.db
+          .update(files)
+          .set(row)
+          .where(fileKey(owner, folderHash, oldPathHash))
+          .run(),
+      ) > 0
+    );
+  }
+
   /** Blob ids of every file of a folder. */
   blobIdsOfFolder(owner: string, folderHash: string): string[] {
     return this.db

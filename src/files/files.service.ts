@@ -13,6 +13,7 @@ import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
+import { MAX_BATCH_DELETE } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
@@ -26,6 +27,40 @@ export interface StoredBlob extends BlobLayout {
   ciphertextHash: string;
   /** BLAKE3 hex of each chunk, or null when unknown. */
   chunkHashes: string[] | null;
+}
+
+/** `file_id`: 64 hex characters. */
+const FILE_ID = /^[0-9a-fA-F]{64}$/;
+
+/** What `removeMany` did, per id. */
+export interface BatchDeleteOutcome {
+  deleted: { file_id: string; status: "deleted" | "already_deleted" }[];
+  errors: { file_id: string; error: "invalid_file_id" | "database_error" }[];
+  filesDeleted: number;
+}
+
+/** One rename of `renameMany`: 32-byte hashes and the new path metadata. */
+export interface RenameEntry {
+  oldPathHash: Uint8Array;
+  newPathHash: Uint8Array;
+  baseRevisionId: Uint8Array;
+  encryptedPath: Uint8Array;
+  fileName: string | null;
+  relativePath: string | null;
+}
+
+/** Why one rename failed (extensions §1.2). */
+export type RenameFailureReason = "not_found" | "target_exists" | "revision_mismatch" | "database_error";
+
+/** What `renameMany` did, per entry. */
+export interface BatchRenameOutcome {
+  successes: {
+    oldPathHash: Uint8Array;
+    newPathHash: Uint8Array;
+    revisionId: Uint8Array;
+    revisionSeq: number;
+  }[];
+  failures: { oldPathHash: Uint8Array; reason: RenameFailureReason }[];
 }
 
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
@@ -165,13 +200,120 @@ export class FilesService {
    */
   remove(owner: string, folderHash: string, pathHash: Uint8Array): void {
     this.db.transaction(() => {
-      const now = this.clock.now();
-      const current = this.filesRepo.get(owner, folderHash, pathHash);
-      if (!current) throw fail("not_found", "No file with this file_id in this folder");
-      this.filesRepo.remove(owner, folderHash, pathHash);
-      this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-      this.deletions.enqueue([blobPrefix(current.blobId)], now);
+      if (!this.removeRow(owner, folderHash, pathHash, this.clock.now()))
+        throw fail("not_found", "No file with this file_id in this folder");
     });
+  }
+
+  /**
+   * Deletes one file inside the caller's transaction: row, folder counters, and its blob queued
+   * for deletion. False when there is no such file.
+   */
+  private removeRow(owner: string, folderHash: string, pathHash: Uint8Array, now: number): boolean {
+    const current = this.filesRepo.get(owner, folderHash, pathHash);
+    if (!current) return false;
+    this.filesRepo.remove(owner, folderHash, pathHash);
+    this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
+    this.deletions.enqueue([blobPrefix(current.blobId)], now);
+    return true;
+  }
+
+  /**
+   * Deletes files of one folder by id in one transaction (`POST /delete_files`, extensions §1.1,
+   * §9 item 7): each id is `deleted`, `already_deleted` (no row) or an error (`invalid_file_id`
+   * when not 64 hex characters, `database_error` when its delete failed and was rolled back).
+   * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do.
+   * @throws AppError `batch_too_large` (400) over `MAX_BATCH_DELETE` ids.
+   */
+  removeMany(owner: string, folderHash: string, fileIds: readonly string[]): BatchDeleteOutcome {
+    if (fileIds.length > MAX_BATCH_DELETE)
+      throw fail(
+        "batch_too_large",
+        `At most ${MAX_BATCH_DELETE} file_ids per request, got ${fileIds.length}`,
+      );
+    const out: BatchDeleteOutcome = { deleted: [], errors: [], filesDeleted: 0 };
+    const seen = new Set<string>();
+    this.db.transaction((tx) => {
+      const now = this.clock.now();
+      for (const id of fileIds) {
+        const key = id.toLowerCase();
+        if (seen.has(key)) continue;
+        seen.add(key);
+        if (!FILE_ID.test(id)) {
+          out.errors.push({ file_id: id, error: "invalid_file_id" });
+          continue;
+        }
+        try {
+          const removed = tx.transaction(() =>
+            this.removeRow(owner, folderHash, Buffer.from(key, "hex"), now),
+          );
+          out.deleted.push({ file_id: id, status: removed ? "deleted" : "already_deleted" });
+          if (removed) out.filesDeleted++;
+        } catch {
+          out.errors.push({ file_id: id, error: "database_error" });
+        }
+      }
+    });
+    return out;
+  }
+
+  /**
+   * Renames files of one folder (`POST /rename_files`, extensions §1.2, §9 item 6), entries in
+   * request order, each on its own: the row moves to `new_path_hash` with the new path metadata
+   * (absent fields: empty encrypted path, null name and path), `revision_seq + 1` and a new random
+   * `revision_id`; ciphertext, `created_at`, sizes and the uploader stay. Failures: `not_found`,
+   * `target_exists`, `revision_mismatch`, `database_error`. The caller has verified the signature.
+   */
+  renameMany(owner: string, folderHash: string, renames: readonly RenameEntry[]): BatchRenameOutcome {
+    const out: BatchRenameOutcome = { successes: [], failures: [] };
+    this.db.transaction((tx) => {
+      const now = this.clock.now();
+      for (const r of renames) {
+        const failed = (reason: RenameFailureReason) =>
+          out.failures.push({ oldPathHash: r.oldPathHash, reason });
+        try {
+          const current = this.filesRepo.get(owner, folderHash, r.oldPathHash);
+          if (!current) {
+            failed("not_found");
+            continue;
+          }
+          if (!Buffer.from(current.revisionId).equals(Buffer.from(r.baseRevisionId))) {
+            failed("revision_mismatch");
+            continue;
+          }
+          if (this.filesRepo.get(owner, folderHash, r.newPathHash)) {
+            failed("target_exists");
+            continue;
+          }
+          const revisionId = Buffer.from(randomHex(32), "hex");
+          const searchName = searchNameOf(r.fileName, r.relativePath);
+          const revisionSeq = current.revisionSeq + 1;
+          tx.transaction(() => {
+            this.filesRepo.rekey(owner, folderHash, r.oldPathHash, {
+              pathHash: Buffer.from(r.newPathHash),
+              encryptedPath: Buffer.from(r.encryptedPath),
+              fileName: r.fileName,
+              relativePath: r.relativePath,
+              searchName,
+              ext: extensionOf(searchName),
+              revisionSeq,
+              revisionId,
+              updatedAt: now,
+            });
+            this.foldersRepo.applyFileChange(owner, folderHash, 0, 0, now);
+          });
+          out.successes.push({
+            oldPathHash: r.oldPathHash,
+            newPathHash: r.newPathHash,
+            revisionId,
+            revisionSeq,
+          });
+        } catch {
+          failed("database_error");
+        }
+      }
+    });
+    return out;
   }
 
   /**

@@ -5,8 +5,7 @@
  */
 import { Elysia } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
-import { fail } from "../errors/errors.ts";
-import { authenticated, doc, jsonBody, responses } from "../http/contract.ts";
+import { authenticated, bodyAddress, doc, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
 import {
@@ -17,13 +16,6 @@ import {
   UnregisterFolderBody,
   UnregisterFolderResult,
 } from "../wire/schemas.ts";
-
-/** `ss58_address`, or its alias `user_id`. @throws AppError `invalid_manifest` when both are absent. */
-function bodyAddress(b: { ss58_address?: string; user_id?: string }): string {
-  const a = b.ss58_address ?? b.user_id;
-  if (a === undefined) throw fail("invalid_manifest", "ss58_address (alias user_id) is required");
-  return a;
-}
 
 /** The folder registry routes. */
 export function foldersController(s: Services) {

@@ -68,6 +68,13 @@ export function callerOf(s: Services, request: Request): Promise<string> {
   return p;
 }
 
+/** `ss58_address`, or its alias `user_id`. @throws AppError `invalid_manifest` when both are absent. */
+export function bodyAddress(b: { ss58_address?: string; user_id?: string }): string {
+  const a = b.ss58_address ?? b.user_id;
+  if (a === undefined) throw fail("invalid_manifest", "ss58_address (alias user_id) is required");
+  return a;
+}
+
 /** A derive hook giving the route `caller` (the token's address) before any validation: 401 first. */
 export function authenticated(s: Services) {
   return async ({ request }: { request: Request }) => ({ caller: await callerOf(s, request) });
@@ -75,13 +82,13 @@ export function authenticated(s: Services) {
 
 /**
  * A route-level parse hook for JSON bodies: authenticates first (401 before the body is read),
- * then reads the body with `readJson` (at most 1 MiB). The route's body schema checks the result.
+ * then reads the body with `readJson` (at most `maxBytes`, default 1 MiB). The route's body schema checks the result.
  * @throws AppError `unauthorized`, or `code` (default `invalid_manifest`) for a body that is not JSON.
  */
-export function jsonBody(s: Services, code: ErrorCode = "invalid_manifest") {
+export function jsonBody(s: Services, code: ErrorCode = "invalid_manifest", maxBytes?: number) {
   return async ({ request }: { request: Request }) => {
     await callerOf(s, request);
-    return readJson(request, code);
+    return readJson(request, code, maxBytes);
   };
 }
 

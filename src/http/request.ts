@@ -9,17 +9,20 @@ import { type ErrorCode, fail } from "../errors/errors.ts";
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads the body as JSON (at most `MAX_JSON_BODY_BYTES`).
+ * Reads the body as JSON (at most `maxBytes`, default `MAX_JSON_BODY_BYTES`).
  * @throws AppError `code` (default `invalid_manifest`) when the body is empty, too large or not JSON.
  */
-export async function readJson(request: Request, code: ErrorCode = "invalid_manifest"): Promise<unknown> {
+export async function readJson(
+  request: Request,
+  code: ErrorCode = "invalid_manifest",
+  maxBytes: number = MAX_JSON_BODY_BYTES,
+): Promise<unknown> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (declared > MAX_JSON_BODY_BYTES) throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+  if (declared > maxBytes) throw fail(code, `request body over ${maxBytes} bytes`);
   let text: string;
   try {
     const buf = await request.arrayBuffer();
-    if (buf.byteLength > MAX_JSON_BODY_BYTES)
-      throw fail(code, `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+    if (buf.byteLength > maxBytes) throw fail(code, `request body over ${maxBytes} bytes`);
     text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
   } catch (e) {
     if (e instanceof Error && e.name === "AppError") throw e;

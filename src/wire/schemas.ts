@@ -413,3 +413,99 @@ export const DownloadHeaders = t.Object({
     t.String({ description: "bytes=a-b, bytes=a- or bytes=-n; malformed or multi-range values are ignored" }),
   ),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Product extensions (extensions.md §1, §2): batch operations, folder entries, quota, summaries
+
+/** Most ids of one `POST /delete_files` (extensions §1.1, §8.2). */
+export const MAX_BATCH_DELETE = 1000;
+/** Most entries of one `POST /rename_files` (extensions §9 item 6). */
+export const MAX_BATCH_RENAME = 1000;
+/** Most entries of one folder-entry or `/register_relative_paths` call (extensions §8.2). */
+export const MAX_PATH_BATCH = 500;
+
+/** `POST /delete_files` (extensions §1.1); ids that are not 64 hex fail one by one, not the request. */
+export const DeleteFilesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  file_ids: t.Array(t.String({ description: "path_hash as 64 lowercase hex characters" }), {
+    minItems: 1,
+    description: `1 to ${MAX_BATCH_DELETE} ids (more: 400 batch_too_large)`,
+  }),
+  quiet: t.Optional(t.Boolean({ default: false, description: "leave successful entries out of the answer" })),
+});
+
+/** `POST /delete_files` answer (extensions §1.1): 200 also when some ids fail. */
+export const DeleteFilesResult = t.Object({
+  deleted: t.Optional(
+    t.Array(
+      t.Object({
+        file_id: t.String(),
+        status: t.Union([t.Literal("deleted"), t.Literal("already_deleted")]),
+      }),
+      { description: "absent when quiet" },
+    ),
+  ),
+  errors: t.Array(
+    t.Object({
+      file_id: t.String(),
+      error: t.Union([t.Literal("invalid_file_id"), t.Literal("database_error")]),
+    }),
+  ),
+  files_deleted: Type.Integer({ minimum: 0 }),
+});
+
+/** One entry of `POST /rename_files` (extensions §1.2). */
+export const SingleRename = t.Object({
+  old_path_hash: Bytes32,
+  new_path_hash: Bytes32,
+  new_encrypted_path: t.Optional(
+    t.Union([t.Array(byte, { maxItems: 8192 }), t.Null()], { description: "default empty" }),
+  ),
+  new_file_name: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
+  new_relative_path: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
+  base_revision_id: Bytes32,
+});
+
+/** `POST /rename_files` (extensions §1.2): one Ed25519 signature over the sorted hash pairs. */
+export const RenameFilesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  renames: t.Array(SingleRename, {
+    minItems: 1,
+    description: `1 to ${MAX_BATCH_RENAME} entries (more: 400 batch_too_large)`,
+  }),
+  signature: t.Array(byte, {
+    minItems: 64,
+    maxItems: 64,
+    description: "Ed25519 over the rename declaration",
+  }),
+  signing_key: Bytes32,
+});
+
+/** `POST /rename_files` answer (extensions §1.2): 200 also when some entries fail. */
+export const RenameFilesResult = t.Object({
+  status: t.Literal("ok"),
+  renamed_count: Type.Integer({ minimum: 0 }),
+  successes: t.Array(
+    t.Object({
+      old_path_hash: Bytes32,
+      new_path_hash: Bytes32,
+      new_revision_id: Bytes32,
+      new_revision_seq: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  failures: t.Array(
+    t.Object({
+      old_path_hash: Bytes32,
+      reason: t.Union([
+        t.Literal("not_found"),
+        t.Literal("target_exists"),
+        t.Literal("revision_mismatch"),
+        t.Literal("database_error"),
+      ]),
+    }),
+  ),
+});
