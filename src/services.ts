@@ -11,6 +11,7 @@ import type { Db } from "./db/client.ts";
 import { FilesRepository } from "./files/files.repository.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
+import { FolderEntriesRepository } from "./folders/folder-entries.repository.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
@@ -54,11 +55,12 @@ export function buildServices(deps: AppDeps): Services {
   const deletions = new DeletionQueueRepository(db);
   const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
   const searchRepo = new SearchRepository(db);
+  const entriesRepo = new FolderEntriesRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
   return {
     deps,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock),
+    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, entriesRepo),
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
@@ -74,6 +76,6 @@ export function buildServices(deps: AppDeps): Services {
     }),
     deletions,
     search: new SearchService(searchRepo),
-    browse: new BrowseService(searchRepo),
+    browse: new BrowseService(searchRepo, entriesRepo),
   };
 }

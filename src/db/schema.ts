@@ -148,3 +148,19 @@ export const apiTokens = sqliteTable(
   },
   (t) => [uniqueIndex("api_tokens_sha").on(t.tokenSha256), index("api_tokens_owner").on(t.owner)],
 );
+
+/**
+ * Explicit directories of a folder (extensions.md §1.5): one row per registered directory path
+ * (folder-relative, NFC, no leading or trailing `/`). Independent of file rows; `/browse` lists
+ * them as empty sub-folders.
+ */
+export const folderEntries = sqliteTable(
+  "folder_entries",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    relativePath: text("relative_path").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
+);

@@ -1,7 +1,8 @@
 /**
  * @module files/batch.controller
- * HTTP of the product's batch file operations (extensions.md §1.1, §1.2): `POST /delete_files`
- * and `POST /rename_files`. Both answer 200 with per-entry results, also when some entries fail.
+ * HTTP of the product's batch file operations (extensions.md §1.1, §1.2, §1.6): `POST
+ * /delete_files`, `POST /rename_files` and `POST /register_relative_paths/{ss58}/{folder_hash}`.
+ * Each answers 200 with per-entry results, also when some entries fail.
  * Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
@@ -13,7 +14,11 @@ import type { Services } from "../services.ts";
 import {
   DeleteFilesBody,
   DeleteFilesResult,
+  FolderParams,
   MAX_BATCH_RENAME,
+  MAX_RELATIVE_PATHS_BODY_BYTES,
+  RegisterRelativePathsBody,
+  RegisterRelativePathsResult,
   RenameFilesBody,
   RenameFilesResult,
 } from "../wire/schemas.ts";
@@ -101,6 +106,24 @@ export function batchController(s: Services) {
           "files",
           "Rename (re-key) files of one folder without touching their ciphertext",
           "One Ed25519 signature over the declaration of the entries sorted by old_path_hash; 200 with per-entry successes and failures.",
+        ),
+      },
+    )
+    .post(
+      "/register_relative_paths/:ss58/:folder_hash",
+      ({ caller, params, body }) => {
+        AuthService.requireOwner(caller, params.ss58, "this address");
+        return success(s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
+      },
+      {
+        parse: jsonBody(s, "invalid_manifest", MAX_RELATIVE_PATHS_BODY_BYTES, "batch_too_large"),
+        params: FolderParams,
+        body: RegisterRelativePathsBody,
+        response: responses(RegisterRelativePathsResult, [400, 401, 403, 500]),
+        detail: doc(
+          "files",
+          "Back-fill the plaintext relative_path of rows written without one",
+          "Never overwrites a path; 200 with per-entry errors (invalid_path, not_found, path_mismatch). At most 500 entries, 4 MiB.",
         ),
       },
     );

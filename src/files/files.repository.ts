@@ -105,6 +105,20 @@ export class FilesRepository {
     );
   }
 
+  /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
+  setPath(
+    owner: string,
+    folderHash: string,
+    pathHash: Uint8Array,
+    cols: Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">,
+  ): void {
+    this.db
+      .update(files)
+      .set(cols)
+      .where(fileKey(owner, folderHash, pathHash))
+      .run();
+  }
+
   /** Blob ids of every file of a folder. */
   blobIdsOfFolder(owner: string, folderHash: string): string[] {
     return this.db

@@ -13,11 +13,12 @@ import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
-import { MAX_BATCH_DELETE } from "../wire/schemas.ts";
+import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 import type { FilesRepository } from "./files.repository.ts";
+import { isRelativePath, lastSegment } from "./paths.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
@@ -61,6 +62,16 @@ export interface BatchRenameOutcome {
     revisionSeq: number;
   }[];
   failures: { oldPathHash: Uint8Array; reason: RenameFailureReason }[];
+}
+
+/** What `registerRelativePaths` did. */
+export interface RelativePathsOutcome {
+  updated: number;
+  skipped: number;
+  errors: {
+    path_hash: string;
+    reason: "invalid_path" | "not_found" | "path_mismatch" | "database_error";
+  }[];
 }
 
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
@@ -182,6 +193,57 @@ export class FilesService {
       also?.(result);
       return result;
     });
+  }
+
+  /**
+   * Back-fills the plaintext `relative_path` of rows that have none (`POST
+   * /register_relative_paths`, extensions §1.6, §9 item 8), in one transaction: a row whose path
+   * is null gets it (and its last segment as `file_name` when that is null too): `updated`; a row
+   * already holding exactly that path: `skipped`; errors per entry: `invalid_path`, `not_found`,
+   * `path_mismatch` (a different path is never overwritten), `database_error`.
+   * @throws AppError `batch_too_large` (400) over `MAX_PATH_BATCH` entries.
+   */
+  registerRelativePaths(
+    owner: string,
+    folderHash: string,
+    entries: readonly { path_hash: string; relative_path: string }[],
+  ): RelativePathsOutcome {
+    if (entries.length > MAX_PATH_BATCH)
+      throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${entries.length}`);
+    const out: RelativePathsOutcome = { updated: 0, skipped: 0, errors: [] };
+    this.db.transaction((tx) => {
+      for (const e of entries) {
+        const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
+          out.errors.push({ path_hash: e.path_hash, reason });
+        if (!isRelativePath(e.relative_path)) {
+          failed("invalid_path");
+          continue;
+        }
+        try {
+          const pathHash = Buffer.from(e.path_hash, "hex");
+          const row = this.filesRepo.get(owner, folderHash, pathHash);
+          if (!row) failed("not_found");
+          else if (row.relativePath === e.relative_path) out.skipped++;
+          else if (row.relativePath !== null) failed("path_mismatch");
+          else {
+            const fileName = row.fileName ?? lastSegment(e.relative_path);
+            const searchName = searchNameOf(fileName, e.relative_path);
+            tx.transaction(() =>
+              this.filesRepo.setPath(owner, folderHash, pathHash, {
+                relativePath: e.relative_path,
+                fileName,
+                searchName,
+                ext: extensionOf(searchName),
+              }),
+            );
+            out.updated++;
+          }
+        } catch {
+          failed("database_error");
+        }
+      }
+    });
+    return out;
   }
 
   /** A page of a folder's files for `/get_state` (complement §5). */

@@ -82,13 +82,19 @@ export function authenticated(s: Services) {
 
 /**
  * A route-level parse hook for JSON bodies: authenticates first (401 before the body is read),
- * then reads the body with `readJson` (at most `maxBytes`, default 1 MiB). The route's body schema checks the result.
+ * then reads the body with `readJson` (at most `maxBytes`, default 1 MiB; a larger body fails
+ * with `tooLargeCode`). The route's body schema checks the result.
  * @throws AppError `unauthorized`, or `code` (default `invalid_manifest`) for a body that is not JSON.
  */
-export function jsonBody(s: Services, code: ErrorCode = "invalid_manifest", maxBytes?: number) {
+export function jsonBody(
+  s: Services,
+  code: ErrorCode = "invalid_manifest",
+  maxBytes?: number,
+  tooLargeCode: ErrorCode = code,
+) {
   return async ({ request }: { request: Request }) => {
     await callerOf(s, request);
-    return readJson(request, code, maxBytes);
+    return readJson(request, code, maxBytes, tooLargeCode);
   };
 }
 
@@ -156,6 +162,16 @@ export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: 
   for (const status of errors)
     map[status] = status === 409 ? t.Union([ErrorEnvelope, ConflictEnvelope]) : ErrorEnvelope;
   return map as { 200: ReturnType<typeof successOf<S>> } & Record<number, TSchema>;
+}
+
+/**
+ * The response schemas of a route of the flat legacy family (extensions §0.2): 200 → `ok` as is,
+ * each error status → the Error envelope.
+ */
+export function flatResponses<S extends TSchema>(ok: S, errors: ErrorStatus[]) {
+  const map: Record<number, TSchema> = { 200: ok };
+  for (const status of errors) map[status] = ErrorEnvelope;
+  return map as { 200: S } & Record<number, TSchema>;
 }
 
 /** The OpenAPI decoration of an authenticated route. */

@@ -9,10 +9,12 @@
  *
  * Directories come from `relative_path`: everything before its last `/`, without leading or
  * trailing `/`. Folder counts are kept per directory by triggers (`search_dirs`), so a folder
- * root with 300,000 files below it costs one small range read, not a scan.
+ * root with 300,000 files below it costs one small range read, not a scan. Registered directory
+ * entries (extensions §1.5) add the sub-folders no file lies under, with zero counts.
  */
 
 import { toRemoteFileEntry } from "../files/file-entry.ts";
+import type { FolderEntriesRepository } from "../folders/folder-entries.repository.ts";
 import type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 import type { BrowseQuery } from "./search.query.ts";
 import type { Cond, SearchRepository } from "./search.repository.ts";
@@ -29,7 +31,10 @@ function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {
 
 /** Directory listings of a folder. */
 export class BrowseService {
-  constructor(private readonly repo: SearchRepository) {}
+  constructor(
+    private readonly repo: SearchRepository,
+    private readonly entries: FolderEntriesRepository,
+  ) {}
 
   /** Lists one directory of `owner`'s folder `folderHash` (the caller has checked ownership). */
   browse(owner: string, folderHash: string, query: BrowseQuery): BrowseResult {
@@ -38,17 +43,21 @@ export class BrowseService {
       const oid = this.repo.ownerId(owner);
       const filtering = query.exts !== null || query.q !== null;
       const prefix = path === "" ? "" : `${path}/`;
-      const folders =
-        oid === null || filtering
-          ? []
-          : this.repo
-              .subdirs(oid, folderHash, path)
-              .map((d) => ({
-                name: d.path.slice(prefix.length),
-                file_count: d.fileCount,
-                total_bytes: d.totalBytes,
-              }))
-              .sort(byName);
+      const folders: BrowseFolderEntry[] = [];
+      if (!filtering) {
+        if (oid !== null)
+          for (const d of this.repo.subdirs(oid, folderHash, path))
+            folders.push({
+              name: d.path.slice(prefix.length),
+              file_count: d.fileCount,
+              total_bytes: d.totalBytes,
+            });
+        // Explicit directories (extensions §1.5) without files below them, once by name.
+        const derived = new Set(folders.map((f) => f.name));
+        for (const name of this.entries.childNames(owner, folderHash, path))
+          if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });
+        folders.sort(byName);
+      }
       const conds: Cond[] = [{ kind: "dir", folderHash, dir: path }];
       if (query.exts) conds.push({ kind: "exts", exts: query.exts });
       if (query.q !== null) conds.push({ kind: "substr", q: query.q });

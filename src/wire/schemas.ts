@@ -509,3 +509,55 @@ export const RenameFilesResult = t.Object({
     }),
   ),
 });
+
+/** Register and unregister folder entries (extensions §1.5, §9 item 1). */
+export const FolderEntriesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  relative_paths: t.Array(t.String(), {
+    description: `directory paths (NFC, no leading or trailing '/', no empty, '.' or '..' segment); at most ${MAX_PATH_BATCH} (more: 400 batch_too_large); [] is a no-op`,
+  }),
+});
+/** `POST /register_folder_entries`: `count` = the named entries now present. */
+export const RegisterFolderEntriesResult = t.Object({
+  status: t.Literal("registered"),
+  count: Type.Integer({ minimum: 0 }),
+});
+/** `DELETE /unregister_folder_entries`: `count` = the entries removed. */
+export const UnregisterFolderEntriesResult = t.Object({
+  status: t.Literal("unregistered"),
+  count: Type.Integer({ minimum: 0 }),
+});
+/** `GET /list_folder_entries/{ss58}/{folder_hash}` (flat, no envelope). */
+export const ListFolderEntriesResult = t.Object({ relative_paths: t.Array(t.String()) });
+
+/** Largest `/register_relative_paths` body, bytes (extensions §1.6). */
+export const MAX_RELATIVE_PATHS_BODY_BYTES = 4 * 1024 * 1024;
+
+/** `POST /register_relative_paths/{ss58}/{folder_hash}` (extensions §1.6). */
+export const RegisterRelativePathsBody = t.Object({
+  entries: t.Array(
+    t.Object({
+      path_hash: t.String({ pattern: "^[0-9a-fA-F]{64}$", description: "the row's path_hash as 64 hex" }),
+      relative_path: t.String({ description: "plaintext path, validated like upload paths" }),
+    }),
+    { description: `at most ${MAX_PATH_BATCH} entries (more: 400 batch_too_large); body at most 4 MiB` },
+  ),
+});
+/** `POST /register_relative_paths` answer: 200 also when every entry fails. */
+export const RegisterRelativePathsResult = t.Object({
+  updated: Type.Integer({ minimum: 0 }),
+  skipped: Type.Integer({ minimum: 0 }),
+  errors: t.Array(
+    t.Object({
+      path_hash: t.String(),
+      reason: t.Union([
+        t.Literal("invalid_path"),
+        t.Literal("not_found"),
+        t.Literal("path_mismatch"),
+        t.Literal("database_error"),
+      ]),
+    }),
+  ),
+});
