@@ -7,6 +7,7 @@
  */
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, ValidationError } from "elysia";
+import { capabilitiesController } from "./capabilities/capabilities.controller.ts";
 import { AppError, fail } from "./errors/errors.ts";
 import { batchController } from "./files/batch.controller.ts";
 import { filesController } from "./files/files.controller.ts";
@@ -92,6 +93,7 @@ export function createApp(deps: AppDeps) {
       return errorResponse(toAppError(error, code, s, request, requestId), requestId);
     })
     .use(healthController(s))
+    .use(capabilitiesController())
     .use(foldersController(s))
     .use(sessionsController(s))
     .use(filesController(s))

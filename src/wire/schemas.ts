@@ -561,3 +561,15 @@ export const RegisterRelativePathsResult = t.Object({
     }),
   ),
 });
+
+/** `GET /v1/capabilities` (extensions §2.1, v1 family: the object itself). A missing key means false. */
+export const Capabilities = t.Object({
+  shares: t.Boolean(),
+  folder_shares: t.Boolean(),
+  folder_share_revoke_by_hash: t.Boolean(),
+  share_owner_wrap: t.Boolean(),
+  folder_grants: t.Boolean(),
+  folder_grant_writes: t.Boolean(),
+  member_folder_shares: t.Boolean(),
+  upload_folder_shares: t.Boolean(),
+});

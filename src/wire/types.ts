@@ -56,3 +56,5 @@ export type UnregisterFolderBody = Static<typeof S.UnregisterFolderBody>;
 export type SearchQueryParams = Static<typeof S.SearchQuery>;
 /** `GET /browse/{ss58}/{folder_hash}` query parameters. */
 export type BrowseQueryParams = Static<typeof S.BrowseQuery>;
+/** `GET /v1/capabilities` (extensions §2.1). */
+export type Capabilities = Static<typeof S.Capabilities>;
