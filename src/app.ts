@@ -16,6 +16,7 @@ import { healthController } from "./health/health.controller.ts";
 import { validationFailure } from "./http/contract.ts";
 import { errorResponse } from "./http/envelope.ts";
 import { openApi } from "./http/openapi.ts";
+import { quotaController } from "./quota/quota.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
@@ -98,6 +99,7 @@ export function createApp(deps: AppDeps) {
     .use(sessionsController(s))
     .use(filesController(s))
     .use(batchController(s))
+    .use(quotaController(s))
     .use(searchController(s));
   if (deps.config.openApi) app.use(openApi());
   return { app, services: s };

@@ -14,6 +14,8 @@ import { SingleUploadService } from "./files/single-upload.ts";
 import { FolderEntriesRepository } from "./folders/folder-entries.repository.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
+import { QuotaRepository } from "./quota/quota.repository.ts";
+import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { SearchRepository } from "./search/search.repository.ts";
 import { SearchService } from "./search/search.service.ts";
@@ -45,6 +47,7 @@ export interface Services {
   deletions: DeletionQueueRepository;
   search: SearchService;
   browse: BrowseService;
+  quota: QuotaService;
 }
 
 /** Wires repositories and services on `deps`. */
@@ -53,7 +56,8 @@ export function buildServices(deps: AppDeps): Services {
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
-  const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock);
+  const quota = new QuotaService(new QuotaRepository(db), clock, config.defaultQuotaBytes);
+  const files = new FilesService(db, filesRepo, foldersRepo, deletions, blobs, clock, quota);
   const searchRepo = new SearchRepository(db);
   const entriesRepo = new FolderEntriesRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
@@ -77,5 +81,6 @@ export function buildServices(deps: AppDeps): Services {
     deletions,
     search: new SearchService(searchRepo),
     browse: new BrowseService(searchRepo, entriesRepo),
+    quota,
   };
 }

@@ -70,6 +70,11 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
   openApi: boolean;
+  /**
+   * Storage allowance of an account without an override, plaintext bytes
+   * (`ESYNC_DEFAULT_QUOTA_BYTES`; empty or absent = unlimited, `null`).
+   */
+  defaultQuotaBytes: number | null;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
 }
@@ -174,6 +179,10 @@ export function loadConfig(env: Env = process.env): Config {
     gcIntervalBytes: int(env, "ESYNC_GC_INTERVAL_BYTES", 256 * 1024 * 1024, 0, 2 ** 50),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
+    defaultQuotaBytes:
+      str(env, "ESYNC_DEFAULT_QUOTA_BYTES", "") === ""
+        ? null
+        : int(env, "ESYNC_DEFAULT_QUOTA_BYTES", 0, 0, Number.MAX_SAFE_INTEGER),
     s3,
   };
 }

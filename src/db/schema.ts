@@ -164,3 +164,26 @@ export const folderEntries = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
 );
+
+/**
+ * Per-account totals of live files (plaintext bytes), kept exact by triggers on `files` in the
+ * transaction of every write, replace, rename and delete (drizzle/0010): the quota's usage and
+ * `/get_user_summary` read one row instead of scanning.
+ */
+export const accountUsage = sqliteTable("account_usage", {
+  owner: text("owner").primaryKey(),
+  fileCount: integer("file_count").notNull().default(0),
+  totalBytes: integer("total_bytes").notNull().default(0),
+  /** First file write of the account, Unix seconds. */
+  createdAt: integer("created_at").notNull(),
+  /** Last change to the account's files, Unix seconds. */
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Per-account storage allowances (plaintext bytes) that override `ESYNC_DEFAULT_QUOTA_BYTES`. */
+export const quotaOverrides = sqliteTable("quota_overrides", {
+  owner: text("owner").primaryKey(),
+  /** Allowance in plaintext bytes; null = unlimited. */
+  quotaBytes: integer("quota_bytes"),
+  updatedAt: integer("updated_at").notNull(),
+});

@@ -56,7 +56,7 @@ export function filesController(s: Services) {
       {
         parse: rawBody(),
         headers: UploadHeaders,
-        response: responses(UploadResult, [400, 401, 403, 409, 413, 500, 503]),
+        response: responses(UploadResult, [400, 401, 402, 403, 409, 413, 500, 503]),
         detail: {
           ...doc("files", "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)"),
           requestBody: UPLOAD_BODY,

@@ -9,6 +9,7 @@ import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { Manifest } from "../manifest/manifest.ts";
+import type { QuotaService } from "../quota/quota.service.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
@@ -91,6 +92,7 @@ export class FilesService {
     private readonly deletions: DeletionQueueRepository,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
+    private readonly quota: QuotaService,
   ) {}
 
   /**
@@ -123,6 +125,16 @@ export class FilesService {
     }
   }
 
+  /**
+   * Refuses, before any bytes are received, a write of `m` that would grow its owner past the
+   * allowance (session create; the commit checks again in its transaction).
+   * @throws AppError `drive_quota_exceeded` (402).
+   */
+  requireQuota(m: Manifest): void {
+    const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
+    this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
+  }
+
   /** The current revision at a path, as carried by the Conflict envelope (null/0 when no file). */
   currentRevision(owner: string, folderHash: string, pathHash: Uint8Array): ConflictDetails {
     const current = this.filesRepo.get(owner, folderHash, pathHash);
@@ -134,16 +146,17 @@ export class FilesService {
 
   /**
    * Records a verified blob as the new revision of the manifest's file, in the caller's
-   * transaction or a new one: revision checks, row upsert, folder counters, and the replaced
-   * revision's blob queued for deletion. `also` runs in the same transaction (finalize marks
-   * its session there).
-   * @throws as `checkRevision`.
+   * transaction or a new one: revision checks, the quota check of the growth over the replaced
+   * row, row upsert, folder counters, and the replaced revision's blob queued for deletion.
+   * `also` runs in the same transaction (finalize marks its session there).
+   * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance.
    */
   commit(m: Manifest, blob: StoredBlob, also?: (result: UploadResult) => void): UploadResult {
     return this.db.transaction(() => {
       const now = this.clock.now();
       const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
       this.checkRevision(m, current);
+      this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
       const revisionId = Buffer.from(randomHex(32), "hex");
       const searchName = searchNameOf(m.fileName, m.relativePath);
       const row: FileRow = {

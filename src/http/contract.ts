@@ -13,7 +13,7 @@ import { Value } from "@sinclair/typebox/value";
 import { type DocumentDecoration, t, ValidationError } from "elysia";
 import { type AppError, ERRORS, type ErrorCode, fail } from "../errors/errors.ts";
 import type { Services } from "../services.ts";
-import { ConflictEnvelope, ERROR_CODE_KEY, ErrorEnvelope, successOf } from "../wire/schemas.ts";
+import { ConflictEnvelope, ERROR_CODE_KEY, ErrorEnvelope, FlatError, successOf } from "../wire/schemas.ts";
 import { readJson } from "./request.ts";
 
 /** The code a failing value gets when its schema names none, by where the value is. */
@@ -151,16 +151,22 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 }
 
 /** Error statuses a route can answer. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 416 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 416 | 429 | 500 | 503;
 
 /**
  * The response schemas of a route: 200 → `{"Success": ok}` (or `ok` as is when `bare`), each
- * error status → the Error envelope (409: Error or Conflict envelope, complement §1).
+ * error status → the Error envelope (409: Error or Conflict envelope, complement §1; 402: the flat
+ * quota body, extensions §1.3).
  */
 export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: successOf(ok) };
   for (const status of errors)
-    map[status] = status === 409 ? t.Union([ErrorEnvelope, ConflictEnvelope]) : ErrorEnvelope;
+    map[status] =
+      status === 409
+        ? t.Union([ErrorEnvelope, ConflictEnvelope])
+        : status === 402
+          ? FlatError
+          : ErrorEnvelope;
   return map as { 200: ReturnType<typeof successOf<S>> } & Record<number, TSchema>;
 }
 

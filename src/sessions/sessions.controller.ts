@@ -46,7 +46,7 @@ export function sessionsController(s: Services) {
       {
         parse: jsonBody(s),
         body: CreateSessionBody,
-        response: responses(SessionCreated, [400, 401, 403, 429, 500]),
+        response: responses(SessionCreated, [400, 401, 402, 403, 429, 500]),
         detail: doc("sessions", "Open a chunked upload session"),
       },
     )
@@ -94,7 +94,7 @@ export function sessionsController(s: Services) {
       {
         parse: rawBody(),
         params: SessionParams,
-        response: responses(UploadResult, [400, 401, 403, 404, 409, 500, 503]),
+        response: responses(UploadResult, [400, 401, 402, 403, 404, 409, 500, 503]),
         detail: doc("sessions", "Verify the BLAKE3 hash and commit the file"),
       },
     )

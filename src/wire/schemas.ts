@@ -87,6 +87,14 @@ export const ConflictEnvelope = t.Object({
   }),
 });
 
+/** A quota refusal (402), flat on every route (extensions §0.2, §1.3). */
+export const FlatError = t.Object({
+  error: t.String(),
+  message: t.String(),
+  balance_cents: t.Optional(Type.Integer()),
+  required_cents: t.Optional(Type.Integer()),
+});
+
 /** `{"Success": schema}` */
 export function successOf<S extends ReturnType<typeof t.Object>>(schema: S) {
   return t.Object({ Success: schema });
@@ -572,4 +580,20 @@ export const Capabilities = t.Object({
   folder_grant_writes: t.Boolean(),
   member_folder_shares: t.Boolean(),
   upload_folder_shares: t.Boolean(),
+});
+
+/** `POST /can_upload` (extensions §1.3). */
+export const CanUploadBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: t.String({
+    pattern: "^([0-9a-f]{16})?$",
+    description: 'the drive\'s 16 hex characters, or "" for the account itself',
+  }),
+  size_bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "plaintext bytes" }),
+});
+/** `POST /can_upload` answer (flat, advisory; 200 also when the answer is no). */
+export const CanUploadResult = t.Object({
+  result: t.Boolean(),
+  error: t.Union([t.String(), t.Null()]),
 });
