@@ -21,6 +21,7 @@ import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { BlobNotFoundError } from "./storage/blob-store.ts";
+import { summariesController } from "./summaries/summaries.controller.ts";
 import { randomHex } from "./util/ids.ts";
 
 /** System error codes of file and network I/O: a failing blob store, not the database. */
@@ -100,6 +101,7 @@ export function createApp(deps: AppDeps) {
     .use(filesController(s))
     .use(batchController(s))
     .use(quotaController(s))
+    .use(summariesController(s))
     .use(searchController(s));
   if (deps.config.openApi) app.use(openApi());
   return { app, services: s };

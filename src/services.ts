@@ -22,6 +22,7 @@ import { SearchService } from "./search/search.service.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
+import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
 import { BodyMemoryReclaimer } from "./util/reclaim.ts";
@@ -48,6 +49,7 @@ export interface Services {
   search: SearchService;
   browse: BrowseService;
   quota: QuotaService;
+  summaries: SummariesService;
 }
 
 /** Wires repositories and services on `deps`. */
@@ -82,5 +84,6 @@ export function buildServices(deps: AppDeps): Services {
     search: new SearchService(searchRepo),
     browse: new BrowseService(searchRepo, entriesRepo),
     quota,
+    summaries: new SummariesService(db),
   };
 }

@@ -187,3 +187,22 @@ export const quotaOverrides = sqliteTable("quota_overrides", {
   quotaBytes: integer("quota_bytes"),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/**
+ * Per-folder counts and plaintext bytes of live files by summary bucket (extensions.md §1.4), kept
+ * exact by triggers on `files` (drizzle/0011): `kind` `type` with the file_type category of the
+ * file name's extension (`other` without a file name or a listed extension), `kind` `source` with
+ * the manifest `source` (`desktop`, `console`, `mobile`, else `other`). Rows that drop to 0 stay.
+ */
+export const usageBuckets = sqliteTable(
+  "usage_buckets",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    kind: text("kind", { enum: ["type", "source"] }).notNull(),
+    bucket: text("bucket").notNull(),
+    fileCount: integer("file_count").notNull(),
+    totalBytes: integer("total_bytes").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
+);

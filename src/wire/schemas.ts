@@ -597,3 +597,44 @@ export const CanUploadResult = t.Object({
   result: t.Boolean(),
   error: t.Union([t.String(), t.Null()]),
 });
+
+/** Query of the three summaries (extensions §1.4): `folder_hash` limits a summary to one folder. */
+export const SummaryQuery = t.Object({
+  folder_hash: t.Optional(
+    t.String({ pattern: "^[0-9a-f]{16}$", description: "limit the summary to this folder (16 hex)" }),
+  ),
+});
+const U64 = Type.Integer({ minimum: 0 });
+/** `GET /get_user_summary/{ss58}` (extensions §1.4). */
+export const UserSummary = t.Object({
+  ss58_address: t.String(),
+  total_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
+  file_count: U64,
+  created_at: Type.Integer({ description: "Unix seconds of the first file write; 0 without files" }),
+  updated_at: Type.Integer({ description: "Unix seconds of the last change; 0 without files" }),
+});
+/** The file-type buckets of `/get_file_type_summary`, in the spec's order. */
+export const FILE_TYPE_BUCKETS = [
+  "image",
+  "video",
+  "audio",
+  "document",
+  "pdf",
+  "archive",
+  "code",
+  "other",
+] as const;
+/** The client-family buckets of `/get_source_summary`. */
+export const SOURCE_BUCKETS = ["desktop", "console", "mobile", "other"] as const;
+function bucketFields<const K extends readonly string[]>(keys: K) {
+  const props: Record<string, typeof U64> = {};
+  for (const k of keys) {
+    props[k] = U64;
+    props[`${k}_bytes`] = U64;
+  }
+  return props as { [P in K[number] | `${K[number]}_bytes`]: typeof U64 };
+}
+/** `GET /get_file_type_summary/{ss58}`: counts and plaintext bytes per file_type category. */
+export const FileTypeSummary = t.Object(bucketFields(FILE_TYPE_BUCKETS));
+/** `GET /get_source_summary/{ss58}`: counts and plaintext bytes per client family. */
+export const SourceSummary = t.Object(bucketFields(SOURCE_BUCKETS));
