@@ -70,6 +70,11 @@ export const files = sqliteTable(
     chunkCount: integer("chunk_count").notNull(),
     /** JSON array of chunk object generations, one per chunk index. */
     chunkGens: text("chunk_gens").notNull(),
+    /**
+     * The account that wrote the current revision (extensions §0.4 item 5, §1.7); null on rows
+     * written before attribution. A rename keeps it.
+     */
+    uploadedBy: text("uploaded_by"),
   },
   (t) => [
     // Search and browse indexes live on the compact `search_entries` table that triggers keep in

@@ -27,11 +27,15 @@ export type FileEntryRow = Pick<
   | "chunkHashes"
   | "createdAt"
   | "updatedAt"
+  | "uploadedBy"
 >;
 
-/** Maps a row to its RemoteFileEntry. */
+/**
+ * Maps a row to its RemoteFileEntry: `arion_hash` repeats `store_hash` (extensions §9 item 17);
+ * `uploaded_by` is absent, not null, on rows without an uploader (extensions §1.7).
+ */
 export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
-  return {
+  const entry: RemoteFileEntry = {
     path_hash: Array.from(r.pathHash),
     salted_hash: Array.from(r.saltedHash),
     size_bytes: r.sizeBytes,
@@ -41,10 +45,13 @@ export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
     file_name: r.fileName,
     relative_path: r.relativePath,
     store_hash: r.storeHash,
+    arion_hash: r.storeHash,
     chunk_hashes: r.chunkHashes === null ? null : (JSON.parse(r.chunkHashes) as string[]),
     created_at: r.createdAt,
     updated_at: r.updatedAt,
   };
+  if (r.uploadedBy !== null) entry.uploaded_by = r.uploadedBy;
+  return entry;
 }
 
 /**

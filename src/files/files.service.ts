@@ -185,6 +185,8 @@ export class FilesService {
         chunkSize: blob.chunkSize,
         chunkCount: blob.chunkCount,
         chunkGens: JSON.stringify(blob.gens),
+        // Every write path has checked that the token's account is the manifest's owner.
+        uploadedBy: m.ss58Address,
       };
       this.filesRepo.upsert(row);
       this.foldersRepo.applyFileChange(

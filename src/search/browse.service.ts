@@ -3,8 +3,9 @@
  * `GET /browse/{ss58}/{folder_hash}` (issue 3): one directory of a folder, as a file manager shows
  * it. The immediate sub-folders of `path` come first (alphabetical, case-insensitive), each with
  * the recursive file count and bytes under it; then the files directly in `path`, sorted as
- * search sorts (`path_hash` tiebreak). One offset space runs over both; `total_count` is folders
- * plus files. `file_type` (and `q`) filter the files and hide the folders. Files without a
+ * search sorts (`path_hash` tiebreak; also by `extension` or `uploaded_by`, extensions §1.7). One
+ * offset space runs over both; `total_count` is folders plus files. `file_type`, `q` and
+ * `uploaded_by` filter the files and hide the folders. Files without a
  * `relative_path` have no place in the tree and are never listed.
  *
  * Directories come from `relative_path`: everything before its last `/`, without leading or
@@ -41,7 +42,7 @@ export class BrowseService {
     return this.repo.snapshot(() => {
       const { path, offset, limit } = query;
       const oid = this.repo.ownerId(owner);
-      const filtering = query.exts !== null || query.q !== null;
+      const filtering = query.exts !== null || query.q !== null || query.uploader !== null;
       const prefix = path === "" ? "" : `${path}/`;
       const folders: BrowseFolderEntry[] = [];
       if (!filtering) {
@@ -61,6 +62,7 @@ export class BrowseService {
       const conds: Cond[] = [{ kind: "dir", folderHash, dir: path }];
       if (query.exts) conds.push({ kind: "exts", exts: query.exts });
       if (query.q !== null) conds.push({ kind: "substr", q: query.q });
+      if (query.uploader !== null) conds.push({ kind: "uploader", by: query.uploader.by });
       const fileTotal = oid === null ? 0 : this.repo.count(oid, "dir", conds);
       const pageFolders = folders.slice(offset, offset + limit);
       const fileOffset = Math.max(0, offset - folders.length);

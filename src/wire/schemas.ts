@@ -135,9 +135,18 @@ export const RemoteFileEntry = t.Object({
   file_name: NullableString,
   relative_path: NullableString,
   store_hash: NullableString,
+  arion_hash: t.Union([t.String(), t.Null()], {
+    description: "the product's name of store_hash (extensions §1.7): the same value",
+  }),
   chunk_hashes: t.Union([t.Array(t.String()), t.Null()]),
   created_at: UnixSeconds,
   updated_at: UnixSeconds,
+  uploaded_by: t.Optional(
+    t.String({
+      description:
+        "SS58 address of the account that wrote the current revision; absent on rows written before attribution",
+    }),
+  ),
 });
 
 /** Fields shared by paged listings. */
@@ -333,18 +342,32 @@ export const StateQuery = t.Object(pageQuery(STATE_DEFAULT_LIMIT, STATE_MAX_LIMI
 export const SORT_COLUMNS = ["file_name", "size_bytes", "created_at", "updated_at"] as const;
 /** A column results can be sorted by. */
 export type SortColumn = (typeof SORT_COLUMNS)[number];
+/** Search sort keys: the columns plus `uploaded_by` (extensions §1.7). */
+export const SEARCH_SORT_KEYS = [...SORT_COLUMNS, "uploaded_by"] as const;
+/** Browse sort keys: the search keys plus `extension` (extensions §1.7). */
+export const BROWSE_SORT_KEYS = [...SEARCH_SORT_KEYS, "extension"] as const;
 
-const SortQuery = {
-  sort_by: t.Optional(
-    t.String({
-      default: "created_at",
-      description: `${SORT_COLUMNS.join(" | ")} (anything else: created_at)`,
-    }),
-  ),
-  sort_order: t.Optional(
-    t.String({ default: "desc", description: "asc | desc, case-insensitive (anything else: desc)" }),
-  ),
-};
+function sortQuery(keys: readonly string[]) {
+  return {
+    sort_by: t.Optional(
+      t.String({
+        default: "created_at",
+        description: `${keys.join(" | ")} (anything else: created_at)`,
+      }),
+    ),
+    sort_order: t.Optional(
+      t.String({ default: "desc", description: "asc | desc, case-insensitive (anything else: desc)" }),
+    ),
+  };
+}
+
+/** `uploaded_by` filter (extensions §1.7). */
+const UploadedBy = t.Optional(
+  t.String({
+    description:
+      "only files whose current revision this account wrote; `_none` = files without a recorded uploader",
+  }),
+);
 
 const Q = t.Optional(
   t.String({
@@ -372,8 +395,12 @@ export const SearchQuery = t.Object({
   size_max: uintQuery("largest size_bytes"),
   date_from: uintQuery("earliest created_at, Unix seconds"),
   date_to: uintQuery("latest created_at, Unix seconds"),
+  uploaded_by: UploadedBy,
+  folder_hash: t.Optional(
+    t.String({ pattern: "^[0-9a-f]{16}$", description: "only files of this folder (16 hex)" }),
+  ),
   ...pageQuery(SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT),
-  ...SortQuery,
+  ...sortQuery(SEARCH_SORT_KEYS),
 });
 
 /** `GET /browse/{ss58}/{folder_hash}`: one directory, with the search filters it shares. */
@@ -387,8 +414,9 @@ export const BrowseQuery = t.Object({
   ),
   q: Q,
   file_type: FileType,
+  uploaded_by: UploadedBy,
   ...pageQuery(BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT),
-  ...SortQuery,
+  ...sortQuery(BROWSE_SORT_KEYS),
 });
 
 // ---------------------------------------------------------------------------------------------

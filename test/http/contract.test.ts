@@ -124,6 +124,7 @@ describe("the OpenAPI document", () => {
         "date_from",
         "date_to",
         "file_type",
+        "folder_hash",
         "limit",
         "offset",
         "q",
@@ -131,6 +132,7 @@ describe("the OpenAPI document", () => {
         "size_min",
         "sort_by",
         "sort_order",
+        "uploaded_by",
       ].sort(),
     );
     expect(q.limit).toMatchObject({ type: "integer", minimum: 0, default: 25 });

@@ -88,6 +88,8 @@ describe("search query string", () => {
       sizeMax: null,
       dateFrom: null,
       dateTo: null,
+      uploader: null,
+      folderHash: null,
       sortBy: "created_at",
       descending: true,
       offset: 0,
