@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ApiTokensRepository } from "./auth/api-tokens.repository.ts";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
+import { type ProfileRules, profileRules } from "./config/profile.ts";
 import type { Db } from "./db/client.ts";
 import { FilesRepository } from "./files/files.repository.ts";
 import { FilesService } from "./files/files.service.ts";
@@ -40,6 +41,8 @@ export interface AppDeps {
 /** Every service of the app, wired. */
 export interface Services {
   deps: AppDeps;
+  /** The rules of the configured API profile (`ESYNC_API_PROFILE`). */
+  profile: ProfileRules;
   auth: AuthService;
   folders: FoldersService;
   files: FilesService;
@@ -63,10 +66,14 @@ export function buildServices(deps: AppDeps): Services {
   const searchRepo = new SearchRepository(db);
   const entriesRepo = new FolderEntriesRepository(db);
   const reclaimer = new BodyMemoryReclaimer(config.gcIntervalBytes, log);
+  const profile = profileRules(config.apiProfile);
   return {
     deps,
+    profile,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, entriesRepo),
+    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, entriesRepo, {
+      upsert: profile.registerFolderUpsert,
+    }),
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,

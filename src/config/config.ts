@@ -5,6 +5,8 @@
  * `ConfigError` naming the variable when a value is bad.
  */
 
+import { API_PROFILES, type ApiProfile } from "./profile.ts";
+
 /** Which blob store backend holds ciphertext. */
 export type StorageKind = "disk" | "s3";
 
@@ -75,6 +77,11 @@ export interface Config {
    * (`ESYNC_DEFAULT_QUOTA_BYTES`; empty or absent = unlimited, `null`).
    */
   defaultQuotaBytes: number | null;
+  /**
+   * API profile (`ESYNC_API_PROFILE`): `base` (default) follows the base spec; `hcfs` switches
+   * exactly the three rules where the product differs (see `src/config/profile.ts`).
+   */
+  apiProfile: ApiProfile;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
 }
@@ -183,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
       str(env, "ESYNC_DEFAULT_QUOTA_BYTES", "") === ""
         ? null
         : int(env, "ESYNC_DEFAULT_QUOTA_BYTES", 0, 0, Number.MAX_SAFE_INTEGER),
+    apiProfile: oneOf(env, "ESYNC_API_PROFILE", "base", API_PROFILES),
     s3,
   };
 }

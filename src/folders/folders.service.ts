@@ -38,14 +38,17 @@ export class FoldersService {
     private readonly deletions: DeletionQueueRepository,
     private readonly clock: Clock,
     private readonly entries: FolderEntriesRepository,
+    private readonly opts: { upsert: boolean } = { upsert: false },
   ) {}
 
   /**
-   * Registers `folderHash` for `owner` (spec §4.1).
-   * @throws AppError `conflict` (409) when it is already registered.
+   * Registers `folderHash` for `owner` (spec §4.1). Under the hcfs profile (`opts.upsert`) a
+   * registered folder is left as it is (label, device name and `created_at` kept; extensions §1.7,
+   * §9 item 4).
+   * @throws AppError `conflict` (409) when it is already registered (base profile).
    */
   register(owner: string, folderHash: string, label: string, deviceName: string | null): void {
-    if (!this.folders.register(owner, folderHash, label, deviceName, this.clock.now())) {
+    if (!this.folders.register(owner, folderHash, label, deviceName, this.clock.now()) && !this.opts.upsert) {
       throw fail("conflict", "A folder with this folder_hash is already registered for this user");
     }
   }

@@ -63,7 +63,7 @@ export class BrowseService {
       if (query.exts) conds.push({ kind: "exts", exts: query.exts });
       if (query.q !== null) conds.push({ kind: "substr", q: query.q });
       if (query.uploader !== null) conds.push({ kind: "uploader", by: query.uploader.by });
-      const fileTotal = oid === null ? 0 : this.repo.count(oid, "dir", conds);
+      const fileTotal = oid === null || query.nothing ? 0 : this.repo.count(oid, "dir", conds);
       const pageFolders = folders.slice(offset, offset + limit);
       const fileOffset = Math.max(0, offset - folders.length);
       const fileLimit = limit - pageFolders.length;

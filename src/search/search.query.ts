@@ -5,14 +5,13 @@
  * every malformed value becomes the 400 the spec names.
  */
 import type { Static } from "@sinclair/typebox";
+import { type ProfileRules, profileRules } from "../config/profile.ts";
 import { checkQuery } from "../http/contract.ts";
 import {
   BROWSE_DEFAULT_LIMIT,
-  BROWSE_MAX_LIMIT,
   BROWSE_SORT_KEYS,
   BrowseQuery as BrowseQuerySchema,
   SEARCH_DEFAULT_LIMIT,
-  SEARCH_MAX_LIMIT,
   SEARCH_SORT_KEYS,
   SearchQuery as SearchQuerySchema,
   type SortColumn,
@@ -53,6 +52,8 @@ export interface SearchFilters {
   uploader: { by: string | null } | null;
   /** `folder_hash`: files of this folder only; null = every folder. */
   folderHash: string | null;
+  /** True when a profile rule makes the query match nothing (hcfs: `q` under 3 characters). */
+  nothing: boolean;
 }
 
 /** A search sort key: a column, or `uploaded_by` (extensions §1.7). */
@@ -77,6 +78,8 @@ export interface BrowseQuery extends PageSpec<BrowseSortKey> {
   q: string | null;
   exts: string[] | null;
   uploader: { by: string | null } | null;
+  /** As `SearchFilters.nothing`. */
+  nothing: boolean;
 }
 
 /** The value of `uploaded_by` that selects files without a recorded uploader (extensions §1.7). */
@@ -111,9 +114,14 @@ function uploaderOf(v: string | undefined): { by: string | null } | null {
   return { by: v === UPLOADED_BY_NONE ? null : v };
 }
 
-/** `q` case-folded; null when absent or empty (its length is checked by the schema). */
-function qOf(q: string | undefined): string | null {
-  return q === undefined || q === "" ? null : foldCase(q);
+/**
+ * `q` case-folded, null when absent or empty (its length is checked by the schema); with a
+ * profile minimum (`rules.minQueryChars`), trimmed first, and `nothing` when shorter.
+ */
+function qOf(q: string | undefined, rules: ProfileRules): { q: string | null; nothing: boolean } {
+  const v = rules.minQueryChars > 0 ? q?.trim() : q;
+  if (v === undefined || v === "") return { q: null, nothing: false };
+  return { q: foldCase(v), nothing: [...v].length < rules.minQueryChars };
 }
 
 /** `file_type`: null when absent or empty. @throws AppError `invalid_file_type`. */
@@ -127,10 +135,10 @@ function extsOf(raw: string | undefined): string[] | null {
  * and `folder_hash`.
  * @throws AppError `invalid_file_type` (400).
  */
-export function searchQueryOf(p: SearchParams): SearchQuery {
+export function searchQueryOf(p: SearchParams, rules: ProfileRules = profileRules("base")): SearchQuery {
   const exts = extsOf(p.file_type);
   return {
-    q: qOf(p.q),
+    ...qOf(p.q, rules),
     exts,
     sizeMin: p.size_min ?? null,
     sizeMax: p.size_max ?? null,
@@ -139,7 +147,7 @@ export function searchQueryOf(p: SearchParams): SearchQuery {
     uploader: uploaderOf(p.uploaded_by),
     folderHash: p.folder_hash ?? null,
     ...sortOf(p, SEARCH_SORT_KEYS),
-    ...pageOf(p, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT),
+    ...pageOf(p, SEARCH_DEFAULT_LIMIT, rules.searchMaxLimit),
   };
 }
 
@@ -149,16 +157,16 @@ export function searchQueryOf(p: SearchParams): SearchQuery {
  * `uploaded_by`), `file_type`, `q` and `uploaded_by` as in search.
  * @throws AppError `invalid_file_type` (400).
  */
-export function browseQueryOf(p: BrowseParams): BrowseQuery {
+export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRules("base")): BrowseQuery {
   const path = (p.path ?? "").replace(/^\/+/, "").replace(/\/+$/, "");
   const exts = extsOf(p.file_type);
   return {
     path,
-    q: qOf(p.q),
+    ...qOf(p.q, rules),
     exts,
     uploader: uploaderOf(p.uploaded_by),
     ...sortOf(p, BROWSE_SORT_KEYS),
-    ...pageOf(p, BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT),
+    ...pageOf(p, BROWSE_DEFAULT_LIMIT, rules.browseMaxLimit),
   };
 }
 
@@ -166,8 +174,8 @@ export function browseQueryOf(p: BrowseParams): BrowseQuery {
  * Reads a `/search_files` query string through its schema, as the route does.
  * @throws AppError `invalid_parameter`, `q_too_long` or `invalid_file_type` (all 400).
  */
-export function parseSearchQuery(query: URLSearchParams): SearchQuery {
-  return searchQueryOf(checkQuery(SearchQuerySchema, query));
+export function parseSearchQuery(query: URLSearchParams, rules?: ProfileRules): SearchQuery {
+  return searchQueryOf(checkQuery(SearchQuerySchema, query), rules);
 }
 
 /**
@@ -175,6 +183,6 @@ export function parseSearchQuery(query: URLSearchParams): SearchQuery {
  * @throws AppError `invalid_parameter` (a `path` with `..` or `\`, a malformed number),
  *   `q_too_long`, `invalid_file_type`.
  */
-export function parseBrowseQuery(query: URLSearchParams): BrowseQuery {
-  return browseQueryOf(checkQuery(BrowseQuerySchema, query));
+export function parseBrowseQuery(query: URLSearchParams, rules?: ProfileRules): BrowseQuery {
+  return browseQueryOf(checkQuery(BrowseQuerySchema, query), rules);
 }

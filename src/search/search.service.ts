@@ -188,9 +188,11 @@ export class SearchService {
       const outcome: SearchOutcome =
         oid === null
           ? { total: 0, keys: [], plan: ["no files"] }
-          : isPlanned(query)
-            ? this.plan(oid, query)
-            : this.scan(oid, query);
+          : query.nothing
+            ? { total: 0, keys: [], plan: ["matches nothing (profile rule)"] }
+            : isPlanned(query)
+              ? this.plan(oid, query)
+              : this.scan(oid, query);
       const files = this.repo.hits(owner, outcome.keys).map(toSearchHit);
       return {
         outcome,

@@ -90,6 +90,7 @@ describe("search query string", () => {
       dateTo: null,
       uploader: null,
       folderHash: null,
+      nothing: false,
       sortBy: "created_at",
       descending: true,
       offset: 0,
