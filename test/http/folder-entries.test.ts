@@ -169,9 +169,11 @@ describe("POST /register_relative_paths", () => {
     expect({ u: again.updated, s: again.skipped }).toEqual({ u: 0, s: 1 });
   });
 
-  test("returns 400 batch_too_large over 500 entries, 400 invalid_manifest for a malformed body, 403 for another account", async () => {
+  test("returns 400 batch_too_large over 500 entries or 4 MiB, 400 invalid_manifest for a malformed body, 403 for another account", async () => {
     const entry = { path_hash: randomBytes(32).toString("hex"), relative_path: "a" };
     expectError(await call("POST", url(), { entries: Array(501).fill(entry) }), 400, "batch_too_large");
+    const long = { ...entry, relative_path: "x".repeat(11_000) };
+    expectError(await call("POST", url(), { entries: Array(400).fill(long) }), 400, "batch_too_large");
     expectError(
       await call("POST", url(), { entries: [{ path_hash: "zz", relative_path: "a" }] }),
       400,
