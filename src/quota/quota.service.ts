@@ -47,8 +47,10 @@ export class QuotaService {
   /** Whether `growthBytes` more (negative or zero: always) fit in the account's allowance now. */
   fits(owner: string, growthBytes: number): boolean {
     if (growthBytes <= 0) return true;
-    const { usedBytes, quotaBytes } = this.info(owner);
-    return quotaBytes === null || usedBytes + growthBytes <= quotaBytes;
+    const override = this.repo.override(owner);
+    const quotaBytes = override ? override.quotaBytes : this.defaultQuotaBytes;
+    if (quotaBytes === null) return true;
+    return (this.repo.usage(owner)?.totalBytes ?? 0) + growthBytes <= quotaBytes;
   }
 
   /**
