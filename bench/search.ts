@@ -277,6 +277,7 @@ function generate(owner: string): void {
             chunkSize: 8 * 1024 * 1024,
             chunkCount: 1,
             chunkGens: '["0"]',
+            uploadedBy: null,
           };
           filesRepo.upsert(row);
         }

@@ -9,7 +9,9 @@
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, ValidationError } from "elysia";
 import { authFailureReason } from "./auth/auth.service.ts";
+import { capabilitiesController } from "./capabilities/capabilities.controller.ts";
 import { AppError, fail } from "./errors/errors.ts";
+import { batchController } from "./files/batch.controller.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
@@ -20,10 +22,12 @@ import { answerHead } from "./http/head.ts";
 import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
 import { openApi } from "./http/openapi.ts";
 import { metricsController } from "./metrics/metrics.controller.ts";
+import { quotaController } from "./quota/quota.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { BlobNotFoundError } from "./storage/blob-store.ts";
+import { summariesController } from "./summaries/summaries.controller.ts";
 import { randomHex } from "./util/ids.ts";
 import { currentRequest } from "./util/request-context.ts";
 
@@ -102,9 +106,13 @@ export function createApp(deps: AppDeps) {
     })
     .use(healthController(s))
     .use(probesController(s))
+    .use(capabilitiesController())
     .use(foldersController(s))
     .use(sessionsController(s))
     .use(filesController(s))
+    .use(batchController(s))
+    .use(quotaController(s))
+    .use(summariesController(s))
     .use(searchController(s));
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());

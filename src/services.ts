@@ -7,21 +7,26 @@ import { join } from "node:path";
 import { ApiTokensRepository } from "./auth/api-tokens.repository.ts";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
+import { type ProfileRules, profileRules } from "./config/profile.ts";
 import type { Db } from "./db/client.ts";
 import { FilesRepository } from "./files/files.repository.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
+import { FolderEntriesRepository } from "./folders/folder-entries.repository.ts";
 import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { Readiness } from "./health/readiness.ts";
 import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
+import { QuotaRepository } from "./quota/quota.repository.ts";
+import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { SearchRepository } from "./search/search.repository.ts";
 import { SearchService } from "./search/search.service.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
+import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
 import { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
@@ -40,6 +45,8 @@ export interface AppDeps {
 /** Every service of the app, wired. */
 export interface Services {
   deps: AppDeps;
+  /** The rules of the configured API profile (`ESYNC_API_PROFILE`). */
+  profile: ProfileRules;
   auth: AuthService;
   folders: FoldersService;
   files: FilesService;
@@ -49,6 +56,8 @@ export interface Services {
   search: SearchService;
   browse: BrowseService;
   readiness: Readiness;
+  quota: QuotaService;
+  summaries: SummariesService;
 }
 
 /**
@@ -68,6 +77,7 @@ export function buildServices(appDeps: AppDeps): Services {
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
   const deletions = new DeletionQueueRepository(db);
+  const quota = new QuotaService(new QuotaRepository(db), clock, config.defaultQuotaBytes);
   const files = new FilesService(
     db,
     filesRepo,
@@ -75,13 +85,28 @@ export function buildServices(appDeps: AppDeps): Services {
     deletions,
     blobs,
     clock,
+    quota,
     config.blobGraceSeconds,
   );
   const searchRepo = new SearchRepository(db);
+  const entriesRepo = new FolderEntriesRepository(db);
+  const profile = profileRules(config.apiProfile);
   return {
     deps,
+    profile,
     auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(db, foldersRepo, filesRepo, deletions, clock, config.blobGraceSeconds),
+    folders: new FoldersService(
+      db,
+      foldersRepo,
+      filesRepo,
+      deletions,
+      clock,
+      config.blobGraceSeconds,
+      entriesRepo,
+      {
+        upsert: profile.registerFolderUpsert,
+      },
+    ),
     files,
     sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
@@ -100,7 +125,9 @@ export function buildServices(appDeps: AppDeps): Services {
     search: new SearchService(searchRepo, {}, (plan, seconds) =>
       metrics?.searchDuration.observe({ plan }, seconds),
     ),
-    browse: new BrowseService(searchRepo),
+    browse: new BrowseService(searchRepo, entriesRepo),
     readiness: new Readiness(db, blobs, log),
+    quota,
+    summaries: new SummariesService(db),
   };
 }

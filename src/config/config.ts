@@ -5,6 +5,8 @@
  * `ConfigError` naming the variable when a value is bad.
  */
 
+import { API_PROFILES, type ApiProfile } from "./profile.ts";
+
 /** Which blob store backend holds ciphertext. */
 export type StorageKind = "disk" | "s3";
 
@@ -83,6 +85,16 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
   openApi: boolean;
+  /**
+   * Storage allowance of an account without an override, plaintext bytes
+   * (`ESYNC_DEFAULT_QUOTA_BYTES`; empty or absent = unlimited, `null`).
+   */
+  defaultQuotaBytes: number | null;
+  /**
+   * API profile (`ESYNC_API_PROFILE`): `base` (default) follows the base spec; `hcfs` switches
+   * exactly the three rules where the product differs (see `src/config/profile.ts`).
+   */
+  apiProfile: ApiProfile;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
   /** Collect and serve Prometheus metrics (`ESYNC_METRICS`, default on). */
@@ -197,6 +209,11 @@ export function loadConfig(env: Env = process.env): Config {
     maxInflightChunks: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS", 256, 1, 1_000_000),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
+    defaultQuotaBytes:
+      str(env, "ESYNC_DEFAULT_QUOTA_BYTES", "") === ""
+        ? null
+        : int(env, "ESYNC_DEFAULT_QUOTA_BYTES", 0, 0, Number.MAX_SAFE_INTEGER),
+    apiProfile: oneOf(env, "ESYNC_API_PROFILE", "base", API_PROFILES),
     s3,
     metrics: bool(env, "ESYNC_METRICS", true),
     metricsPort: env.ESYNC_METRICS_PORT ? int(env, "ESYNC_METRICS_PORT", 0, 0, 65535) : null,

@@ -72,6 +72,11 @@ export const files = sqliteTable(
     chunkCount: integer("chunk_count").notNull(),
     /** JSON array of chunk object generations, one per chunk index. */
     chunkGens: text("chunk_gens").notNull(),
+    /**
+     * The account that wrote the current revision (extensions §0.4 item 5, §1.7); null on rows
+     * written before attribution. A rename keeps it.
+     */
+    uploadedBy: text("uploaded_by"),
   },
   (t) => [
     // Search and browse indexes live on the compact `search_entries` table that triggers keep in
@@ -149,4 +154,62 @@ export const apiTokens = sqliteTable(
     revokedAt: integer("revoked_at"),
   },
   (t) => [uniqueIndex("api_tokens_sha").on(t.tokenSha256), index("api_tokens_owner").on(t.owner)],
+);
+
+/**
+ * Explicit directories of a folder (extensions.md §1.5): one row per registered directory path
+ * (folder-relative, NFC, no leading or trailing `/`). Independent of file rows; `/browse` lists
+ * them as empty sub-folders.
+ */
+export const folderEntries = sqliteTable(
+  "folder_entries",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    relativePath: text("relative_path").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
+);
+
+/**
+ * Per-account totals of live files (plaintext bytes), kept exact by triggers on `files` in the
+ * transaction of every write, replace, rename and delete (drizzle/0010): the quota's usage and
+ * `/get_user_summary` read one row instead of scanning.
+ */
+export const accountUsage = sqliteTable("account_usage", {
+  owner: text("owner").primaryKey(),
+  fileCount: integer("file_count").notNull().default(0),
+  totalBytes: integer("total_bytes").notNull().default(0),
+  /** First file write of the account, Unix seconds. */
+  createdAt: integer("created_at").notNull(),
+  /** Last change to the account's files, Unix seconds. */
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Per-account storage allowances (plaintext bytes) that override `ESYNC_DEFAULT_QUOTA_BYTES`. */
+export const quotaOverrides = sqliteTable("quota_overrides", {
+  owner: text("owner").primaryKey(),
+  /** Allowance in plaintext bytes; null = unlimited. */
+  quotaBytes: integer("quota_bytes"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * Per-folder counts and plaintext bytes of live files by summary bucket (extensions.md §1.4), kept
+ * exact by triggers on `files` (drizzle/0011): `kind` `type` with the file_type category of the
+ * file name's extension (`other` without a file name or a listed extension), `kind` `source` with
+ * the manifest `source` (`desktop`, `console`, `mobile`, else `other`). Rows that drop to 0 stay.
+ */
+export const usageBuckets = sqliteTable(
+  "usage_buckets",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    kind: text("kind", { enum: ["type", "source"] }).notNull(),
+    bucket: text("bucket").notNull(),
+    fileCount: integer("file_count").notNull(),
+    totalBytes: integer("total_bytes").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
 );

@@ -1,6 +1,6 @@
 /**
  * @module errors
- * The one error catalogue of the service (spec §7 plus complement §1 and §4). Every failure a
+ * The one error catalogue of the service (spec §7 plus complement §1 and §4, extensions §8.1). Every failure a
  * client can see is an `AppError` carrying one of these codes; `toErrorResponse` in
  * `src/http/envelope.ts` turns it into the spec's envelope.
  */
@@ -12,8 +12,10 @@ export const ERRORS = {
   invalid_file_type: { status: 400, message: "Unknown or malformed file_type" },
   q_too_long: { status: 400, message: "q is longer than 256 characters" },
   invalid_parameter: { status: 400, message: "A query or path parameter is malformed" },
+  batch_too_large: { status: 400, message: "Too many entries in one batch request" },
   stale_sequence: { status: 400, message: "revision_seq must be greater than the current revision's" },
   unauthorized: { status: 401, message: "Missing or invalid bearer token" },
+  drive_quota_exceeded: { status: 402, message: "The write would exceed the account's storage allowance" },
   forbidden: { status: 403, message: "The token does not grant access to this resource" },
   not_found: { status: 404, message: "Not found" },
   conflict: { status: 409, message: "Conflict with the current state" },

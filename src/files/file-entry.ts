@@ -27,12 +27,15 @@ export type FileEntryRow = Pick<
   | "chunkHashes"
   | "createdAt"
   | "updatedAt"
+  | "uploadedBy"
 > &
   Partial<Pick<FileRow, "attributes">>;
 
 /**
- * Maps a row to its RemoteFileEntry. `attributes` (an esync extension) is present only when the
- * row has them, so files written by other clients keep exactly the spec's fields.
+ * Maps a row to its RemoteFileEntry: `arion_hash` repeats `store_hash` (extensions §9 item 17);
+ * `uploaded_by` is absent, not null, on rows without an uploader (extensions §1.7); `attributes`
+ * (an esync extension) is present only when the row has them, so files written by other clients
+ * keep exactly the spec's fields.
  */
 export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
   const entry: RemoteFileEntry = {
@@ -45,11 +48,13 @@ export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
     file_name: r.fileName,
     relative_path: r.relativePath,
     store_hash: r.storeHash,
+    arion_hash: r.storeHash,
     chunk_hashes: r.chunkHashes === null ? null : (JSON.parse(r.chunkHashes) as string[]),
     created_at: r.createdAt,
     updated_at: r.updatedAt,
   };
   if (r.attributes) entry.attributes = Array.from(r.attributes);
+  if (r.uploadedBy !== null) entry.uploaded_by = r.uploadedBy;
   return entry;
 }
 

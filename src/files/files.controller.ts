@@ -79,7 +79,7 @@ export function filesController(s: Services) {
       {
         parse: rawBody(),
         headers: UploadHeaders,
-        response: responses(UploadResult, [400, 401, 403, 408, 409, 413, 500, 503, 507]),
+        response: responses(UploadResult, [400, 401, 402, 403, 408, 409, 413, 500, 503, 507]),
         detail: {
           ...doc("files", "Single-shot upload: multipart parts 'manifest' (JSON) then 'ciphertext' (bytes)"),
           requestBody: UPLOAD_BODY,

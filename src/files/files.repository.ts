@@ -73,6 +73,52 @@ export class FilesRepository {
     return changes(r) > 0;
   }
 
+  /**
+   * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
+   * (rename, extensions §1.2); every other column stays. True when the row existed.
+   */
+  rekey(
+    owner: string,
+    folderHash: string,
+    oldPathHash: Uint8Array,
+    row: Pick<
+      FileRow,
+      | "pathHash"
+      | "encryptedPath"
+      | "fileName"
+      | "relativePath"
+      | "searchName"
+      | "ext"
+      | "revisionSeq"
+      | "revisionId"
+      | "updatedAt"
+    >,
+  ): boolean {
+    return (
+      changes(
+        this.db
+          .update(files)
+          .set(row)
+          .where(fileKey(owner, folderHash, oldPathHash))
+          .run(),
+      ) > 0
+    );
+  }
+
+  /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
+  setPath(
+    owner: string,
+    folderHash: string,
+    pathHash: Uint8Array,
+    cols: Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">,
+  ): void {
+    this.db
+      .update(files)
+      .set(cols)
+      .where(fileKey(owner, folderHash, pathHash))
+      .run();
+  }
+
   /** Blob ids of every file of a folder. */
   blobIdsOfFolder(owner: string, folderHash: string): string[] {
     return this.db

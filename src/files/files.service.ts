@@ -9,14 +9,17 @@ import type { Db } from "../db/client.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { Manifest } from "../manifest/manifest.ts";
+import type { QuotaService } from "../quota/quota.service.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
+import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 import type { FilesRepository } from "./files.repository.ts";
+import { isRelativePath, lastSegment } from "./paths.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
@@ -26,6 +29,50 @@ export interface StoredBlob extends BlobLayout {
   ciphertextHash: string;
   /** BLAKE3 hex of each chunk, or null when unknown. */
   chunkHashes: string[] | null;
+}
+
+/** `file_id`: 64 hex characters. */
+const FILE_ID = /^[0-9a-fA-F]{64}$/;
+
+/** What `removeMany` did, per id. */
+export interface BatchDeleteOutcome {
+  deleted: { file_id: string; status: "deleted" | "already_deleted" }[];
+  errors: { file_id: string; error: "invalid_file_id" | "database_error" }[];
+  filesDeleted: number;
+}
+
+/** One rename of `renameMany`: 32-byte hashes and the new path metadata. */
+export interface RenameEntry {
+  oldPathHash: Uint8Array;
+  newPathHash: Uint8Array;
+  baseRevisionId: Uint8Array;
+  encryptedPath: Uint8Array;
+  fileName: string | null;
+  relativePath: string | null;
+}
+
+/** Why one rename failed (extensions §1.2). */
+export type RenameFailureReason = "not_found" | "target_exists" | "revision_mismatch" | "database_error";
+
+/** What `renameMany` did, per entry. */
+export interface BatchRenameOutcome {
+  successes: {
+    oldPathHash: Uint8Array;
+    newPathHash: Uint8Array;
+    revisionId: Uint8Array;
+    revisionSeq: number;
+  }[];
+  failures: { oldPathHash: Uint8Array; reason: RenameFailureReason }[];
+}
+
+/** What `registerRelativePaths` did. */
+export interface RelativePathsOutcome {
+  updated: number;
+  skipped: number;
+  errors: {
+    path_hash: string;
+    reason: "invalid_path" | "not_found" | "path_mismatch" | "database_error";
+  }[];
 }
 
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
@@ -45,6 +92,7 @@ export class FilesService {
     private readonly deletions: DeletionQueueRepository,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
+    private readonly quota: QuotaService,
     /** Seconds a replaced or deleted revision's objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
     private readonly graceSeconds: number,
   ) {}
@@ -88,6 +136,16 @@ export class FilesService {
     }
   }
 
+  /**
+   * Refuses, before any bytes are received, a write of `m` that would grow its owner past the
+   * allowance (session create; the commit checks again in its transaction).
+   * @throws AppError `drive_quota_exceeded` (402).
+   */
+  requireQuota(m: Manifest): void {
+    const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
+    this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
+  }
+
   /** The current revision at a path, as carried by the Conflict envelope (null/0 when no file). */
   currentRevision(owner: string, folderHash: string, pathHash: Uint8Array): ConflictDetails {
     const current = this.filesRepo.get(owner, folderHash, pathHash);
@@ -99,11 +157,13 @@ export class FilesService {
 
   /**
    * Records a verified blob as the new revision of the manifest's file, in the caller's
-   * transaction or a new one: revision checks, row upsert, folder counters, and the replaced
-   * revision's blob queued for deletion after the grace period. `also` runs in the same
-   * transaction (finalize marks its session there). With `intent`, the write intent of the blob
-   * (`DeletionQueueRepository.reserve`) is claimed in the same transaction.
-   * @throws as `checkRevision`; `storage_unavailable` (503) when the intent's lease ran out.
+   * transaction or a new one: revision checks, the quota check of the growth over the replaced
+   * row, row upsert, folder counters, and the replaced revision's blob queued for deletion after
+   * the grace period. `also` runs in the same transaction (finalize marks its session there).
+   * With `intent`, the write intent of the blob (`DeletionQueueRepository.reserve`) is claimed in
+   * the same transaction.
+   * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance;
+   *   `storage_unavailable` (503) when the intent's lease ran out.
    */
   commit(
     m: Manifest,
@@ -115,6 +175,7 @@ export class FilesService {
       const now = this.clock.now();
       const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
       this.checkRevision(m, current);
+      this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
       if (intent !== undefined && !this.deletions.claim(intent, now))
         throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
       const revisionId = Buffer.from(randomHex(32), "hex");
@@ -146,6 +207,8 @@ export class FilesService {
         chunkSize: blob.chunkSize,
         chunkCount: blob.chunkCount,
         chunkGens: JSON.stringify(blob.gens),
+        // Every write path has checked that the token's account is the manifest's owner.
+        uploadedBy: m.ss58Address,
       };
       this.filesRepo.upsert(row);
       this.foldersRepo.applyFileChange(
@@ -169,6 +232,57 @@ export class FilesService {
     });
   }
 
+  /**
+   * Back-fills the plaintext `relative_path` of rows that have none (`POST
+   * /register_relative_paths`, extensions §1.6, §9 item 8), in one transaction: a row whose path
+   * is null gets it (and its last segment as `file_name` when that is null too): `updated`; a row
+   * already holding exactly that path: `skipped`; errors per entry: `invalid_path`, `not_found`,
+   * `path_mismatch` (a different path is never overwritten), `database_error`.
+   * @throws AppError `batch_too_large` (400) over `MAX_PATH_BATCH` entries.
+   */
+  registerRelativePaths(
+    owner: string,
+    folderHash: string,
+    entries: readonly { path_hash: string; relative_path: string }[],
+  ): RelativePathsOutcome {
+    if (entries.length > MAX_PATH_BATCH)
+      throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${entries.length}`);
+    const out: RelativePathsOutcome = { updated: 0, skipped: 0, errors: [] };
+    this.db.transaction((tx) => {
+      for (const e of entries) {
+        const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
+          out.errors.push({ path_hash: e.path_hash, reason });
+        if (!isRelativePath(e.relative_path)) {
+          failed("invalid_path");
+          continue;
+        }
+        try {
+          const pathHash = Buffer.from(e.path_hash, "hex");
+          const row = this.filesRepo.get(owner, folderHash, pathHash);
+          if (!row) failed("not_found");
+          else if (row.relativePath === e.relative_path) out.skipped++;
+          else if (row.relativePath !== null) failed("path_mismatch");
+          else {
+            const fileName = row.fileName ?? lastSegment(e.relative_path);
+            const searchName = searchNameOf(fileName, e.relative_path);
+            tx.transaction(() =>
+              this.filesRepo.setPath(owner, folderHash, pathHash, {
+                relativePath: e.relative_path,
+                fileName,
+                searchName,
+                ext: extensionOf(searchName),
+              }),
+            );
+            out.updated++;
+          }
+        } catch {
+          failed("database_error");
+        }
+      }
+    });
+    return out;
+  }
+
   /** A page of a folder's files for `/get_state` (complement §5). */
   state(
     owner: string,
@@ -185,13 +299,120 @@ export class FilesService {
    */
   remove(owner: string, folderHash: string, pathHash: Uint8Array): void {
     this.db.transaction(() => {
-      const now = this.clock.now();
-      const current = this.filesRepo.get(owner, folderHash, pathHash);
-      if (!current) throw fail("not_found", "No file with this file_id in this folder");
-      this.filesRepo.remove(owner, folderHash, pathHash);
-      this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-      this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
+      if (!this.removeRow(owner, folderHash, pathHash, this.clock.now()))
+        throw fail("not_found", "No file with this file_id in this folder");
     });
+  }
+
+  /**
+   * Deletes one file inside the caller's transaction: row, folder counters, and its blob queued
+   * for deletion after the grace period. False when there is no such file.
+   */
+  private removeRow(owner: string, folderHash: string, pathHash: Uint8Array, now: number): boolean {
+    const current = this.filesRepo.get(owner, folderHash, pathHash);
+    if (!current) return false;
+    this.filesRepo.remove(owner, folderHash, pathHash);
+    this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
+    this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
+    return true;
+  }
+
+  /**
+   * Deletes files of one folder by id in one transaction (`POST /delete_files`, extensions §1.1,
+   * §9 item 7): each id is `deleted`, `already_deleted` (no row) or an error (`invalid_file_id`
+   * when not 64 hex characters, `database_error` when its delete failed and was rolled back).
+   * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do.
+   * @throws AppError `batch_too_large` (400) over `MAX_BATCH_DELETE` ids.
+   */
+  removeMany(owner: string, folderHash: string, fileIds: readonly string[]): BatchDeleteOutcome {
+    if (fileIds.length > MAX_BATCH_DELETE)
+      throw fail(
+        "batch_too_large",
+        `At most ${MAX_BATCH_DELETE} file_ids per request, got ${fileIds.length}`,
+      );
+    const out: BatchDeleteOutcome = { deleted: [], errors: [], filesDeleted: 0 };
+    const seen = new Set<string>();
+    this.db.transaction((tx) => {
+      const now = this.clock.now();
+      for (const id of fileIds) {
+        const key = id.toLowerCase();
+        if (seen.has(key)) continue;
+        seen.add(key);
+        if (!FILE_ID.test(id)) {
+          out.errors.push({ file_id: id, error: "invalid_file_id" });
+          continue;
+        }
+        try {
+          const removed = tx.transaction(() =>
+            this.removeRow(owner, folderHash, Buffer.from(key, "hex"), now),
+          );
+          out.deleted.push({ file_id: id, status: removed ? "deleted" : "already_deleted" });
+          if (removed) out.filesDeleted++;
+        } catch {
+          out.errors.push({ file_id: id, error: "database_error" });
+        }
+      }
+    });
+    return out;
+  }
+
+  /**
+   * Renames files of one folder (`POST /rename_files`, extensions §1.2, §9 item 6), entries in
+   * request order, each on its own: the row moves to `new_path_hash` with the new path metadata
+   * (absent fields: empty encrypted path, null name and path), `revision_seq + 1` and a new random
+   * `revision_id`; ciphertext, `created_at`, sizes and the uploader stay. Failures: `not_found`,
+   * `target_exists`, `revision_mismatch`, `database_error`. The caller has verified the signature.
+   */
+  renameMany(owner: string, folderHash: string, renames: readonly RenameEntry[]): BatchRenameOutcome {
+    const out: BatchRenameOutcome = { successes: [], failures: [] };
+    this.db.transaction((tx) => {
+      const now = this.clock.now();
+      for (const r of renames) {
+        const failed = (reason: RenameFailureReason) =>
+          out.failures.push({ oldPathHash: r.oldPathHash, reason });
+        try {
+          const current = this.filesRepo.get(owner, folderHash, r.oldPathHash);
+          if (!current) {
+            failed("not_found");
+            continue;
+          }
+          if (!Buffer.from(current.revisionId).equals(Buffer.from(r.baseRevisionId))) {
+            failed("revision_mismatch");
+            continue;
+          }
+          if (this.filesRepo.get(owner, folderHash, r.newPathHash)) {
+            failed("target_exists");
+            continue;
+          }
+          const revisionId = Buffer.from(randomHex(32), "hex");
+          const searchName = searchNameOf(r.fileName, r.relativePath);
+          const revisionSeq = current.revisionSeq + 1;
+          tx.transaction(() => {
+            this.filesRepo.rekey(owner, folderHash, r.oldPathHash, {
+              pathHash: Buffer.from(r.newPathHash),
+              encryptedPath: Buffer.from(r.encryptedPath),
+              fileName: r.fileName,
+              relativePath: r.relativePath,
+              searchName,
+              ext: extensionOf(searchName),
+              revisionSeq,
+              revisionId,
+              updatedAt: now,
+            });
+            this.foldersRepo.applyFileChange(owner, folderHash, 0, 0, now);
+          });
+          out.successes.push({
+            oldPathHash: r.oldPathHash,
+            newPathHash: r.newPathHash,
+            revisionId,
+            revisionSeq,
+          });
+        } catch {
+          failed("database_error");
+        }
+      }
+    });
+    return out;
   }
 
   /**

@@ -1,29 +1,27 @@
 /**
  * @module folders/folders.controller
  * HTTP of the folder registry: `POST /register_folder`, `GET /list_folders/{base_address}`,
- * `DELETE /unregister_folder` (spec §4.1–4.3). Shapes come from `src/wire/schemas.ts`.
+ * `DELETE /unregister_folder` (spec §4.1–4.3), and the folder entries (explicit directories) of
+ * extensions.md §1.5. Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
-import { fail } from "../errors/errors.ts";
-import { authenticated, doc, jsonBody, responses } from "../http/contract.ts";
+import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
 import {
+  FolderEntriesBody,
+  FolderParams,
+  ListFolderEntriesResult,
   ListFoldersParams,
   ListFoldersResult,
   RegisterFolderBody,
+  RegisterFolderEntriesResult,
   RegisterFolderResult,
   UnregisterFolderBody,
+  UnregisterFolderEntriesResult,
   UnregisterFolderResult,
 } from "../wire/schemas.ts";
-
-/** `ss58_address`, or its alias `user_id`. @throws AppError `invalid_manifest` when both are absent. */
-function bodyAddress(b: { ss58_address?: string; user_id?: string }): string {
-  const a = b.ss58_address ?? b.user_id;
-  if (a === undefined) throw fail("invalid_manifest", "ss58_address (alias user_id) is required");
-  return a;
-}
 
 /** The folder registry routes. */
 export function foldersController(s: Services) {
@@ -69,6 +67,56 @@ export function foldersController(s: Services) {
         body: UnregisterFolderBody,
         response: responses(UnregisterFolderResult, [400, 401, 403, 404, 408, 413, 500]),
         detail: doc("folders", "Unregister a folder and delete every file in it (irreversible)"),
+      },
+    )
+    .get(
+      "/list_folder_entries/:ss58/:folder_hash",
+      ({ caller, params }) => {
+        AuthService.requireOwner(caller, params.ss58, "this address");
+        return Response.json({ relative_paths: s.folders.listEntries(params.ss58, params.folder_hash) });
+      },
+      {
+        params: FolderParams,
+        response: flatResponses(ListFolderEntriesResult, [400, 401, 403, 500]),
+        detail: doc("folders", "Every registered directory of a folder (flat answer, no envelope)"),
+      },
+    )
+    .post(
+      "/register_folder_entries",
+      ({ caller, body }) => {
+        const owner = bodyAddress(body);
+        AuthService.requireOwner(caller, owner, "ss58_address");
+        const count = s.folders.registerEntries(owner, body.folder_hash, body.relative_paths);
+        return success({ status: "registered", count });
+      },
+      {
+        parse: jsonBody(s),
+        body: FolderEntriesBody,
+        response: responses(RegisterFolderEntriesResult, [400, 401, 403, 500]),
+        detail: doc(
+          "folders",
+          "Register directory entries (explicit, possibly empty directories shown by /browse)",
+          "Idempotent; count = the named entries now present. At most 500 paths.",
+        ),
+      },
+    )
+    .delete(
+      "/unregister_folder_entries",
+      ({ caller, body }) => {
+        const owner = bodyAddress(body);
+        AuthService.requireOwner(caller, owner, "ss58_address");
+        const count = s.folders.unregisterEntries(owner, body.folder_hash, body.relative_paths);
+        return success({ status: "unregistered", count });
+      },
+      {
+        parse: jsonBody(s),
+        body: FolderEntriesBody,
+        response: responses(UnregisterFolderEntriesResult, [400, 401, 403, 500]),
+        detail: doc(
+          "folders",
+          "Remove exactly the named directory entries (files are never touched)",
+          "count = the entries removed. At most 500 paths.",
+        ),
       },
     );
 }

@@ -13,7 +13,7 @@ import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { type DocumentDecoration, t, ValidationError } from "elysia";
 import { type AppError, ERRORS, type ErrorCode, fail } from "../errors/errors.ts";
 import type { Services } from "../services.ts";
-import { ConflictEnvelope, ERROR_CODE_KEY, ErrorEnvelope, successOf } from "../wire/schemas.ts";
+import { ConflictEnvelope, ERROR_CODE_KEY, ErrorEnvelope, FlatError, successOf } from "../wire/schemas.ts";
 import { readJson } from "./request.ts";
 
 /** The code a failing value gets when its schema names none, by where the value is. */
@@ -68,6 +68,13 @@ export function callerOf(s: Services, request: Request): Promise<string> {
   return p;
 }
 
+/** `ss58_address`, or its alias `user_id`. @throws AppError `invalid_manifest` when both are absent. */
+export function bodyAddress(b: { ss58_address?: string; user_id?: string }): string {
+  const a = b.ss58_address ?? b.user_id;
+  if (a === undefined) throw fail("invalid_manifest", "ss58_address (alias user_id) is required");
+  return a;
+}
+
 /** A derive hook giving the route `caller` (the token's address) before any validation: 401 first. */
 export function authenticated(s: Services) {
   return async ({ request }: { request: Request }) => ({ caller: await callerOf(s, request) });
@@ -75,13 +82,19 @@ export function authenticated(s: Services) {
 
 /**
  * A route-level parse hook for JSON bodies: authenticates first (401 before the body is read),
- * then reads the body with `readJson` (at most 1 MiB). The route's body schema checks the result.
+ * then reads the body with `readJson` (at most `maxBytes`, default 1 MiB; a larger body fails
+ * with `tooLargeCode`, default 413 `payload_too_large`). The route's body schema checks the result.
  * @throws AppError `unauthorized`, or `code` (default `invalid_manifest`) for a body that is not JSON.
  */
-export function jsonBody(s: Services, code: ErrorCode = "invalid_manifest") {
+export function jsonBody(
+  s: Services,
+  code: ErrorCode = "invalid_manifest",
+  maxBytes?: number,
+  tooLargeCode?: ErrorCode,
+) {
   return async ({ request }: { request: Request }) => {
     await callerOf(s, request);
-    return readJson(request, code);
+    return readJson(request, code, maxBytes, tooLargeCode);
   };
 }
 
@@ -154,17 +167,33 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 }
 
 /** Error statuses a route can answer. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
 
 /**
  * The response schemas of a route: 200 → `{"Success": ok}` (or `ok` as is when `bare`), each
- * error status → the Error envelope (409: Error or Conflict envelope, complement §1).
+ * error status → the Error envelope (409: Error or Conflict envelope, complement §1; 402: the flat
+ * quota body, extensions §1.3).
  */
 export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: successOf(ok) };
   for (const status of errors)
-    map[status] = status === 409 ? t.Union([ErrorEnvelope, ConflictEnvelope]) : ErrorEnvelope;
+    map[status] =
+      status === 409
+        ? t.Union([ErrorEnvelope, ConflictEnvelope])
+        : status === 402
+          ? FlatError
+          : ErrorEnvelope;
   return map as { 200: ReturnType<typeof successOf<S>> } & Record<number, TSchema>;
+}
+
+/**
+ * The response schemas of a route of the flat legacy family (extensions §0.2): 200 → `ok` as is,
+ * each error status → the Error envelope.
+ */
+export function flatResponses<S extends TSchema>(ok: S, errors: ErrorStatus[]) {
+  const map: Record<number, TSchema> = { 200: ok };
+  for (const status of errors) map[status] = ErrorEnvelope;
+  return map as { 200: S } & Record<number, TSchema>;
 }
 
 /** The OpenAPI decoration of an authenticated route. */

@@ -21,13 +21,19 @@ export function errorBody(code: ErrorCode, message: string): string {
   return JSON.stringify({ Error: { error: code, message } });
 }
 
-/** Turns an `AppError` into its response (Error or Conflict envelope, Retry-After, extra headers). */
+/**
+ * Turns an `AppError` into its response (Error or Conflict envelope, the flat body of a 402,
+ * Retry-After, extra headers).
+ */
 export function errorResponse(e: AppError, requestId?: string): Response {
   const headers: Record<string, string> = { ...JSON_TYPE, ...(e.extra.headers ?? {}) };
   if (requestId) headers["x-request-id"] = requestId;
   if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
   let body: string;
-  if (e.extra.conflict) {
+  if (ERRORS[e.code].status === 402) {
+    // Quota refusals are flat on every route (extensions §0.2, §1.3).
+    body = JSON.stringify({ error: e.code, message: e.message });
+  } else if (e.extra.conflict) {
     body = JSON.stringify({
       Conflict: {
         error: e.code,

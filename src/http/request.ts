@@ -10,20 +10,26 @@ import { guardedBody } from "./body.ts";
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads the body as JSON (at most `MAX_JSON_BODY_BYTES`, enforced while it streams, under the
- * body idle timeout of `src/http/body.ts`).
- * @throws AppError `payload_too_large` (413) when the body is over the limit (declared or sent:
- *   reading stops at the first piece past it); `request_timeout` (408) when it arrives too slowly;
- *   `code` (default `invalid_manifest`) when it is empty or not UTF-8 JSON.
+ * Reads the body as JSON (at most `maxBytes`, default `MAX_JSON_BODY_BYTES`, enforced while it
+ * streams, under the body idle timeout of `src/http/body.ts`).
+ * @throws AppError `tooLargeCode` (default 413 `payload_too_large`) when the body is over the
+ *   limit (declared or sent: reading stops at the first piece past it); `request_timeout` (408)
+ *   when it arrives too slowly; `code` (default `invalid_manifest`) when it is empty or not UTF-8
+ *   JSON.
  */
-export async function readJson(request: Request, code: ErrorCode = "invalid_manifest"): Promise<unknown> {
-  const tooLarge = () => fail("payload_too_large", `request body over ${MAX_JSON_BODY_BYTES} bytes`);
+export async function readJson(
+  request: Request,
+  code: ErrorCode = "invalid_manifest",
+  maxBytes: number = MAX_JSON_BODY_BYTES,
+  tooLargeCode: ErrorCode = "payload_too_large",
+): Promise<unknown> {
+  const tooLarge = () => fail(tooLargeCode, `request body over ${maxBytes} bytes`);
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (declared > MAX_JSON_BODY_BYTES) throw tooLarge();
+  if (declared > maxBytes) throw tooLarge();
   const pieces: Uint8Array[] = [];
   let total = 0;
   try {
-    for await (const piece of guardedBody(request, { limit: MAX_JSON_BODY_BYTES, tooLarge })) {
+    for await (const piece of guardedBody(request, { limit: maxBytes, tooLarge })) {
       pieces.push(piece);
       total += piece.byteLength;
     }

@@ -53,7 +53,7 @@ export function searchController(s: Services) {
     .get(
       "/search_files/:ss58",
       ({ caller, params, query }) => {
-        const q = searchQueryOf(query);
+        const q = searchQueryOf(query, s.profile);
         AuthService.requireOwner(caller, params.ss58, "this address");
         return success(s.search.search(params.ss58, q));
       },
@@ -74,7 +74,7 @@ export function searchController(s: Services) {
     .get(
       "/browse/:ss58/:folder_hash",
       ({ caller, params, query }) => {
-        const q = browseQueryOf(query);
+        const q = browseQueryOf(query, s.profile);
         AuthService.requireOwner(caller, params.ss58, "this address");
         return success(s.browse.browse(params.ss58, params.folder_hash, q));
       },

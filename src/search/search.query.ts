@@ -5,15 +5,15 @@
  * every malformed value becomes the 400 the spec names.
  */
 import type { Static } from "@sinclair/typebox";
+import { type ProfileRules, profileRules } from "../config/profile.ts";
 import { checkQuery } from "../http/contract.ts";
 import {
   BROWSE_DEFAULT_LIMIT,
-  BROWSE_MAX_LIMIT,
+  BROWSE_SORT_KEYS,
   BrowseQuery as BrowseQuerySchema,
   SEARCH_DEFAULT_LIMIT,
-  SEARCH_MAX_LIMIT,
+  SEARCH_SORT_KEYS,
   SearchQuery as SearchQuerySchema,
-  SORT_COLUMNS,
   type SortColumn,
 } from "../wire/schemas.ts";
 import { parseFileType } from "./file-types.ts";
@@ -45,25 +45,45 @@ export interface SearchFilters {
   /** `created_at` bounds, Unix seconds. */
   dateFrom: number | null;
   dateTo: number | null;
+  /**
+   * `uploaded_by` (extensions §1.7): files whose uploader is `by` (null: files without one,
+   * the value `_none`); null = not set.
+   */
+  uploader: { by: string | null } | null;
+  /** `folder_hash`: files of this folder only; null = every folder. */
+  folderHash: string | null;
+  /** True when a profile rule makes the query match nothing (hcfs: `q` under 3 characters). */
+  nothing: boolean;
 }
 
+/** A search sort key: a column, or `uploaded_by` (extensions §1.7). */
+export type SearchSortKey = (typeof SEARCH_SORT_KEYS)[number];
+/** A browse sort key: a search key, or `extension` (extensions §1.7). */
+export type BrowseSortKey = (typeof BROWSE_SORT_KEYS)[number];
+
 /** Sort and page of a listing: `sortBy` then `path_hash`, both in the one direction. */
-export interface PageSpec {
-  sortBy: SortColumn;
+export interface PageSpec<K extends string = SortColumn> {
+  sortBy: K;
   descending: boolean;
   offset: number;
   limit: number;
 }
 
 /** A checked `/search_files` query. */
-export interface SearchQuery extends SearchFilters, PageSpec {}
+export interface SearchQuery extends SearchFilters, PageSpec<SearchSortKey> {}
 
 /** A checked `/browse` query: the directory (no leading or trailing `/`, `""` = root) and the rest. */
-export interface BrowseQuery extends PageSpec {
+export interface BrowseQuery extends PageSpec<BrowseSortKey> {
   path: string;
   q: string | null;
   exts: string[] | null;
+  uploader: { by: string | null } | null;
+  /** As `SearchFilters.nothing`. */
+  nothing: boolean;
 }
+
+/** The value of `uploaded_by` that selects files without a recorded uploader (extensions §1.7). */
+export const UPLOADED_BY_NONE = "_none";
 
 /**
  * The case folding of search (spec §4.9 "case-insensitive"): NFC, then JavaScript's Unicode
@@ -80,15 +100,29 @@ function pageOf(p: { offset?: number; limit?: number }, def: number, max: number
   return { offset: p.offset ?? 0, limit: !p.limit ? def : Math.min(p.limit, max) };
 }
 
-/** `sort_by` (unknown → `created_at`) and `sort_order` (case-insensitive; unknown → desc). */
-function sortOf(p: { sort_by?: string; sort_order?: string }): { sortBy: SortColumn; descending: boolean } {
-  const sortBy = SORT_COLUMNS.find((c) => c === p.sort_by) ?? "created_at";
+/** `sort_by` among `keys` (unknown → `created_at`) and `sort_order` (case-insensitive; unknown → desc). */
+function sortOf<K extends string>(
+  p: { sort_by?: string; sort_order?: string },
+  keys: readonly K[],
+): { sortBy: K; descending: boolean } {
+  const sortBy = keys.find((c) => c === p.sort_by) ?? ("created_at" as K);
   return { sortBy, descending: (p.sort_order ?? "").toLowerCase() !== "asc" };
 }
 
-/** `q` case-folded; null when absent or empty (its length is checked by the schema). */
-function qOf(q: string | undefined): string | null {
-  return q === undefined || q === "" ? null : foldCase(q);
+/** `uploaded_by`: null when absent or empty; `_none` selects files without an uploader. */
+function uploaderOf(v: string | undefined): { by: string | null } | null {
+  if (v === undefined || v === "") return null;
+  return { by: v === UPLOADED_BY_NONE ? null : v };
+}
+
+/**
+ * `q` case-folded, null when absent or empty (its length is checked by the schema); with a
+ * profile minimum (`rules.minQueryChars`), trimmed first, and `nothing` when shorter.
+ */
+function qOf(q: string | undefined, rules: ProfileRules): { q: string | null; nothing: boolean } {
+  const v = rules.minQueryChars > 0 ? q?.trim() : q;
+  if (v === undefined || v === "") return { q: null, nothing: false };
+  return { q: foldCase(v), nothing: [...v].length < rules.minQueryChars };
 }
 
 /** `file_type`: null when absent or empty. @throws AppError `invalid_file_type`. */
@@ -97,41 +131,52 @@ function extsOf(raw: string | undefined): string[] | null {
 }
 
 /**
- * A `/search_files` query (spec §4.9 with complement §4) from its checked parameters: defaults,
- * the page-size cap, case folding and `file_type` categories.
+ * A `/search_files` query (spec §4.9 with complement §4, extensions §1.7) from its checked
+ * parameters: defaults, the page-size cap, case folding, `file_type` categories, `uploaded_by`
+ * and `folder_hash`.
  * @throws AppError `invalid_file_type` (400).
  */
-export function searchQueryOf(p: SearchParams): SearchQuery {
+export function searchQueryOf(p: SearchParams, rules: ProfileRules = profileRules("base")): SearchQuery {
   const exts = extsOf(p.file_type);
   return {
-    q: qOf(p.q),
+    ...qOf(p.q, rules),
     exts,
     sizeMin: p.size_min ?? null,
     sizeMax: p.size_max ?? null,
     dateFrom: p.date_from ?? null,
     dateTo: p.date_to ?? null,
-    ...sortOf(p),
-    ...pageOf(p, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT),
+    uploader: uploaderOf(p.uploaded_by),
+    folderHash: p.folder_hash ?? null,
+    ...sortOf(p, SEARCH_SORT_KEYS),
+    ...pageOf(p, SEARCH_DEFAULT_LIMIT, rules.searchMaxLimit),
   };
 }
 
 /**
  * A `/browse` query from its checked parameters: `path` without leading and trailing `/`
- * (absent = root), `offset`, `limit` (default 50, cap 200), sort, `file_type` and `q` as in search.
+ * (absent = root), `offset`, `limit` (default 50, cap 200), sort (also `extension`,
+ * `uploaded_by`), `file_type`, `q` and `uploaded_by` as in search.
  * @throws AppError `invalid_file_type` (400).
  */
-export function browseQueryOf(p: BrowseParams): BrowseQuery {
+export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRules("base")): BrowseQuery {
   const path = (p.path ?? "").replace(/^\/+/, "").replace(/\/+$/, "");
   const exts = extsOf(p.file_type);
-  return { path, q: qOf(p.q), exts, ...sortOf(p), ...pageOf(p, BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT) };
+  return {
+    path,
+    ...qOf(p.q, rules),
+    exts,
+    uploader: uploaderOf(p.uploaded_by),
+    ...sortOf(p, BROWSE_SORT_KEYS),
+    ...pageOf(p, BROWSE_DEFAULT_LIMIT, rules.browseMaxLimit),
+  };
 }
 
 /**
  * Reads a `/search_files` query string through its schema, as the route does.
  * @throws AppError `invalid_parameter`, `q_too_long` or `invalid_file_type` (all 400).
  */
-export function parseSearchQuery(query: URLSearchParams): SearchQuery {
-  return searchQueryOf(checkQuery(SearchQuerySchema, query));
+export function parseSearchQuery(query: URLSearchParams, rules?: ProfileRules): SearchQuery {
+  return searchQueryOf(checkQuery(SearchQuerySchema, query), rules);
 }
 
 /**
@@ -139,6 +184,6 @@ export function parseSearchQuery(query: URLSearchParams): SearchQuery {
  * @throws AppError `invalid_parameter` (a `path` with `..` or `\`, a malformed number),
  *   `q_too_long`, `invalid_file_type`.
  */
-export function parseBrowseQuery(query: URLSearchParams): BrowseQuery {
-  return browseQueryOf(checkQuery(BrowseQuerySchema, query));
+export function parseBrowseQuery(query: URLSearchParams, rules?: ProfileRules): BrowseQuery {
+  return browseQueryOf(checkQuery(BrowseQuerySchema, query), rules);
 }

@@ -56,7 +56,27 @@ export type Cond =
   /** Files directly in directory `dir` of folder `folderHash` (browse). */
   | { kind: "dir"; folderHash: string; dir: string }
   /** `file_name >= from` (BINARY order; rows without file_name never match). */
-  | { kind: "nameFrom"; from: string };
+  | { kind: "nameFrom"; from: string }
+  /** Files of folder `folderHash`. */
+  | { kind: "folder"; folderHash: string }
+  /** Files whose `files.uploaded_by` is `by` (null: without an uploader); each row looked up. */
+  | { kind: "uploader"; by: string | null };
+
+/** The `files` row of a `search_entries` row, for columns only `files` holds. */
+const FILE_OF_ENTRY =
+  "FROM files AS f, search_owners AS o WHERE o.id = search_entries.oid AND f.owner = o.owner AND f.folder_hash = search_entries.folder_hash AND f.path_hash = search_entries.path_hash";
+
+/** An order of listed rows: a sort column, `uploaded_by` or `extension` (extensions §1.7). */
+export type OrderKey = SortColumn | "uploaded_by" | "extension";
+
+const ORDER_SQL: Record<OrderKey, string> = {
+  file_name: "file_name",
+  size_bytes: "size_bytes",
+  created_at: "created_at",
+  updated_at: "updated_at",
+  extension: "ext",
+  uploaded_by: `(SELECT f.uploaded_by ${FILE_OF_ENTRY})`,
+};
 
 /**
  * How a query reaches the rows: walk one of the sort indexes (in sort order), the ext index (also
@@ -340,6 +360,14 @@ export class SearchRepository {
           where.push("file_name >= ?");
           params.push(c.from);
           break;
+        case "folder":
+          where.push("folder_hash = ?");
+          params.push(c.folderHash);
+          break;
+        case "uploader":
+          where.push(`EXISTS (SELECT 1 ${FILE_OF_ENTRY} AND f.uploaded_by IS ?)`);
+          params.push(c.by);
+          break;
       }
     }
     const index = access === "fts" ? "NOT INDEXED" : INDEX[access];
@@ -363,7 +391,7 @@ export class SearchRepository {
     oid: number,
     access: Access,
     conds: readonly Cond[],
-    sortBy: SortColumn,
+    sortBy: OrderKey,
     descending: boolean,
     offset: number,
     limit: number,
@@ -372,7 +400,7 @@ export class SearchRepository {
     const dir = descending ? "DESC" : "ASC";
     return this.sql
       .query<{ folder_hash: string; path_hash: Uint8Array }, SQLQueryBindings[]>(
-        `SELECT folder_hash, path_hash ${f.sql} ORDER BY ${sortBy} ${dir}, path_hash ${dir} LIMIT ? OFFSET ?`,
+        `SELECT folder_hash, path_hash ${f.sql} ORDER BY ${ORDER_SQL[sortBy]} ${dir}, path_hash ${dir} LIMIT ? OFFSET ?`,
       )
       .all(...f.params, limit, offset)
       .map((r) => ({ folderHash: r.folder_hash, pathHash: r.path_hash }));
@@ -419,7 +447,7 @@ export class SearchRepository {
       .query<Record<string, unknown>, [string, string]>(
         `SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
            f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
-           f.chunk_hashes, f.created_at, f.updated_at
+           f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
          FROM json_each(?) AS j
          CROSS JOIN files AS f ON f.owner = ? AND f.folder_hash = j.value ->> 0 AND f.path_hash = unhex(j.value ->> 1)
          LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
@@ -441,6 +469,7 @@ export class SearchRepository {
         chunkHashes: r.chunk_hashes as string | null,
         createdAt: r.created_at as number,
         updatedAt: r.updated_at as number,
+        uploadedBy: r.uploaded_by as string | null,
       }));
   }
 

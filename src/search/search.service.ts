@@ -32,7 +32,7 @@ import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./bucket
 import { gridCount, Histogram } from "./histogram.ts";
 import { seekName } from "./name-histogram.ts";
 import { classesOf, PARTITION, splitWindow } from "./partitions.ts";
-import type { SearchQuery } from "./search.query.ts";
+import type { SearchQuery, SortColumn } from "./search.query.ts";
 import type { Access, Cond, HitRow, PageKey, SearchRepository } from "./search.repository.ts";
 
 export type { SearchFileHit, SearchResult } from "../wire/types.ts";
@@ -173,6 +173,13 @@ export function planKind(plan: readonly string[]): string {
   return "other";
 }
 
+/** A query the planner answers: no `uploaded_by` or `folder_hash` filter, sorted by a column. */
+type PlannedQuery = SearchQuery & { sortBy: SortColumn; uploader: null; folderHash: null };
+
+function isPlanned(q: SearchQuery): q is PlannedQuery {
+  return q.uploader === null && q.folderHash === null && q.sortBy !== "uploaded_by";
+}
+
 /** Cross-folder search (spec §4.9). */
 export class SearchService {
   private readonly tuning: SearchTuning;
@@ -202,7 +209,13 @@ export class SearchService {
     return this.repo.snapshot(() => {
       const oid = this.repo.ownerId(owner);
       const outcome: SearchOutcome =
-        oid === null ? { total: 0, keys: [], plan: ["no files"] } : this.plan(oid, query);
+        oid === null
+          ? { total: 0, keys: [], plan: ["no files"] }
+          : query.nothing
+            ? { total: 0, keys: [], plan: ["matches nothing (profile rule)"] }
+            : isPlanned(query)
+              ? this.plan(oid, query)
+              : this.scan(oid, query);
       const files = this.repo.hits(owner, outcome.keys).map(toSearchHit);
       return {
         outcome,
@@ -218,7 +231,30 @@ export class SearchService {
     });
   }
 
-  private plan(oid: number, query: SearchQuery): SearchOutcome {
+  /**
+   * The exact route of the filters and orders the planner's counters do not cover (`uploaded_by`,
+   * `folder_hash`, sorting by `uploaded_by`): count and page every condition over one index range
+   * (the folder's rows in the browse index, else the sort column's index, else all of the
+   * owner's rows), checking `q` with `instr` and the uploader on the `files` row.
+   */
+  private scan(oid: number, query: SearchQuery): SearchOutcome {
+    const f = filtersOf(query);
+    if (f.empty) return { total: 0, keys: [], plan: ["empty range"] };
+    const conds: Cond[] = baseConds(f);
+    if (f.text) conds.push({ kind: "substr", q: f.text.q });
+    if (query.folderHash !== null) conds.push({ kind: "folder", folderHash: query.folderHash });
+    if (query.uploader !== null) conds.push({ kind: "uploader", by: query.uploader.by });
+    const access: Access =
+      query.folderHash !== null ? "dir" : query.sortBy === "uploaded_by" ? "ext" : query.sortBy;
+    const total = this.repo.count(oid, access, conds);
+    const keys =
+      query.offset >= total
+        ? []
+        : this.repo.page(oid, access, conds, query.sortBy, query.descending, query.offset, query.limit);
+    return { total, keys, plan: [`scan ${access} index with every filter`, `total ${total}`] };
+  }
+
+  private plan(oid: number, query: PlannedQuery): SearchOutcome {
     const f = filtersOf(query);
     const plan: string[] = [];
     if (f.empty) return { total: 0, keys: [], plan: ["empty range"] };
@@ -445,7 +481,7 @@ export class SearchService {
   /** The page: a walk of the sort index (maybe seeked, maybe from the far end) or sorted candidates. */
   private page(
     oid: number,
-    query: SearchQuery,
+    query: PlannedQuery,
     f: Filters,
     nAll: number,
     total: number,

@@ -120,7 +120,8 @@ export class SessionEngine {
    * Opens a session for `caller` (spec §4.4).
    * @returns `{session_id, expires_at}` (Unix seconds).
    * @throws AppError `invalid_manifest` (400: bad manifest, signature or chunk layout),
-   *   `forbidden` (403: manifest owner is not `caller`), `session_limit` (429 with Retry-After).
+   *   `forbidden` (403: manifest owner is not `caller`), `drive_quota_exceeded` (402: the file's
+   *   growth over the row it replaces exceeds the allowance), `session_limit` (429 with Retry-After).
    */
   create(caller: string, input: CreateSessionInput): { session_id: string; expires_at: number } {
     const { chunk_count: count, chunk_size: size, ciphertext_size: total } = input;
@@ -147,6 +148,7 @@ export class SessionEngine {
       throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 
     return this.db.transaction(() => {
+      this.files.requireQuota(manifest);
       const now = this.clock.now();
       const live = this.sessions.liveCount(caller, now);
       if (live.n >= this.opts.maxSessionsPerUser) {

@@ -61,7 +61,7 @@ export function sessionsController(s: Services) {
       {
         parse: jsonBody(s),
         body: CreateSessionBody,
-        response: responses(SessionCreated, [400, 401, 403, 408, 413, 429, 500]),
+        response: responses(SessionCreated, [400, 401, 402, 403, 408, 413, 429, 500]),
         detail: doc("sessions", "Open a chunked upload session"),
       },
     )
@@ -109,7 +109,7 @@ export function sessionsController(s: Services) {
       {
         parse: rawBody(),
         params: SessionParams,
-        response: responses(UploadResult, [400, 401, 403, 404, 409, 500, 503, 507]),
+        response: responses(UploadResult, [400, 401, 402, 403, 404, 409, 500, 503, 507]),
         detail: doc("sessions", "Verify the BLAKE3 hash and commit the file"),
       },
     )

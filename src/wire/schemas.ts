@@ -94,6 +94,14 @@ export const ConflictEnvelope = t.Object({
   }),
 });
 
+/** A quota refusal (402), flat on every route (extensions §0.2, §1.3). */
+export const FlatError = t.Object({
+  error: t.String(),
+  message: t.String(),
+  balance_cents: t.Optional(Type.Integer()),
+  required_cents: t.Optional(Type.Integer()),
+});
+
 /** `{"Success": schema}` */
 export function successOf<S extends ReturnType<typeof t.Object>>(schema: S) {
   return t.Object({ Success: schema });
@@ -134,9 +142,18 @@ export const RemoteFileEntry = t.Object({
   file_name: NullableString,
   relative_path: NullableString,
   store_hash: NullableString,
+  arion_hash: t.Union([t.String(), t.Null()], {
+    description: "the product's name of store_hash (extensions §1.7): the same value",
+  }),
   chunk_hashes: t.Union([t.Array(t.String()), t.Null()]),
   created_at: UnixSeconds,
   updated_at: UnixSeconds,
+  uploaded_by: t.Optional(
+    t.String({
+      description:
+        "SS58 address of the account that wrote the current revision; absent on rows written before attribution",
+    }),
+  ),
   attributes: t.Optional(Attributes),
 });
 
@@ -342,18 +359,32 @@ export const StateQuery = t.Object(pageQuery(STATE_DEFAULT_LIMIT, STATE_MAX_LIMI
 export const SORT_COLUMNS = ["file_name", "size_bytes", "created_at", "updated_at"] as const;
 /** A column results can be sorted by. */
 export type SortColumn = (typeof SORT_COLUMNS)[number];
+/** Search sort keys: the columns plus `uploaded_by` (extensions §1.7). */
+export const SEARCH_SORT_KEYS = [...SORT_COLUMNS, "uploaded_by"] as const;
+/** Browse sort keys: the search keys plus `extension` (extensions §1.7). */
+export const BROWSE_SORT_KEYS = [...SEARCH_SORT_KEYS, "extension"] as const;
 
-const SortQuery = {
-  sort_by: t.Optional(
-    t.String({
-      default: "created_at",
-      description: `${SORT_COLUMNS.join(" | ")} (anything else: created_at)`,
-    }),
-  ),
-  sort_order: t.Optional(
-    t.String({ default: "desc", description: "asc | desc, case-insensitive (anything else: desc)" }),
-  ),
-};
+function sortQuery(keys: readonly string[]) {
+  return {
+    sort_by: t.Optional(
+      t.String({
+        default: "created_at",
+        description: `${keys.join(" | ")} (anything else: created_at)`,
+      }),
+    ),
+    sort_order: t.Optional(
+      t.String({ default: "desc", description: "asc | desc, case-insensitive (anything else: desc)" }),
+    ),
+  };
+}
+
+/** `uploaded_by` filter (extensions §1.7). */
+const UploadedBy = t.Optional(
+  t.String({
+    description:
+      "only files whose current revision this account wrote; `_none` = files without a recorded uploader",
+  }),
+);
 
 const Q = t.Optional(
   t.String({
@@ -381,8 +412,12 @@ export const SearchQuery = t.Object({
   size_max: uintQuery("largest size_bytes"),
   date_from: uintQuery("earliest created_at, Unix seconds"),
   date_to: uintQuery("latest created_at, Unix seconds"),
+  uploaded_by: UploadedBy,
+  folder_hash: t.Optional(
+    t.String({ pattern: "^[0-9a-f]{16}$", description: "only files of this folder (16 hex)" }),
+  ),
   ...pageQuery(SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT),
-  ...SortQuery,
+  ...sortQuery(SEARCH_SORT_KEYS),
 });
 
 /** `GET /browse/{ss58}/{folder_hash}`: one directory, with the search filters it shares. */
@@ -396,8 +431,9 @@ export const BrowseQuery = t.Object({
   ),
   q: Q,
   file_type: FileType,
+  uploaded_by: UploadedBy,
   ...pageQuery(BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT),
-  ...SortQuery,
+  ...sortQuery(BROWSE_SORT_KEYS),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -440,3 +476,220 @@ export const DownloadHeaders = t.Object({
 export const SearchHeaders = t.Object({
   "x-billing-bypass": t.Optional(t.String({ description: "accepted and ignored (spec §5.5)" })),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Product extensions (extensions.md §1, §2): batch operations, folder entries, quota, summaries
+
+/** Most ids of one `POST /delete_files` (extensions §1.1, §8.2). */
+export const MAX_BATCH_DELETE = 1000;
+/** Most entries of one `POST /rename_files` (extensions §9 item 6). */
+export const MAX_BATCH_RENAME = 1000;
+/** Most entries of one folder-entry or `/register_relative_paths` call (extensions §8.2). */
+export const MAX_PATH_BATCH = 500;
+
+/** `POST /delete_files` (extensions §1.1); ids that are not 64 hex fail one by one, not the request. */
+export const DeleteFilesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  file_ids: t.Array(t.String({ description: "path_hash as 64 lowercase hex characters" }), {
+    minItems: 1,
+    description: `1 to ${MAX_BATCH_DELETE} ids (more: 400 batch_too_large)`,
+  }),
+  quiet: t.Optional(t.Boolean({ default: false, description: "leave successful entries out of the answer" })),
+});
+
+/** `POST /delete_files` answer (extensions §1.1): 200 also when some ids fail. */
+export const DeleteFilesResult = t.Object({
+  deleted: t.Optional(
+    t.Array(
+      t.Object({
+        file_id: t.String(),
+        status: t.Union([t.Literal("deleted"), t.Literal("already_deleted")]),
+      }),
+      { description: "absent when quiet" },
+    ),
+  ),
+  errors: t.Array(
+    t.Object({
+      file_id: t.String(),
+      error: t.Union([t.Literal("invalid_file_id"), t.Literal("database_error")]),
+    }),
+  ),
+  files_deleted: Type.Integer({ minimum: 0 }),
+});
+
+/** One entry of `POST /rename_files` (extensions §1.2). */
+export const SingleRename = t.Object({
+  old_path_hash: Bytes32,
+  new_path_hash: Bytes32,
+  new_encrypted_path: t.Optional(
+    t.Union([t.Array(byte, { maxItems: 8192 }), t.Null()], { description: "default empty" }),
+  ),
+  new_file_name: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
+  new_relative_path: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
+  base_revision_id: Bytes32,
+});
+
+/** `POST /rename_files` (extensions §1.2): one Ed25519 signature over the sorted hash pairs. */
+export const RenameFilesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  renames: t.Array(SingleRename, {
+    minItems: 1,
+    description: `1 to ${MAX_BATCH_RENAME} entries (more: 400 batch_too_large)`,
+  }),
+  signature: t.Array(byte, {
+    minItems: 64,
+    maxItems: 64,
+    description: "Ed25519 over the rename declaration",
+  }),
+  signing_key: Bytes32,
+});
+
+/** `POST /rename_files` answer (extensions §1.2): 200 also when some entries fail. */
+export const RenameFilesResult = t.Object({
+  status: t.Literal("ok"),
+  renamed_count: Type.Integer({ minimum: 0 }),
+  successes: t.Array(
+    t.Object({
+      old_path_hash: Bytes32,
+      new_path_hash: Bytes32,
+      new_revision_id: Bytes32,
+      new_revision_seq: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  failures: t.Array(
+    t.Object({
+      old_path_hash: Bytes32,
+      reason: t.Union([
+        t.Literal("not_found"),
+        t.Literal("target_exists"),
+        t.Literal("revision_mismatch"),
+        t.Literal("database_error"),
+      ]),
+    }),
+  ),
+});
+
+/** Register and unregister folder entries (extensions §1.5, §9 item 1). */
+export const FolderEntriesBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: FolderHash,
+  relative_paths: t.Array(t.String(), {
+    description: `directory paths (NFC, no leading or trailing '/', no empty, '.' or '..' segment); at most ${MAX_PATH_BATCH} (more: 400 batch_too_large); [] is a no-op`,
+  }),
+});
+/** `POST /register_folder_entries`: `count` = the named entries now present. */
+export const RegisterFolderEntriesResult = t.Object({
+  status: t.Literal("registered"),
+  count: Type.Integer({ minimum: 0 }),
+});
+/** `DELETE /unregister_folder_entries`: `count` = the entries removed. */
+export const UnregisterFolderEntriesResult = t.Object({
+  status: t.Literal("unregistered"),
+  count: Type.Integer({ minimum: 0 }),
+});
+/** `GET /list_folder_entries/{ss58}/{folder_hash}` (flat, no envelope). */
+export const ListFolderEntriesResult = t.Object({ relative_paths: t.Array(t.String()) });
+
+/** Largest `/register_relative_paths` body, bytes (extensions §1.6). */
+export const MAX_RELATIVE_PATHS_BODY_BYTES = 4 * 1024 * 1024;
+
+/** `POST /register_relative_paths/{ss58}/{folder_hash}` (extensions §1.6). */
+export const RegisterRelativePathsBody = t.Object({
+  entries: t.Array(
+    t.Object({
+      path_hash: t.String({ pattern: "^[0-9a-fA-F]{64}$", description: "the row's path_hash as 64 hex" }),
+      relative_path: t.String({ description: "plaintext path, validated like upload paths" }),
+    }),
+    { description: `at most ${MAX_PATH_BATCH} entries (more: 400 batch_too_large); body at most 4 MiB` },
+  ),
+});
+/** `POST /register_relative_paths` answer: 200 also when every entry fails. */
+export const RegisterRelativePathsResult = t.Object({
+  updated: Type.Integer({ minimum: 0 }),
+  skipped: Type.Integer({ minimum: 0 }),
+  errors: t.Array(
+    t.Object({
+      path_hash: t.String(),
+      reason: t.Union([
+        t.Literal("invalid_path"),
+        t.Literal("not_found"),
+        t.Literal("path_mismatch"),
+        t.Literal("database_error"),
+      ]),
+    }),
+  ),
+});
+
+/** `GET /v1/capabilities` (extensions §2.1, v1 family: the object itself). A missing key means false. */
+export const Capabilities = t.Object({
+  shares: t.Boolean(),
+  folder_shares: t.Boolean(),
+  folder_share_revoke_by_hash: t.Boolean(),
+  share_owner_wrap: t.Boolean(),
+  folder_grants: t.Boolean(),
+  folder_grant_writes: t.Boolean(),
+  member_folder_shares: t.Boolean(),
+  upload_folder_shares: t.Boolean(),
+});
+
+/** `POST /can_upload` (extensions §1.3). */
+export const CanUploadBody = t.Object({
+  ss58_address: t.Optional(BodyAddress),
+  user_id: t.Optional(BodyAddress),
+  folder_hash: t.String({
+    pattern: "^([0-9a-f]{16})?$",
+    description: 'the drive\'s 16 hex characters, or "" for the account itself',
+  }),
+  size_bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "plaintext bytes" }),
+});
+/** `POST /can_upload` answer (flat, advisory; 200 also when the answer is no). */
+export const CanUploadResult = t.Object({
+  result: t.Boolean(),
+  error: t.Union([t.String(), t.Null()]),
+});
+
+/** Query of the three summaries (extensions §1.4): `folder_hash` limits a summary to one folder. */
+export const SummaryQuery = t.Object({
+  folder_hash: t.Optional(
+    t.String({ pattern: "^[0-9a-f]{16}$", description: "limit the summary to this folder (16 hex)" }),
+  ),
+});
+const U64 = Type.Integer({ minimum: 0 });
+/** `GET /get_user_summary/{ss58}` (extensions §1.4). */
+export const UserSummary = t.Object({
+  ss58_address: t.String(),
+  total_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
+  file_count: U64,
+  created_at: Type.Integer({ description: "Unix seconds of the first file write; 0 without files" }),
+  updated_at: Type.Integer({ description: "Unix seconds of the last change; 0 without files" }),
+});
+/** The file-type buckets of `/get_file_type_summary`, in the spec's order. */
+export const FILE_TYPE_BUCKETS = [
+  "image",
+  "video",
+  "audio",
+  "document",
+  "pdf",
+  "archive",
+  "code",
+  "other",
+] as const;
+/** The client-family buckets of `/get_source_summary`. */
+export const SOURCE_BUCKETS = ["desktop", "console", "mobile", "other"] as const;
+function bucketFields<const K extends readonly string[]>(keys: K) {
+  const props: Record<string, typeof U64> = {};
+  for (const k of keys) {
+    props[k] = U64;
+    props[`${k}_bytes`] = U64;
+  }
+  return props as { [P in K[number] | `${K[number]}_bytes`]: typeof U64 };
+}
+/** `GET /get_file_type_summary/{ss58}`: counts and plaintext bytes per file_type category. */
+export const FileTypeSummary = t.Object(bucketFields(FILE_TYPE_BUCKETS));
+/** `GET /get_source_summary/{ss58}`: counts and plaintext bytes per client family. */
+export const SourceSummary = t.Object(bucketFields(SOURCE_BUCKETS));

@@ -56,3 +56,11 @@ export type UnregisterFolderBody = Static<typeof S.UnregisterFolderBody>;
 export type SearchQueryParams = Static<typeof S.SearchQuery>;
 /** `GET /browse/{ss58}/{folder_hash}` query parameters. */
 export type BrowseQueryParams = Static<typeof S.BrowseQuery>;
+/** `GET /v1/capabilities` (extensions §2.1). */
+export type Capabilities = Static<typeof S.Capabilities>;
+/** `GET /get_user_summary/{ss58}` (extensions §1.4). */
+export type UserSummary = Static<typeof S.UserSummary>;
+/** `GET /get_file_type_summary/{ss58}` (extensions §1.4). */
+export type FileTypeSummary = Static<typeof S.FileTypeSummary>;
+/** `GET /get_source_summary/{ss58}` (extensions §1.4). */
+export type SourceSummary = Static<typeof S.SourceSummary>;

@@ -32,7 +32,7 @@ describe("manifest attributes", () => {
     expectSuccess(await uploadSingle(t, authAt(t, user), m, ct), UPLOAD_RESULT_KEYS);
     const state = await stateOf(t, user);
     expect(state.files).toHaveLength(1);
-    expect(Object.keys(state.files[0]).sort()).toEqual([...ENTRY_KEYS, "attributes"].sort());
+    expect(Object.keys(state.files[0]).sort()).toEqual([...ENTRY_KEYS, "uploaded_by", "attributes"].sort());
     expect(state.files[0].attributes).toEqual(attributes);
   });
 
@@ -52,7 +52,7 @@ describe("manifest attributes", () => {
     });
     expectSuccess(await uploadSingle(t, authAt(t, user), m2, ct2), UPLOAD_RESULT_KEYS);
     const after = await stateOf(t, user);
-    expect(Object.keys(after.files[0]).sort()).toEqual([...ENTRY_KEYS].sort());
+    expect(Object.keys(after.files[0]).sort()).toEqual([...ENTRY_KEYS, "uploaded_by"].sort());
   });
 
   test("a file uploaded without attributes has exactly the spec's entry fields", async () => {
@@ -61,7 +61,7 @@ describe("manifest attributes", () => {
     const m = makeManifest({ owner: user.address, ciphertext: ct });
     expectSuccess(await uploadSingle(t, authAt(t, user), m, ct), UPLOAD_RESULT_KEYS);
     const state = await stateOf(t, user);
-    expect(Object.keys(state.files[0]).sort()).toEqual([...ENTRY_KEYS].sort());
+    expect(Object.keys(state.files[0]).sort()).toEqual([...ENTRY_KEYS, "uploaded_by"].sort());
   });
 
   test("returns 400 invalid_manifest for attributes over 4096 bytes and stores nothing", async () => {

@@ -38,9 +38,9 @@ type Operation = {
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is walked field by field
 const doc: any = await (await t.fetch(`${OPENAPI_PATH}/json`)).json();
 
+/** Routes that take no token (complement §5, extensions §2.1–2.2, the metrics on the public port). */
+const ANONYMOUS_ROUTES = new Set(["/health", "/healthz", "/readyz", "/metrics", "/v1/capabilities"]);
 /** Routes without `{ss58}` that exist only to answer 400 for an empty address. */
-/** Routes that take no token (complement §5, extensions §2.2, the metrics on the public port). */
-const ANONYMOUS_ROUTES = new Set(["/health", "/healthz", "/readyz", "/metrics"]);
 const HIDDEN = new Set(["GET /search_files", "GET /browse/:ss58"]);
 
 const routes = (t.app.routes as unknown as Route[]).filter((r) => !r.path.startsWith(OPENAPI_PATH));
@@ -124,6 +124,7 @@ describe("the OpenAPI document", () => {
         "date_from",
         "date_to",
         "file_type",
+        "folder_hash",
         "limit",
         "offset",
         "q",
@@ -131,6 +132,7 @@ describe("the OpenAPI document", () => {
         "size_min",
         "sort_by",
         "sort_order",
+        "uploaded_by",
       ].sort(),
     );
     expect(q.limit).toMatchObject({ type: "integer", minimum: 0, default: 25 });

@@ -66,6 +66,7 @@ function seedFiles(owner: string, folderHash: string, n: number): void {
       chunkSize: 48,
       chunkCount: 1,
       chunkGens: '["0"]',
+      uploadedBy: null,
     });
   }
   const db = t.services.deps.db;
@@ -107,7 +108,7 @@ describe("GET /get_state/{ss58}/{folder_hash}", () => {
       sizeBytes: 2952,
     });
     const [e] = (await stateOf(t, u)).files;
-    expect(Object.keys(e).sort()).toEqual([...ENTRY_KEYS].sort());
+    expect(Object.keys(e).sort()).toEqual([...ENTRY_KEYS, "uploaded_by"].sort());
     expect(e).toEqual({
       path_hash: session.manifest.path_hash,
       salted_hash: session.manifest.salted_hash,
@@ -118,9 +119,11 @@ describe("GET /get_state/{ss58}/{folder_hash}", () => {
       file_name: "cat.png",
       relative_path: "photos/ä/cat.png",
       store_hash: blake3Hex(ct),
+      arion_hash: blake3Hex(ct),
       chunk_hashes: e.chunk_hashes,
       created_at: result.created_at,
       updated_at: result.updated_at,
+      uploaded_by: u.address,
     });
     // Storage metadata: null, or one BLAKE3 hex per chunk (spec §2.5).
     if (e.chunk_hashes !== null) {

@@ -100,6 +100,7 @@ export const ENTRY_KEYS = [
   "file_name",
   "relative_path",
   "store_hash",
+  "arion_hash",
   "chunk_hashes",
   "created_at",
   "updated_at",

@@ -341,7 +341,7 @@ describe("a single-shot file and a finalized session file are indistinguishable"
     void session;
     const files = (await stateOf(t, u)).files as Record<string, unknown>[];
     expect(files).toHaveLength(2);
-    for (const e of files) expect(Object.keys(e).sort()).toEqual([...ENTRY_KEYS].sort());
+    for (const e of files) expect(Object.keys(e).sort()).toEqual([...ENTRY_KEYS, "uploaded_by"].sort());
     const bySingle = files.find((e) => JSON.stringify(e.revision_id) === JSON.stringify(rs.revision_id))!;
     const bySession = files.find((e) => JSON.stringify(e.revision_id) === JSON.stringify(rf.revision_id))!;
     const neutral = (e: Record<string, unknown>) => {
@@ -350,6 +350,8 @@ describe("a single-shot file and a finalized session file are indistinguishable"
     };
     expect(neutral(bySession)).toEqual(neutral(bySingle));
     expect(bySingle.store_hash).toBe(blake3Hex(ct));
+    expect(bySingle.arion_hash).toBe(blake3Hex(ct));
+    expect(bySingle.uploaded_by).toBe(u.address);
 
     const dl = async (m: Record<string, unknown>, range?: string) => {
       const r = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(m), range);

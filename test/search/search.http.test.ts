@@ -21,7 +21,7 @@ const t = makeTestApp();
 afterAll(() => t.close());
 
 const RESULT_KEYS = ["ss58_address", "files", "total_count", "has_more", "offset", "limit"];
-const HIT_KEYS = ["folder_hash", "folder_label", ...ENTRY_KEYS];
+const HIT_KEYS = ["folder_hash", "folder_label", ...ENTRY_KEYS, "uploaded_by"];
 
 /** Uploads a file through POST /upload; returns its manifest. */
 async function upload(

@@ -1,7 +1,8 @@
 /**
  * Property: on random rows (random names from a small alphabet with case, non-ASCII, `%`, `_`,
  * dots and slashes; legacy rows without file_name or without any name; many equal sizes and
- * times) changed by random revisions and deletions, every random query answers exactly what the
+ * times; two folders; uploaders or none) changed by random revisions and deletions, every random
+ * query (with the `uploaded_by` and `folder_hash` filters of extensions §1.7) answers exactly what the
  * naive in-memory filter-and-sort of spec §4.9 answers (total_count and the page, in order) —
  * under the production planner thresholds and under thresholds that force every other path.
  */
@@ -20,6 +21,8 @@ const db = t.services.deps.db;
 const upsert = filesUpserter(db);
 const repo = new SearchRepository(db);
 const BASE = 1_700_000_000;
+/** Folders the rows live in (extensions §1.7 `folder_hash`), and one that holds none. */
+const FOLDERS = ["37a8eec1ce19687d", "0123456789abcdef", "fedcba9876543210"] as const;
 
 const char = fc.constantFrom(
   "a",
@@ -61,6 +64,8 @@ const file = fc.record({
   size,
   created: time,
   updated: time,
+  folder: fc.constantFrom(FOLDERS[0], FOLDERS[1]),
+  by: fc.constantFrom(null, "alice", "bob"),
 });
 type FileArb = typeof file extends fc.Arbitrary<infer T> ? T : never;
 const change = fc.record({ index: fc.nat(), kind: fc.constantFrom("delete", "revise"), with: file });
@@ -110,7 +115,9 @@ function queriesFor(files: FileArb[]) {
     size_max: maybe(sizes),
     date_from: maybe(times),
     date_to: maybe(times),
-    sort_by: fc.constantFrom("file_name", "size_bytes", "created_at", "updated_at", "bogus"),
+    uploaded_by: maybe(fc.constantFrom("_none", "alice", "bob", "carol")),
+    folder_hash: maybe(fc.constantFrom(...FOLDERS)),
+    sort_by: fc.constantFrom("file_name", "size_bytes", "created_at", "updated_at", "uploaded_by", "bogus"),
     sort_order: fc.constantFrom("asc", "desc", "ASC", "Desc", "x"),
     offset: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 45 })),
     limit: fc.integer({ min: 0, max: 30 }),
@@ -128,6 +135,8 @@ function specOf(f: FileArb, pathHash?: Uint8Array) {
     created: f.created,
     updated: Math.max(f.created, f.updated),
     pathHash,
+    folderHash: f.folder,
+    uploadedBy: f.by,
   };
 }
 
@@ -151,7 +160,10 @@ function seed(
           .run(owner, old.folderHash, old.pathHash);
         rows.splice(i, 1);
       } else {
-        const next = { ...fileRow(owner, specOf(c.with, old.pathHash)), createdAt: old.createdAt };
+        const next = {
+          ...fileRow(owner, { ...specOf(c.with, old.pathHash), folderHash: old.folderHash }),
+          createdAt: old.createdAt,
+        };
         upsert(next);
         rows[i] = next;
       }

@@ -41,6 +41,8 @@ export interface FileSpec {
   pathHash?: Uint8Array;
   storeHash?: string | null;
   chunkHashes?: string[] | null;
+  /** Default null (a row written before attribution). */
+  uploadedBy?: string | null;
 }
 
 /** A full `files` row for `spec`, as `FilesService.commit` would write it. */
@@ -78,20 +80,21 @@ export function fileRow(owner: string, spec: FileSpec): FileRow {
     chunkSize: 8 * 1024 * 1024,
     chunkCount: 1,
     chunkGens: '["0"]',
+    uploadedBy: spec.uploadedBy ?? null,
   };
 }
 
 /**
  * A function inserting (or replacing, same key) `files` rows with the INSERT … ON CONFLICT DO
- * UPDATE that `FilesRepository.upsert` runs, prepared once (the repository prepares it per call).
+ * UPDATE that `FilesRepository.upsert` runs, prepared once, over the columns the table has.
  */
 export function filesUpserter(db: Db): (row: FileRow) => void {
-  // Only the columns the database has yet: the migration test inserts rows before later
-  // migrations add columns (e.g. 0009's attributes).
+  // Only the columns the table has now (a migration test writes rows before later migrations).
   const present = new Set(
-    (db.$client.prepare("SELECT name FROM pragma_table_info('files')").all() as { name: string }[]).map(
-      (r) => r.name,
-    ),
+    db.$client
+      .query<{ name: string }, []>("SELECT name FROM pragma_table_info('files')")
+      .all()
+      .map((c) => c.name),
   );
   const fields = Object.entries(getTableColumns(files)).filter(([, c]) => present.has(c.name));
   const columns = fields.map(([, c]) => c.name);
@@ -184,16 +187,20 @@ export function modelSearch(rows: FileRow[], q: SearchQuery): { total: number; p
     if (q.sizeMax !== null && r.sizeBytes > q.sizeMax) return false;
     if (q.dateFrom !== null && r.createdAt < q.dateFrom) return false;
     if (q.dateTo !== null && r.createdAt > q.dateTo) return false;
+    if (q.folderHash !== null && r.folderHash !== q.folderHash) return false;
+    if (q.uploader !== null && r.uploadedBy !== q.uploader.by) return false;
     return true;
   });
   const key = (r: FileRow) =>
     q.sortBy === "file_name"
       ? r.fileName
-      : q.sortBy === "size_bytes"
-        ? r.sizeBytes
-        : q.sortBy === "created_at"
-          ? r.createdAt
-          : r.updatedAt;
+      : q.sortBy === "uploaded_by"
+        ? r.uploadedBy
+        : q.sortBy === "size_bytes"
+          ? r.sizeBytes
+          : q.sortBy === "created_at"
+            ? r.createdAt
+            : r.updatedAt;
   matches.sort((a, b) => {
     const ka = key(a);
     const kb = key(b);

@@ -1,0 +1,1 @@
+ALTER TABLE `files` ADD `uploaded_by` text;

@@ -1,0 +1,32 @@
+/**
+ * @module capabilities/capabilities.controller
+ * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
+ * routes. esync has no sharing yet, so every flag is false; `folder_grants` is sent (false) so
+ * that clients know a `path_prefix` would be refused rather than ignored.
+ */
+import { Elysia } from "elysia";
+import { Capabilities } from "../wire/schemas.ts";
+import type { Capabilities as CapabilitiesBody } from "../wire/types.ts";
+
+/** What this server advertises on `/v1/capabilities`. */
+export const V1_CAPABILITIES: CapabilitiesBody = {
+  shares: false,
+  folder_shares: false,
+  folder_share_revoke_by_hash: false,
+  share_owner_wrap: false,
+  folder_grants: false,
+  folder_grant_writes: false,
+  member_folder_shares: false,
+  upload_folder_shares: false,
+};
+
+/** The capabilities route (no token, no envelope). */
+export function capabilitiesController() {
+  return new Elysia({ name: "capabilities" }).get("/v1/capabilities", () => Response.json(V1_CAPABILITIES), {
+    response: { 200: Capabilities },
+    detail: {
+      tags: ["health"],
+      summary: "Feature flags of the v1 routes (no auth, no envelope); every sharing flag is false",
+    },
+  });
+}

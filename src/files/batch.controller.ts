@@ -1,0 +1,130 @@
+/**
+ * @module files/batch.controller
+ * HTTP of the product's batch file operations (extensions.md §1.1, §1.2, §1.6): `POST
+ * /delete_files`, `POST /rename_files` and `POST /register_relative_paths/{ss58}/{folder_hash}`.
+ * Each answers 200 with per-entry results, also when some entries fail.
+ * Shapes come from `src/wire/schemas.ts`.
+ */
+import { Elysia } from "elysia";
+import { AuthService } from "../auth/auth.service.ts";
+import { fail } from "../errors/errors.ts";
+import { authenticated, bodyAddress, doc, jsonBody, responses } from "../http/contract.ts";
+import { success } from "../http/envelope.ts";
+import type { Services } from "../services.ts";
+import {
+  DeleteFilesBody,
+  DeleteFilesResult,
+  FolderParams,
+  MAX_BATCH_RENAME,
+  MAX_RELATIVE_PATHS_BODY_BYTES,
+  RegisterRelativePathsBody,
+  RegisterRelativePathsResult,
+  RenameFilesBody,
+  RenameFilesResult,
+} from "../wire/schemas.ts";
+import { isRelativePath } from "./paths.ts";
+import { verifyRenameSignature } from "./rename.ts";
+
+/** Largest `/rename_files` body, bytes: 1000 entries with encrypted paths fit. */
+const MAX_RENAME_BODY_BYTES = 4 * 1024 * 1024;
+
+/** Batch delete and rename routes. */
+export function batchController(s: Services) {
+  return new Elysia({ name: "files-batch" })
+    .derive(authenticated(s))
+    .post(
+      "/delete_files",
+      ({ caller, body }) => {
+        const owner = bodyAddress(body);
+        AuthService.requireOwner(caller, owner, "ss58_address");
+        const r = s.files.removeMany(owner, body.folder_hash, body.file_ids);
+        return success({
+          ...(body.quiet ? {} : { deleted: r.deleted }),
+          errors: r.errors,
+          files_deleted: r.filesDeleted,
+        });
+      },
+      {
+        parse: jsonBody(s),
+        body: DeleteFilesBody,
+        response: responses(DeleteFilesResult, [400, 401, 403, 500]),
+        detail: doc(
+          "files",
+          "Delete up to 1000 files of one folder in one transaction",
+          "200 with per-id results also when some ids fail; a missing row is `already_deleted`.",
+        ),
+      },
+    )
+    .post(
+      "/rename_files",
+      ({ caller, body }) => {
+        const owner = bodyAddress(body);
+        AuthService.requireOwner(caller, owner, "ss58_address");
+        if (body.renames.length > MAX_BATCH_RENAME)
+          throw fail(
+            "batch_too_large",
+            `At most ${MAX_BATCH_RENAME} renames per request, got ${body.renames.length}`,
+          );
+        const entries = body.renames.map((r, i) => {
+          const relativePath = r.new_relative_path ?? null;
+          if (relativePath !== null && !isRelativePath(relativePath))
+            throw fail("invalid_manifest", `renames[${i}].new_relative_path is not a valid relative path`);
+          return {
+            oldPathHash: Uint8Array.from(r.old_path_hash),
+            newPathHash: Uint8Array.from(r.new_path_hash),
+            baseRevisionId: Uint8Array.from(r.base_revision_id),
+            encryptedPath: Uint8Array.from(r.new_encrypted_path ?? []),
+            fileName: r.new_file_name ?? null,
+            relativePath,
+          };
+        });
+        if (
+          !verifyRenameSignature(entries, Uint8Array.from(body.signature), Uint8Array.from(body.signing_key))
+        )
+          throw fail(
+            "invalid_manifest",
+            "signature does not verify the rename declaration against signing_key",
+          );
+        const r = s.files.renameMany(owner, body.folder_hash, entries);
+        return success({
+          status: "ok",
+          renamed_count: r.successes.length,
+          successes: r.successes.map((x) => ({
+            old_path_hash: Array.from(x.oldPathHash),
+            new_path_hash: Array.from(x.newPathHash),
+            new_revision_id: Array.from(x.revisionId),
+            new_revision_seq: x.revisionSeq,
+          })),
+          failures: r.failures.map((x) => ({ old_path_hash: Array.from(x.oldPathHash), reason: x.reason })),
+        });
+      },
+      {
+        parse: jsonBody(s, "invalid_manifest", MAX_RENAME_BODY_BYTES),
+        body: RenameFilesBody,
+        response: responses(RenameFilesResult, [400, 401, 403, 500]),
+        detail: doc(
+          "files",
+          "Rename (re-key) files of one folder without touching their ciphertext",
+          "One Ed25519 signature over the declaration of the entries sorted by old_path_hash; 200 with per-entry successes and failures.",
+        ),
+      },
+    )
+    .post(
+      "/register_relative_paths/:ss58/:folder_hash",
+      ({ caller, params, body }) => {
+        AuthService.requireOwner(caller, params.ss58, "this address");
+        return success(s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
+      },
+      {
+        parse: jsonBody(s, "invalid_manifest", MAX_RELATIVE_PATHS_BODY_BYTES, "batch_too_large"),
+        params: FolderParams,
+        body: RegisterRelativePathsBody,
+        response: responses(RegisterRelativePathsResult, [400, 401, 403, 500]),
+        detail: doc(
+          "files",
+          "Back-fill the plaintext relative_path of rows written without one",
+          "Never overwrites a path; 200 with per-entry errors (invalid_path, not_found, path_mismatch). At most 500 entries, 4 MiB.",
+        ),
+      },
+    );
+}

@@ -1,0 +1,34 @@
+/**
+ * @module quota/quota.controller
+ * `POST /can_upload` (extensions.md §1.3): whether a write of `size_bytes` plaintext bytes would
+ * fit the account's allowance now. Advisory; the answer is flat (no envelope) and 200 also when
+ * it is no. The write paths check again inside their committing transaction.
+ */
+import { Elysia } from "elysia";
+import { AuthService } from "../auth/auth.service.ts";
+import { authenticated, bodyAddress, doc, flatResponses, jsonBody } from "../http/contract.ts";
+import type { Services } from "../services.ts";
+import { CanUploadBody, CanUploadResult } from "../wire/schemas.ts";
+
+/** The quota route. */
+export function quotaController(s: Services) {
+  return new Elysia({ name: "quota" }).derive(authenticated(s)).post(
+    "/can_upload",
+    ({ caller, body }) => {
+      const owner = bodyAddress(body);
+      AuthService.requireOwner(caller, owner, "ss58_address");
+      const ok = s.quota.fits(owner, body.size_bytes);
+      return Response.json({ result: ok, error: ok ? null : "drive_quota_exceeded" });
+    },
+    {
+      parse: jsonBody(s),
+      body: CanUploadBody,
+      response: flatResponses(CanUploadResult, [400, 401, 403, 500]),
+      detail: doc(
+        "quota",
+        "Would a write of size_bytes plaintext bytes fit the allowance now (advisory, flat answer)",
+        "Replacements are charged only their growth at write time, so a refusal here can still succeed on /upload.",
+      ),
+    },
+  );
+}

@@ -1,0 +1,79 @@
+/**
+ * @module quota/quota.service
+ * Per-account storage allowances in plaintext bytes (extensions.md §1.3, issue 15): the default
+ * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
+ * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers). Writes
+ * are charged only their growth over the row they replace, checked inside the committing
+ * transaction, so that two racing writes cannot both slip under the limit (SQLite serialises
+ * writers; the check and the write are one transaction).
+ */
+import { fail } from "../errors/errors.ts";
+import type { Clock } from "../util/clock.ts";
+import type { QuotaRepository } from "./quota.repository.ts";
+
+/** The quota standing of one account. Bytes are plaintext bytes. */
+export interface QuotaInfo {
+  owner: string;
+  /** Plaintext bytes of the account's live files. */
+  usedBytes: number;
+  fileCount: number;
+  /** The allowance in force; null = unlimited. */
+  quotaBytes: number | null;
+  /** Where the allowance comes from. */
+  source: "override" | "default";
+}
+
+/** Allowance rules. */
+export class QuotaService {
+  constructor(
+    private readonly repo: QuotaRepository,
+    private readonly clock: Clock,
+    private readonly defaultQuotaBytes: number | null,
+  ) {}
+
+  /** The account's usage and allowance. */
+  info(owner: string): QuotaInfo {
+    const usage = this.repo.usage(owner);
+    const override = this.repo.override(owner);
+    return {
+      owner,
+      usedBytes: usage?.totalBytes ?? 0,
+      fileCount: usage?.fileCount ?? 0,
+      quotaBytes: override ? override.quotaBytes : this.defaultQuotaBytes,
+      source: override ? "override" : "default",
+    };
+  }
+
+  /** Whether `growthBytes` more (negative or zero: always) fit in the account's allowance now. */
+  fits(owner: string, growthBytes: number): boolean {
+    if (growthBytes <= 0) return true;
+    const override = this.repo.override(owner);
+    const quotaBytes = override ? override.quotaBytes : this.defaultQuotaBytes;
+    if (quotaBytes === null) return true;
+    return (this.repo.usage(owner)?.totalBytes ?? 0) + growthBytes <= quotaBytes;
+  }
+
+  /**
+   * Refuses a write that would grow the account past its allowance. Call inside the transaction
+   * that commits the write.
+   * @throws AppError `drive_quota_exceeded` (402, flat body; extensions §1.3).
+   */
+  require(owner: string, growthBytes: number): void {
+    if (this.fits(owner, growthBytes)) return;
+    const { usedBytes, quotaBytes } = this.info(owner);
+    throw fail(
+      "drive_quota_exceeded",
+      `This write needs ${growthBytes} more bytes; ${usedBytes} of the allowance of ${quotaBytes} bytes are in use`,
+    );
+  }
+
+  /** Sets the account's allowance override (bytes; null = unlimited). */
+  setOverride(owner: string, quotaBytes: number | null): void {
+    this.repo.setOverride(owner, quotaBytes, this.clock.now());
+  }
+
+  /** Removes the account's override (the default applies again); true when there was one. */
+  clearOverride(owner: string): boolean {
+    return this.repo.clearOverride(owner);
+  }
+}

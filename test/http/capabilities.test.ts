@@ -1,0 +1,22 @@
+/** `GET /v1/capabilities` (extensions.md §2.1). */
+import { afterAll, expect, test } from "bun:test";
+import { makeTestApp } from "../support/app.ts";
+
+const t = makeTestApp();
+afterAll(() => t.close());
+
+test("GET /v1/capabilities answers 200 without a token: every sharing flag false, folder_grants present", async () => {
+  const r = await t.json("/v1/capabilities");
+  expect(r.status).toBe(200);
+  expect(r.headers.get("content-type")).toContain("application/json");
+  expect(r.body).toEqual({
+    shares: false,
+    folder_shares: false,
+    folder_share_revoke_by_hash: false,
+    share_owner_wrap: false,
+    folder_grants: false,
+    folder_grant_writes: false,
+    member_folder_shares: false,
+    upload_folder_shares: false,
+  });
+});

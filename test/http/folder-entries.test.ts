@@ -1,0 +1,184 @@
+/**
+ * Folder entries (explicit directories) and the relative-path back-fill (extensions.md §1.5,
+ * §1.6, §9 items 1 and 8).
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import { authAt, expectError, expectSuccess, FOLDER, type Json, stateOf, uploadSingle } from "./helpers.ts";
+
+let t: TestApp;
+let u: TestUser;
+beforeEach(() => {
+  t = makeTestApp();
+  u = newUser();
+});
+afterEach(() => t.close());
+
+function call(method: string, path: string, body?: unknown, user: TestUser | null = u) {
+  if (body === undefined)
+    return t.json(path, { method, headers: user ? { authorization: authAt(t, user) } : {} });
+  return t.json(path, jsonInit(method, user ? authAt(t, user) : null, body));
+}
+const register = (paths: string[], user: TestUser = u) =>
+  call(
+    "POST",
+    "/register_folder_entries",
+    { ss58_address: u.address, folder_hash: FOLDER, relative_paths: paths },
+    user,
+  );
+const unregister = (paths: string[]) =>
+  call("DELETE", "/unregister_folder_entries", {
+    ss58_address: u.address,
+    folder_hash: FOLDER,
+    relative_paths: paths,
+  });
+const list = () => call("GET", `/list_folder_entries/${u.address}/${FOLDER}`);
+
+async function put(path: string, m: Partial<Record<string, unknown>> = {}): Promise<Json> {
+  const ct = randomCiphertext(60);
+  const manifest = { ...makeManifest({ owner: u.address, ciphertext: ct, path }), ...m };
+  expect((await uploadSingle(t, authAt(t, u), manifest, ct)).status).toBe(200);
+  return manifest;
+}
+
+describe("folder entries", () => {
+  test("register is idempotent (200 registered with the named count) and list answers flat", async () => {
+    expect(expectSuccess(await register(["Work", "Work/Reports", "Work"]), ["status", "count"])).toEqual({
+      status: "registered",
+      count: 2,
+    });
+    expectSuccess(await register(["Work"]), ["status", "count"]);
+    const r = await list();
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ relative_paths: ["Work", "Work/Reports"] });
+  });
+
+  test("unregister removes exactly the named entries (200 unregistered with the removed count)", async () => {
+    await register(["A", "A/B", "C"]);
+    expect(expectSuccess(await unregister(["A/B", "nope"]), ["status", "count"])).toEqual({
+      status: "unregistered",
+      count: 1,
+    });
+    expect((await list()).body.relative_paths).toEqual(["A", "C"]);
+    expect(expectSuccess(await register([]), ["status", "count"]).count).toBe(0);
+  });
+
+  test("/browse shows entries as empty folders, once by name beside file-derived folders, sorted", async () => {
+    await put("docs/a.txt");
+    await register(["docs", "Empty", "zeta", "Empty/Inner"]);
+    const auth = { headers: { authorization: authAt(t, u) } };
+    const root = expectSuccess(await t.json(`/browse/${u.address}/${FOLDER}`, auth), [
+      "ss58_address",
+      "folder_hash",
+      "path",
+      "folders",
+      "files",
+      "total_count",
+      "has_more",
+      "offset",
+      "limit",
+    ]);
+    expect(root.folders).toEqual([
+      { name: "docs", file_count: 1, total_bytes: 12 },
+      { name: "Empty", file_count: 0, total_bytes: 0 },
+      { name: "zeta", file_count: 0, total_bytes: 0 },
+    ]);
+    expect(root.total_count).toBe(3);
+    const inner = await t.json(`/browse/${u.address}/${FOLDER}?path=Empty`, auth);
+    expect(inner.body.Success.folders).toEqual([{ name: "Inner", file_count: 0, total_bytes: 0 }]);
+    expect((await stateOf(t, u)).files).toHaveLength(1);
+  });
+
+  test("unregistering the folder removes its entries", async () => {
+    await call("POST", "/register_folder", {
+      ss58_address: u.address,
+      folder_hash: FOLDER,
+      label: "default",
+    });
+    await register(["X"]);
+    expect(
+      (await call("DELETE", "/unregister_folder", { ss58_address: u.address, folder_hash: FOLDER })).status,
+    ).toBe(200);
+    expect((await list()).body.relative_paths).toEqual([]);
+  });
+
+  test("returns 400 invalid_manifest for an invalid path and 400 batch_too_large over 500 paths", async () => {
+    for (const bad of ["/abs", "trail/", "a//b", "a/../b", ".", ""])
+      expectError(await register([bad]), 400, "invalid_manifest");
+    expectError(await register(Array.from({ length: 501 }, (_, i) => `d${i}`)), 400, "batch_too_large");
+    expect((await list()).body.relative_paths).toEqual([]);
+  });
+
+  test("returns 403 forbidden for another account and 401 without a token", async () => {
+    expectError(await register(["A"], newUser()), 403, "forbidden");
+    expectError(
+      await call("GET", `/list_folder_entries/${u.address}/${FOLDER}`, undefined, newUser()),
+      403,
+      "forbidden",
+    );
+    expectError(
+      await call("GET", `/list_folder_entries/${u.address}/${FOLDER}`, undefined, null),
+      401,
+      "unauthorized",
+    );
+    expectError(await call("GET", `/list_folder_entries/nope/${FOLDER}`), 400, "invalid_user_id");
+  });
+});
+
+describe("POST /register_relative_paths", () => {
+  const url = () => `/register_relative_paths/${u.address}/${FOLDER}`;
+  const hex = (b: number[]) => Buffer.from(b).toString("hex");
+
+  test("fills a null path (and file_name), skips the same path, never overwrites another (200)", async () => {
+    const a = await put("x", { relative_path: null, file_name: null });
+    const b = await put("y/b.txt");
+    const missing = randomBytes(32).toString("hex");
+    const r = await call("POST", url(), {
+      entries: [
+        { path_hash: hex(a.path_hash), relative_path: "photos/cat.png" },
+        { path_hash: hex(b.path_hash), relative_path: "y/b.txt" },
+        { path_hash: hex(b.path_hash), relative_path: "other/b.txt" },
+        { path_hash: missing, relative_path: "m.txt" },
+        { path_hash: missing, relative_path: "../m.txt" },
+      ],
+    });
+    const s = expectSuccess(r, ["updated", "skipped", "errors"]);
+    expect(s.updated).toBe(1);
+    expect(s.skipped).toBe(1);
+    expect(s.errors).toEqual([
+      { path_hash: hex(b.path_hash), reason: "path_mismatch" },
+      { path_hash: missing, reason: "not_found" },
+      { path_hash: missing, reason: "invalid_path" },
+    ]);
+    const files = (await stateOf(t, u)).files;
+    const filled = files.find((f: Json) => hex(f.path_hash) === hex(a.path_hash));
+    expect({ p: filled.relative_path, n: filled.file_name }).toEqual({ p: "photos/cat.png", n: "cat.png" });
+    const hits = await t.json(`/search_files/${u.address}?q=cat.png`, {
+      headers: { authorization: authAt(t, u) },
+    });
+    expect(hits.body.Success.total_count).toBe(1);
+    // Idempotent: the same call again updates nothing.
+    const again = expectSuccess(
+      await call("POST", url(), {
+        entries: [{ path_hash: hex(a.path_hash), relative_path: "photos/cat.png" }],
+      }),
+      ["updated", "skipped", "errors"],
+    );
+    expect({ u: again.updated, s: again.skipped }).toEqual({ u: 0, s: 1 });
+  });
+
+  test("returns 400 batch_too_large over 500 entries or 4 MiB, 400 invalid_manifest for a malformed body, 403 for another account", async () => {
+    const entry = { path_hash: randomBytes(32).toString("hex"), relative_path: "a" };
+    expectError(await call("POST", url(), { entries: Array(501).fill(entry) }), 400, "batch_too_large");
+    const long = { ...entry, relative_path: "x".repeat(11_000) };
+    expectError(await call("POST", url(), { entries: Array(400).fill(long) }), 400, "batch_too_large");
+    expectError(
+      await call("POST", url(), { entries: [{ path_hash: "zz", relative_path: "a" }] }),
+      400,
+      "invalid_manifest",
+    );
+    expectError(await call("POST", url(), { entries: [entry] }, newUser()), 403, "forbidden");
+  });
+});
