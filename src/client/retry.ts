@@ -62,7 +62,8 @@ export function shouldRetry(e: unknown): e is ApiError {
 
 /**
  * Runs `fn` until it succeeds, a non-retryable error is thrown, `policy.attempts` tries failed,
- * or the next try would start more than `policy.forMs` after the first failure. The last error
+ * or `policy.forMs` have passed since the first failure (the wait before the last try is cut so
+ * that it starts when they are up). The last error
  * is then thrown with `retriedForMs` set (how long was spent retrying, ms). `onRetry` hears
  * about each failure that will be retried; `now` is the clock (ms), for tests.
  */
@@ -89,9 +90,10 @@ export async function withRetry<T>(
       if (options.signal?.aborted) throw options.signal.reason;
       const t = now();
       firstFailure ??= t;
-      const delay = backoffDelay(policy, attempt, e);
-      if (attempt >= policy.attempts || t + delay - firstFailure > policy.forMs)
-        throw e.withRetriedFor(t - firstFailure);
+      const remaining = firstFailure + policy.forMs - t;
+      if (attempt >= policy.attempts || remaining <= 0) throw e.withRetriedFor(t - firstFailure);
+      // The last wait is cut to the deadline, so that the last try comes when `forMs` is up.
+      const delay = Math.min(backoffDelay(policy, attempt, e), remaining);
       options.onRetry?.(e, attempt, delay);
       await sleep(delay, options.signal);
     }

@@ -121,6 +121,13 @@ export class ChaosClient {
     readonly user: TestUser,
     /** Per-request time limit, ms. */
     readonly timeoutMs = 30_000,
+    /**
+     * Reuse connections between requests (fetch's pool). Off, every request opens its own
+     * connection: a pooled connection that sat idle for the server's idle timeout can be closed by
+     * the server at the instant the client reuses it (the keep-alive race every HTTP client has),
+     * which says nothing about the server under test.
+     */
+    readonly keepAlive = true,
   ) {}
 
   /** A JSON request; `body` is sent as JSON when given. */
@@ -133,6 +140,7 @@ export class ChaosClient {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(this.timeoutMs),
+      keepalive: this.keepAlive,
     });
     const text = await r.text();
     let parsed: Json = null;
@@ -175,6 +183,7 @@ export class ChaosClient {
       headers: { authorization: this.user.auth, "content-type": "application/octet-stream" },
       body: ct.subarray(i * chunkSize, Math.min(ct.length, (i + 1) * chunkSize)) as Uint8Array<ArrayBuffer>,
       signal: AbortSignal.timeout(this.timeoutMs),
+      keepalive: this.keepAlive,
     });
     const text = await r.text();
     let body: Json = text;
@@ -221,6 +230,7 @@ export class ChaosClient {
       headers: { authorization: this.user.auth },
       body: form,
       signal: AbortSignal.timeout(this.timeoutMs),
+      keepalive: this.keepAlive,
     });
     const body = (await r.json().catch(() => null)) as Json;
     return { status: r.status, body, headers: r.headers };
@@ -238,6 +248,7 @@ export class ChaosClient {
     const r = await fetch(`${this.url}/download/${this.user.address}/${folder}/${fileId}`, {
       headers: { authorization: this.user.auth },
       signal: AbortSignal.timeout(this.timeoutMs),
+      keepalive: this.keepAlive,
     });
     if (r.status !== 200) {
       await r.arrayBuffer();
