@@ -41,7 +41,9 @@ export class BrowseService {
   browse(owner: string, folderHash: string, query: BrowseQuery): BrowseResult {
     return this.repo.snapshot(() => {
       const { path, offset, limit } = query;
-      const oid = this.repo.ownerId(owner);
+      // A folder_hash filter naming another folder than the path's lists nothing (never widens).
+      const elsewhere = query.folderHash !== null && query.folderHash !== folderHash;
+      const oid = elsewhere ? null : this.repo.ownerId(owner);
       const filtering = query.exts !== null || query.q !== null || query.uploader !== null;
       const prefix = path === "" ? "" : `${path}/`;
       const folders: BrowseFolderEntry[] = [];
@@ -55,7 +57,7 @@ export class BrowseService {
             });
         // Explicit directories (extensions §1.5) without files below them, once by name.
         const derived = new Set(folders.map((f) => f.name));
-        for (const name of this.entries.childNames(owner, folderHash, path))
+        for (const name of elsewhere ? [] : this.entries.childNames(owner, folderHash, path))
           if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });
         folders.sort(byName);
       }

@@ -78,6 +78,8 @@ export interface BrowseQuery extends PageSpec<BrowseSortKey> {
   q: string | null;
   exts: string[] | null;
   uploader: { by: string | null } | null;
+  /** `folder_hash` of the query (search's filter); null when absent. */
+  folderHash: string | null;
   /** As `SearchFilters.nothing`. */
   nothing: boolean;
 }
@@ -166,6 +168,7 @@ export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRule
     ...qOf(p.q, rules),
     exts,
     uploader: uploaderOf(p.uploaded_by),
+    folderHash: p.folder_hash ?? null,
     ...sortOf(p, BROWSE_SORT_KEYS),
     ...pageOf(p, BROWSE_DEFAULT_LIMIT, rules.browseMaxLimit),
   };

@@ -432,6 +432,12 @@ export const BrowseQuery = t.Object({
   q: Q,
   file_type: FileType,
   uploaded_by: UploadedBy,
+  folder_hash: t.Optional(
+    t.String({
+      pattern: "^[0-9a-f]{16}$",
+      description: "as in search; a value other than the path's folder_hash lists nothing",
+    }),
+  ),
   ...pageQuery(BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT),
   ...sortQuery(BROWSE_SORT_KEYS),
 });

@@ -100,6 +100,7 @@ describe("POST /rename_files", () => {
           new_path_hash: newHash,
           new_file_name: "b.txt",
           new_relative_path: "work/b.txt",
+          new_encrypted_path: [1, 2, 3],
           base_revision_id: a.revisionId,
         },
       ]),
@@ -116,6 +117,9 @@ describe("POST /rename_files", () => {
     expect(state.files).toHaveLength(1);
     expect(state.files[0].path_hash).toEqual(newHash);
     expect(state.files[0].relative_path).toBe("work/b.txt");
+    expect(state.files[0].file_name).toBe("b.txt");
+    expect(state.files[0].encrypted_path).toEqual([1, 2, 3]);
+    expect(state.files[0].uploaded_by).toBe(u.address);
     expect(state.files[0].revision_id).toEqual(s.successes[0].new_revision_id);
     const after = rowsOf(t, "files")[0]!;
     expect(after.blob_id).toBe(before.blob_id);

@@ -71,7 +71,7 @@ describe("POST /can_upload", () => {
     });
   });
 
-  test("returns 400 invalid_manifest for a malformed body and 403 for another account", async () => {
+  test("returns 400 invalid_manifest for a malformed body, 403 for another account, 401 without a token", async () => {
     expectError(
       await t.json(
         "/can_upload",
@@ -81,6 +81,14 @@ describe("POST /can_upload", () => {
       "invalid_manifest",
     );
     expectError(await canUpload(1, newUser()), 403, "forbidden");
+    expectError(
+      await t.json(
+        "/can_upload",
+        jsonInit("POST", null, { ss58_address: u.address, folder_hash: "", size_bytes: 1 }),
+      ),
+      401,
+      "unauthorized",
+    );
   });
 
   test("an account without ESYNC_DEFAULT_QUOTA_BYTES is unlimited; an override wins over the default", async () => {

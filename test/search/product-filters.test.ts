@@ -78,6 +78,17 @@ describe("browse", () => {
     expect(names(none.files)).toEqual(["c.png"]);
   });
 
+  test("a folder_hash naming the path's folder changes nothing; another folder lists nothing (200)", async () => {
+    const same = (await browse(t, u, FOLDER, `path=docs&folder_hash=${FOLDER}`)).body.Success;
+    expect({ n: same.total_count, folders: same.folders.length }).toEqual({ n: 4, folders: 1 });
+    const other = (await browse(t, u, FOLDER, `path=docs&folder_hash=${FOLDER_B}`)).body.Success;
+    expect({ n: other.total_count, folders: other.folders, files: other.files }).toEqual({
+      n: 0,
+      folders: [],
+      files: [],
+    });
+  });
+
   test("sort_by=extension and sort_by=uploaded_by reorder the files; folders stay first", async () => {
     const ext = (await browse(t, u, FOLDER, "path=docs&sort_by=extension&sort_order=asc")).body.Success;
     expect(ext.folders.map((f: Json) => f.name)).toEqual(["sub"]);
