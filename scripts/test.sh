@@ -23,10 +23,16 @@ bun install --frozen-lockfile
 skip_s3=0
 if [ "${ESYNC_TEST_SKIP_S3:-}" = "1" ] && [ -z "${CI:-}" ]; then skip_s3=1; fi
 if [ "$skip_s3" != 1 ]; then bash scripts/s3/install.sh; fi
-# tmux: test/cli/progress-tmux.test.ts captures the progress display in an 80-column terminal.
-if ! command -v tmux >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+# Debian packages some tests drive: tmux (test/cli/progress-tmux.test.ts captures the progress
+# display in an 80-column terminal) and chromium (test/e2e/openapi-page.test.ts renders /swagger
+# with every request outside the server blocked).
+missing_debs=()
+command -v tmux >/dev/null 2>&1 || missing_debs+=(tmux)
+command -v chromium >/dev/null 2>&1 || missing_debs+=(chromium)
+if [ ${#missing_debs[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  echo "== installing ${missing_debs[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends tmux >/dev/null
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
 fi
 
 # The chaos floods open 2,500 connections from this process and as many in the server it starts.
