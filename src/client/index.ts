@@ -9,6 +9,7 @@ export { RENAME_DECLARATION_PREFIX, renameDeclaration } from "../files/rename.ts
 export * from "./api.ts";
 export * from "./api-error.ts";
 export type * from "./api-types.ts";
+export * from "./batch.ts";
 export * from "./byte-stream.ts";
 export * from "./downloader.ts";
 export * from "./encrypt-pool.ts";
