@@ -40,7 +40,13 @@ export interface RemoteVersion {
   /** 64 hex. */
   revisionId: string;
   revisionSeq: number;
+  /** The file row; for a folder entry, a stand-in with the marker path's hash and no content. */
   entry: RemoteFileEntry;
+  /**
+   * Set when this version is a directory entry (extensions §1.5) seen as the empty-directory
+   * marker path `DIR/.esync-dir`: the directory path. Such a version has no file row.
+   */
+  folderEntry?: string;
 }
 
 /** The remote folder as the planner sees it. */
@@ -48,6 +54,8 @@ export interface RemoteTree {
   entries: Map<string, RemoteVersion>;
   /** Entries that cannot be placed: no `relative_path`, or a path that does not hash to `path_hash`. */
   unplaceable: RemoteFileEntry[];
+  /** Every registered directory entry of the folder (extensions §1.5), when read. */
+  dirEntries?: Set<string>;
 }
 
 /** Decodes `/get_state` entries with the folder key (attributes are opened, never trusted blindly). */
