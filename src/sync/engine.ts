@@ -18,10 +18,10 @@
  * Renames of regular files are sent as one signed `POST /rename_files` batch per round
  * (`propagateRenames`, extensions §1.2): the row moves, the ciphertext stays. An entry the
  * server refuses because the remote moved on (`revision_mismatch`, `not_found`) is planned
- * again; any other refused entry, and every link or file whose mode changed with the move, goes
- * through `propagateRename` (upload at the new path, then delete the old one), which also
- * reseals the attributes (they are bound to the path hash, so a moved row's attributes no
- * longer open: it reads as a regular file of unknown mode, which devices holding it keep).
+ * again; any other refused entry, and every file whose mode changed with the move, goes
+ * through `propagateRename` (upload at the new path, then delete the old one), as do rows
+ * whose attributes are of version 1 (bound to the path, `sync/attributes.ts`): the upload
+ * reseals them.
  *
  * Empty directories are folder entries (extensions §1.5): the planner sees each registered
  * directory with nothing under it on the server as the marker path `DIR/.esync-dir`; creating
@@ -375,9 +375,17 @@ async function execute(
     }
     case "delete_local": {
       await expectLocal(ctx, a.path, a.local);
-      if (a.local.kind === "dir")
-        await rmdir(absOf(ctx, a.path)).catch(() => {}); // kept when no longer empty
-      else {
+      if (a.local.kind === "dir") {
+        const dir = markerDir(a.path) ?? a.path;
+        // Kept when no longer empty; parents the server no longer has anything under go too.
+        if (
+          await rmdir(absOf(ctx, a.path)).then(
+            () => true,
+            () => false,
+          )
+        )
+          await pruneEmptyParents(ctx, dir, remote);
+      } else {
         await rm(absOf(ctx, a.path), { force: true });
         await pruneEmptyParents(ctx, a.path, remote);
       }
@@ -444,14 +452,18 @@ async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTr
   }
 }
 
-/** True when a rename can move the server's row as is: a regular file whose mode did not change. */
+/**
+ * True when a rename can move the server's row as is: a regular file or link whose kind and
+ * mode did not change, with attributes that stay readable at the new path.
+ */
 function batchable(a: SyncAction): a is Extract<SyncAction, { op: "rename_remote" }> {
   return (
     a.op === "rename_remote" &&
-    a.local.kind === "file" &&
-    a.remote.kind === "file" &&
+    a.local.kind !== "dir" &&
+    a.remote.kind === a.local.kind &&
     a.remote.folderEntry === undefined &&
-    a.remote.mode === a.local.mode
+    a.remote.attributesMove === true &&
+    (a.local.kind === "symlink" || a.remote.mode === a.local.mode)
   );
 }
 

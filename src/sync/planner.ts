@@ -37,6 +37,8 @@ export interface RemoteVersion {
   mode: number | null;
   /** Unix milliseconds; null without attributes. */
   mtimeMs: number | null;
+  /** True when the attributes stay readable after a `/rename_files` move (or there are none). */
+  attributesMove?: boolean;
   /** 64 hex. */
   revisionId: string;
   revisionSeq: number;
@@ -79,6 +81,7 @@ export function remoteTree(entries: Iterable<RemoteFileEntry>, folderKey: Uint8A
       hash: toHex(e.salted_hash),
       mode: attrs?.mode ?? null,
       mtimeMs: attrs?.mtimeMs ?? null,
+      attributesMove: attrs?.pathBound !== true,
       revisionId: toHex(e.revision_id),
       revisionSeq: e.revision_seq,
       entry: e,
