@@ -181,17 +181,20 @@ export function addFolderEntries(remote: RemoteTree, paths: readonly string[], d
   }
 }
 
+/** The empty-directory marker files (of older versions) in `remote`: rows, not folder entries. */
+function markerFiles(remote: RemoteTree): RemoteVersion[] {
+  return [...remote.entries.values()].filter(
+    (v) => v.kind === "dir" && v.folderEntry === undefined && markerDir(v.rel) !== null,
+  );
+}
+
 /**
  * Moves the empty-directory marker files of older versions (`DIR/.esync-dir`, attributes type
- * `dir`) to folder entries: registers each directory, then deletes the marker files in one
- * batch. Returns how many were migrated. Excluded directories are left alone.
+ * `dir`) in `remote` to folder entries: registers each directory, then deletes the marker
+ * files in `/delete_files` batches. Returns how many were migrated.
  */
-export async function migrateMarkers(ctx: SyncContext): Promise<number> {
-  const entries = [];
-  for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
-  const markers = [...remoteTree(entries, ctx.folder.key).entries.values()].filter(
-    (v) => v.kind === "dir" && markerDir(v.rel) !== null && !pathExcluded(ctx.excludes, v.rel),
-  );
+export async function migrateMarkers(ctx: SyncContext, remote: RemoteTree): Promise<number> {
+  const markers = markerFiles(remote);
   if (markers.length === 0) return 0;
   const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
   await registerEntries(
@@ -262,11 +265,14 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     unplaceable: 0,
   };
   const failed = new Set<string>();
-  await migrateMarkers(ctx);
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     ctx.signal?.throwIfAborted();
     report.rounds = round;
-    const plan = await planFolder(ctx);
+    let plan = await planFolder(ctx);
+    if (round === 1 && markerFiles(plan.remote).length > 0) {
+      await migrateMarkers(ctx, plan.remote);
+      plan = await planFolder(ctx);
+    }
     report.unplaceable = plan.remote.unplaceable.length;
     let todo = plan.actions.filter((a) => !failed.has(a.path));
     let replan = false;
