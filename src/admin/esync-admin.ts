@@ -14,7 +14,7 @@
  * | 3 | `fsck`: problems found and not repaired |
  *
  * Commands: `token create|list|revoke` (src/cli/token.ts), `stats`, `fsck [--repair]`
- * (`runFsck`, src/ops/fsck.ts).
+ * (`runFsck`, src/ops/fsck.ts), `quota set|show` (`quota.ts`, src/quota).
  */
 import { existsSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
@@ -26,6 +26,7 @@ import { openDb } from "../db/client.ts";
 import { runFsck } from "../ops/fsck.ts";
 import { createBlobStore } from "../storage/index.ts";
 import { systemClock } from "../util/clock.ts";
+import { quotaCommand } from "./quota.ts";
 import { collectStats, type Stats } from "./stats.ts";
 
 /** Exit codes of `esync-admin`. */
@@ -62,7 +63,7 @@ function statsText(s: Stats): string {
 export function buildAdminProgram(): Command {
   const program = new Command("esync-admin")
     .description(
-      "Operate an esync server: API tokens, statistics, consistency check (on the server's database and store)",
+      "Operate an esync server: API tokens, storage allowances, statistics, consistency check (on the server's database and store)",
     )
     .version(pkg.version, "-V, --version")
     .option("--json", "machine-readable JSON output (one document on stdout)")
@@ -74,6 +75,7 @@ Configuration: the server's environment (ESYNC_DATA_DIR, ESYNC_DB_PATH; see the 
 ${EXIT_HELP}`,
     );
   program.addCommand(tokenCommand());
+  program.addCommand(quotaCommand());
   program
     .command("stats")
     .description("Accounts, folders, files and bytes stored, upload sessions by state, deletion queue")

@@ -15,7 +15,11 @@
  *   esync search [Q] [filters]                search files across folders
  *   esync ls [PATH] --folder LABEL            list a directory of a folder on the server
  *   esync restore PATH... --folder LABEL      download and verify chosen files or directories
- *   esync rm --folder LABEL PATH...           delete files on the server
+ *   esync rm --folder LABEL [-r] PATH...      delete files (directories with -r) in one batch
+ *   esync mv --folder LABEL SRC DST           rename a file or a directory on the server
+ *   esync mkdir --folder LABEL PATH...        create (empty) directories on the server
+ *   esync quota                               storage used and room left in the allowance
+ *   esync du [--folder LABEL]                 storage used by file type and client family
  *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
  */
 import { Command, CommanderError } from "commander";
@@ -23,6 +27,8 @@ import pkg from "../../package.json" with { type: "json" };
 import { registerFolder } from "./commands/folder.ts";
 import { registerInit } from "./commands/init.ts";
 import { registerLs } from "./commands/ls.ts";
+import { registerMkdir } from "./commands/mkdir.ts";
+import { registerMv } from "./commands/mv.ts";
 import { registerPassphrase } from "./commands/passphrase.ts";
 import { registerPull } from "./commands/pull.ts";
 import { registerPush } from "./commands/push.ts";
@@ -31,6 +37,7 @@ import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
 import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
+import { registerUsage } from "./commands/usage.ts";
 import {
   describeError,
   EXIT,
@@ -95,6 +102,9 @@ ${EXIT_CODES_HELP}`,
   registerLs(program);
   registerRestore(program);
   registerRm(program);
+  registerMv(program);
+  registerMkdir(program);
+  registerUsage(program);
   registerPassphrase(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();

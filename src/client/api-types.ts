@@ -6,8 +6,23 @@
  * integers (`number[]`); use `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix
  * seconds.
  */
+import type { Static } from "@sinclair/typebox";
+import type * as S from "../wire/schemas.ts";
 import type { SortColumn } from "../wire/schemas.ts";
 import type { HealthInfo as WireHealthInfo } from "../wire/types.ts";
+
+/** `POST /delete_files` (extensions §1.1): per-id results, also when some ids fail. */
+export type DeleteFilesResult = Static<typeof S.DeleteFilesResult>;
+/** `POST /rename_files` (extensions §1.2): per-entry successes and failures. */
+export type RenameFilesResult = Static<typeof S.RenameFilesResult>;
+/** `GET /list_folder_entries/{ss58}/{folder_hash}` (extensions §1.5; flat). */
+export type ListFolderEntriesResult = Static<typeof S.ListFolderEntriesResult>;
+/** `POST /register_folder_entries` (extensions §1.5): `count` = named entries now present. */
+export type RegisterFolderEntriesResult = Static<typeof S.RegisterFolderEntriesResult>;
+/** `DELETE /unregister_folder_entries` (extensions §1.5): `count` = entries removed. */
+export type UnregisterFolderEntriesResult = Static<typeof S.UnregisterFolderEntriesResult>;
+/** `POST /can_upload` (extensions §1.3; flat, also when the answer is no). */
+export type CanUploadResult = Static<typeof S.CanUploadResult>;
 
 /**
  * `GET /health` (no envelope; complement §5). Only `status` is required, so that the client
@@ -19,8 +34,10 @@ export type { SortColumn } from "../wire/schemas.ts";
 export type {
   BrowseFolderEntry,
   BrowseResult,
+  Capabilities,
   ChunkStored,
   DeleteFileResult,
+  FileTypeSummary,
   ListFoldersResult,
   Page,
   RegisterFolderResult,
@@ -31,10 +48,25 @@ export type {
   SessionCreated,
   SessionDeleted,
   SessionStatus,
+  SourceSummary,
   StateResult,
   UnregisterFolderResult,
   UploadResult,
+  UserSummary,
 } from "../wire/types.ts";
+
+/** One entry of a rename batch (extensions §1.2); hashes are 32 bytes. */
+export interface RenameEntry {
+  oldPathHash: Uint8Array;
+  /** BLAKE3(UTF-8(NFC(new path))). */
+  newPathHash: Uint8Array;
+  /** The revision the client believes current (32 bytes). */
+  baseRevisionId: Uint8Array;
+  /** Framed cipher of the new path under the folder key (complement §2); default empty. */
+  newEncryptedPath?: Uint8Array;
+  newFileName?: string | null;
+  newRelativePath?: string | null;
+}
 
 /** Filters of `/search_files` (spec §4.9, complement §4); every one optional, combined with AND. */
 export interface SearchFilters {

@@ -16,29 +16,42 @@
  * const { folders } = await api.listFolders(identity.address);
  * ```
  */
+import { renameDeclaration } from "../files/rename.ts";
 import { ApiError, errorFromResponse } from "./api-error.ts";
 import type {
   BrowseOptions,
   BrowseResult,
   ByteRange,
+  CanUploadResult,
+  Capabilities,
   ChunkStored,
   DeleteFileResult,
+  DeleteFilesResult,
   DownloadResult,
+  FileTypeSummary,
   HealthInfo,
+  ListFolderEntriesResult,
   ListFoldersResult,
+  RegisterFolderEntriesResult,
   RegisterFolderResult,
   RemoteFileEntry,
+  RenameEntry,
+  RenameFilesResult,
   SearchFilters,
   SearchResult,
   SessionCreated,
   SessionDeleted,
   SessionStatus,
+  SourceSummary,
   StateResult,
+  UnregisterFolderEntriesResult,
   UnregisterFolderResult,
   UploadResult,
+  UserSummary,
 } from "./api-types.ts";
 import { bodyBytes } from "./byte-stream.ts";
 import { toHex, utf8 } from "./hash.ts";
+import type { FolderKeys } from "./keys.ts";
 import type { Manifest } from "./manifest.ts";
 import { type RetryPolicy, withRetry } from "./retry.ts";
 import { staticTokenSource, type TokenSource } from "./token.ts";
@@ -202,6 +215,18 @@ export class EsyncApi {
       `${spec.method} ${spec.path}: response has no Success envelope`,
       { server: this.baseUrl },
     );
+  }
+
+  /** Sends a request and parses a flat (unenveloped) JSON answer. */
+  private async callFlat<T>(spec: RequestSpec): Promise<T> {
+    const res = await this.send(spec);
+    try {
+      return (await res.json()) as T;
+    } catch {
+      throw new ApiError(res.status, "bad_response", `${spec.method} ${spec.path}: response is not JSON`, {
+        server: this.baseUrl,
+      });
+    }
   }
 
   /** `GET /health` (no auth, no envelope). */
@@ -438,5 +463,175 @@ export class EsyncApi {
         sort_order: options.sortOrder,
       },
     });
+  }
+
+  /**
+   * `POST /delete_files` (extensions §1.1): deletes up to `MAX_BATCH_DELETE` files of one folder
+   * in one transaction. `fileIds` are 64-hex `path_hash`es. Per-id failures are in `errors`
+   * (the answer is 200); more than 1000 ids is `ApiError` 400 `batch_too_large`.
+   */
+  deleteFiles(input: {
+    ss58Address: string;
+    folderHash: string;
+    fileIds: string[];
+    quiet?: boolean;
+  }): Promise<DeleteFilesResult> {
+    return this.call({
+      method: "POST",
+      path: "/delete_files",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        file_ids: input.fileIds,
+        quiet: input.quiet ?? false,
+      },
+    });
+  }
+
+  /**
+   * `POST /rename_files` (extensions §1.2): re-keys files without touching their ciphertext.
+   * The batch is signed here with `signer` (the folder's Ed25519 key) over the rename
+   * declaration (`renameDeclaration`, the builder the server verifies with). Each entry
+   * succeeds or fails on its own (`failures[].reason`: `not_found`, `target_exists`,
+   * `revision_mismatch`, `database_error`); a bad signature or an empty batch is `ApiError` 400
+   * `invalid_manifest`, more than 1000 entries 400 `batch_too_large`.
+   */
+  renameFiles(input: {
+    ss58Address: string;
+    folderHash: string;
+    renames: RenameEntry[];
+    signer: Pick<FolderKeys, "signingKey" | "sign">;
+  }): Promise<RenameFilesResult> {
+    const signature = input.signer.sign(utf8(renameDeclaration(input.renames)));
+    return this.call({
+      method: "POST",
+      path: "/rename_files",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        renames: input.renames.map((r) => ({
+          old_path_hash: Array.from(r.oldPathHash),
+          new_path_hash: Array.from(r.newPathHash),
+          new_encrypted_path: Array.from(r.newEncryptedPath ?? []),
+          new_file_name: r.newFileName ?? null,
+          new_relative_path: r.newRelativePath ?? null,
+          base_revision_id: Array.from(r.baseRevisionId),
+        })),
+        signature: Array.from(signature),
+        signing_key: Array.from(input.signer.signingKey),
+      },
+    });
+  }
+
+  /** `GET /list_folder_entries/{ss58}/{folder_hash}` (extensions §1.5; flat): every registered directory. */
+  listFolderEntries(ss58: string, folderHash: string): Promise<ListFolderEntriesResult> {
+    return this.callFlat({ method: "GET", path: `/list_folder_entries/${seg(ss58)}/${seg(folderHash)}` });
+  }
+
+  /**
+   * `POST /register_folder_entries` (extensions §1.5): idempotent; at most 500 paths a call
+   * (drive-relative, NFC, no leading or trailing `/`); an invalid path is 400 `invalid_manifest`.
+   */
+  registerFolderEntries(input: {
+    ss58Address: string;
+    folderHash: string;
+    relativePaths: string[];
+  }): Promise<RegisterFolderEntriesResult> {
+    return this.call({
+      method: "POST",
+      path: "/register_folder_entries",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        relative_paths: input.relativePaths,
+      },
+    });
+  }
+
+  /** `DELETE /unregister_folder_entries` (extensions §1.5): removes exactly the named entries (≤ 500). */
+  unregisterFolderEntries(input: {
+    ss58Address: string;
+    folderHash: string;
+    relativePaths: string[];
+  }): Promise<UnregisterFolderEntriesResult> {
+    return this.call({
+      method: "DELETE",
+      path: "/unregister_folder_entries",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        relative_paths: input.relativePaths,
+      },
+    });
+  }
+
+  /**
+   * `POST /can_upload` (extensions §1.3; flat, advisory): would a write of `sizeBytes`
+   * plaintext bytes be accepted now. `folderHash` `""` asks about the account itself.
+   */
+  canUpload(input: { ss58Address: string; folderHash: string; sizeBytes: number }): Promise<CanUploadResult> {
+    return this.callFlat({
+      method: "POST",
+      path: "/can_upload",
+      json: {
+        ss58_address: input.ss58Address,
+        folder_hash: input.folderHash,
+        size_bytes: intParam("sizeBytes", input.sizeBytes),
+      },
+    });
+  }
+
+  /** `GET /get_user_summary/{ss58}` (extensions §1.4): plaintext bytes and files stored. */
+  userSummary(ss58: string, folderHash?: string): Promise<UserSummary> {
+    return this.call({
+      method: "GET",
+      path: `/get_user_summary/${seg(ss58)}`,
+      query: { folder_hash: folderHash },
+    });
+  }
+
+  /** `GET /get_file_type_summary/{ss58}` (extensions §1.4): files and bytes per category. */
+  fileTypeSummary(ss58: string, folderHash?: string): Promise<FileTypeSummary> {
+    return this.call({
+      method: "GET",
+      path: `/get_file_type_summary/${seg(ss58)}`,
+      query: { folder_hash: folderHash },
+    });
+  }
+
+  /** `GET /get_source_summary/{ss58}` (extensions §1.4): files and bytes per client family. */
+  sourceSummary(ss58: string, folderHash?: string): Promise<SourceSummary> {
+    return this.call({
+      method: "GET",
+      path: `/get_source_summary/${seg(ss58)}`,
+      query: { folder_hash: folderHash },
+    });
+  }
+
+  /**
+   * `GET /v1/capabilities` (extensions §2.1; anonymous, flat). A missing key reads as false, and
+   * a 404 (an older server without the route) as every flag false.
+   */
+  async capabilities(): Promise<Capabilities> {
+    const none: Capabilities = {
+      shares: false,
+      folder_shares: false,
+      folder_share_revoke_by_hash: false,
+      share_owner_wrap: false,
+      folder_grants: false,
+      folder_grant_writes: false,
+      member_folder_shares: false,
+      upload_folder_shares: false,
+    };
+    let got: Record<string, unknown>;
+    try {
+      got = await this.callFlat({ method: "GET", path: "/v1/capabilities", auth: false });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return none;
+      throw e;
+    }
+    const out = { ...none };
+    for (const k of Object.keys(none) as (keyof Capabilities)[]) out[k] = got[k] === true;
+    return out;
   }
 }

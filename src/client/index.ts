@@ -4,9 +4,12 @@
  * XChaCha20-Poly1305 ciphertext, signed manifests, a typed API client and a resumable
  * uploader. See each module for the complement section its rules come from.
  */
+
+export { RENAME_DECLARATION_PREFIX, renameDeclaration } from "../files/rename.ts";
 export * from "./api.ts";
 export * from "./api-error.ts";
 export type * from "./api-types.ts";
+export * from "./batch.ts";
 export * from "./byte-stream.ts";
 export * from "./downloader.ts";
 export * from "./encrypt-pool.ts";

@@ -7,10 +7,13 @@
  * Wire form (opaque to the server, which stores and returns it unchanged):
  * `nonce (24) ‖ XChaCha20-Poly1305(k, nonce, json, aad)` where
  * - `k = HKDF-SHA256(folder key, salt = "", info = "esync attributes v1")`, 32 bytes;
- * - `aad = utf8("esync-attributes-v1:") ‖ path_hash ‖ salted_hash`, binding the attributes to
- *   the path and content they describe (the server cannot move them onto another file or
- *   content; both hashes are in every `/get_state` entry);
- * - `json = {"v":1,"type":"file"|"symlink"|"dir","mode":<permission bits>,"mtime_ms":<ms>}`.
+ * - `aad = utf8("esync-attributes-v2:") ‖ salted_hash`, binding the attributes to the content
+ *   they describe (the server cannot move them onto other content; the hash is in every
+ *   `/get_state` entry). They stay valid when `/rename_files` moves the row (extensions §1.2);
+ * - `json = {"v":2,"type":"file"|"symlink"|"dir","mode":<permission bits>,"mtime_ms":<ms>}`.
+ * Version 1 (written before renames existed) also bound the path:
+ * `aad = utf8("esync-attributes-v1:") ‖ path_hash ‖ salted_hash`, `"v":1`; it is still read, and
+ * reported as `pathBound` because a rename of the row makes it unreadable.
  *
  * The manifest signature (complement §1) covers only `ciphertext_hash`, so this field lies
  * outside what the server verifies; its integrity comes from the AEAD tag above. A symbolic
@@ -42,6 +45,8 @@ export interface FileAttributes {
   mode: number;
   /** Modification time, Unix milliseconds. */
   mtimeMs: number;
+  /** Set when read from version 1 attributes, which a `/rename_files` move makes unreadable. */
+  pathBound?: boolean;
 }
 
 const NONCE = 24;
@@ -57,12 +62,15 @@ export interface AttributesBinding {
   saltedHash: Uint8Array | readonly number[];
 }
 
-function aad(b: AttributesBinding): Uint8Array {
-  const prefix = new TextEncoder().encode("esync-attributes-v1:");
-  const out = new Uint8Array(prefix.length + 64);
+/** Associated data of version `v`: v2 binds the content, v1 the path and the content. */
+function aad(b: AttributesBinding, v: 1 | 2): Uint8Array {
+  const prefix = new TextEncoder().encode(`esync-attributes-v${v}:`);
+  const parts = v === 1 ? [b.pathHash, b.saltedHash] : [b.saltedHash];
+  const out = new Uint8Array(prefix.length + 32 * parts.length);
   out.set(prefix, 0);
-  out.set(Uint8Array.from(b.pathHash), prefix.length);
-  out.set(Uint8Array.from(b.saltedHash), prefix.length + 32);
+  parts.forEach((p, i) => {
+    out.set(Uint8Array.from(p), prefix.length + 32 * i);
+  });
   return out;
 }
 
@@ -73,13 +81,13 @@ export function sealAttributes(
   attrs: FileAttributes,
 ): Uint8Array {
   const json = JSON.stringify({
-    v: 1,
+    v: 2,
     type: attrs.type,
     mode: attrs.mode & 0o7777,
     mtime_ms: attrs.mtimeMs,
   });
   const nonce = crypto.getRandomValues(new Uint8Array(NONCE));
-  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, aad(binding)).encrypt(
+  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, aad(binding, 2)).encrypt(
     new TextEncoder().encode(json),
   );
   const out = new Uint8Array(NONCE + sealed.length);
@@ -89,8 +97,9 @@ export function sealAttributes(
 }
 
 /**
- * Decrypts attributes sealed by `sealAttributes` for `binding`; null when they are absent, were
- * made for another path, content or key, were tampered with, or are of an unknown version.
+ * Decrypts attributes sealed by `sealAttributes` for `binding` (or version 1 attributes, then
+ * `pathBound`); null when they are absent, were made for other content or key (version 1:
+ * another path too), were tampered with, or are of an unknown version.
  */
 export function openAttributes(
   folderKey: Uint8Array,
@@ -99,15 +108,29 @@ export function openAttributes(
 ): FileAttributes | null {
   if (!sealed || sealed.length <= NONCE + 16) return null;
   const bytes = Uint8Array.from(sealed);
-  try {
-    const plain = xchacha20poly1305(attributesKey(folderKey), bytes.subarray(0, NONCE), aad(binding)).decrypt(
-      bytes.subarray(NONCE),
-    );
-    const j = JSON.parse(new TextDecoder().decode(plain)) as Record<string, unknown>;
-    if (j.v !== 1 || (j.type !== "file" && j.type !== "symlink" && j.type !== "dir")) return null;
-    if (typeof j.mode !== "number" || typeof j.mtime_ms !== "number") return null;
-    return { type: j.type, mode: j.mode & 0o7777, mtimeMs: j.mtime_ms };
-  } catch {
-    return null;
+  const key = attributesKey(folderKey);
+  for (const v of [2, 1] as const) {
+    let plain: Uint8Array;
+    try {
+      plain = xchacha20poly1305(key, bytes.subarray(0, NONCE), aad(binding, v)).decrypt(
+        bytes.subarray(NONCE),
+      );
+    } catch {
+      continue;
+    }
+    try {
+      const j = JSON.parse(new TextDecoder().decode(plain)) as Record<string, unknown>;
+      if (j.v !== v || (j.type !== "file" && j.type !== "symlink" && j.type !== "dir")) return null;
+      if (typeof j.mode !== "number" || typeof j.mtime_ms !== "number") return null;
+      return {
+        type: j.type,
+        mode: j.mode & 0o7777,
+        mtimeMs: j.mtime_ms,
+        ...(v === 1 ? { pathBound: true } : {}),
+      };
+    } catch {
+      return null;
+    }
   }
+  return null;
 }

@@ -15,9 +15,19 @@
  * - Downloads are verified (`downloadFile`) and land atomically; symbolic links are created
  *   under a temporary name and renamed into place; mode and mtime come from the attributes.
  *
- * Renames go through `propagateRename`, the one seam that will call `POST /rename_files`
- * (extensions §1.2) once the server has it; today it uploads at the new path, then deletes
- * the old one.
+ * Renames of regular files are sent as one signed `POST /rename_files` batch per round
+ * (`propagateRenames`, extensions §1.2): the row moves, the ciphertext stays. An entry the
+ * server refuses because the remote moved on (`revision_mismatch`, `not_found`) is planned
+ * again; any other refused entry, and every file whose mode changed with the move, goes
+ * through `propagateRename` (upload at the new path, then delete the old one), as do rows
+ * whose attributes are of version 1 (bound to the path, `sync/attributes.ts`): the upload
+ * reseals them.
+ *
+ * Empty directories are folder entries (extensions §1.5): the planner sees each registered
+ * directory with nothing under it on the server as the marker path `DIR/.esync-dir`; creating
+ * one registers the entry, deleting one unregisters it (with ancestors gone locally). Marker
+ * files that older versions uploaded are migrated at the start of a pass: the entry is
+ * registered, then the marker file deleted.
  */
 import {
   chmod,
@@ -35,6 +45,7 @@ import { dirname, join } from "node:path";
 import { safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
+import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
 import { downloadFile, IntegrityError } from "../client/downloader.ts";
 import { PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
@@ -48,6 +59,8 @@ import {
   diskPath,
   type LocalEntry,
   type LocalTree,
+  linkHash,
+  markerPath,
   readLocalEntry,
   sameFingerprint,
   scanLocalTree,
@@ -103,6 +116,8 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
   const entries = [];
   for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
   const remote = remoteTree(entries, ctx.folder.key);
+  const { relative_paths } = await ctx.api.listFolderEntries(ctx.address, ctx.folder.folderHash);
+  addFolderEntries(remote, relative_paths, linkHash(ctx.address, ""));
   // Remote paths the local rules exclude are left alone, as if absent on both sides.
   for (const rel of [...remote.entries.keys()])
     if (pathExcluded(ctx.excludes, rel) && !local.entries.has(rel)) remote.entries.delete(rel);
@@ -114,6 +129,83 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
     now: ctx.now?.() ?? new Date(),
   });
   return { actions, local, remote };
+}
+
+/** Revision id recorded as the base of a folder entry (entries have no revision). */
+const FOLDER_ENTRY_REVISION = "";
+
+/**
+ * Adds the folder entries (extensions §1.5) to `remote` as empty-directory marker versions:
+ * each entry with no file and no other entry under it becomes `DIR/.esync-dir` of kind `dir`
+ * (unless a marker file of an older version is still there), with `dirHash` as its hash.
+ */
+export function addFolderEntries(remote: RemoteTree, paths: readonly string[], dirHash: string): void {
+  remote.dirEntries = new Set(paths);
+  const fileDirs = new Set<string>();
+  for (const rel of remote.entries.keys()) {
+    const parents = parentDirs(rel);
+    const own = markerDir(rel);
+    for (const d of parents) if (d !== own) fileDirs.add(d);
+  }
+  const entryParents = new Set(paths.flatMap(parentDirs));
+  for (const dir of paths) {
+    if (fileDirs.has(dir) || entryParents.has(dir)) continue;
+    const rel = markerPath(dir);
+    if (remote.entries.has(rel)) continue;
+    const ph = Array.from(pathHash(rel));
+    remote.entries.set(rel, {
+      rel,
+      kind: "dir",
+      hash: dirHash,
+      mode: null,
+      mtimeMs: null,
+      revisionId: FOLDER_ENTRY_REVISION,
+      revisionSeq: 0,
+      folderEntry: dir,
+      entry: {
+        path_hash: ph,
+        salted_hash: Array.from(fromHex(dirHash)),
+        size_bytes: 0,
+        revision_seq: 0,
+        revision_id: new Array(32).fill(0),
+        encrypted_path: [],
+        file_name: null,
+        relative_path: rel,
+        store_hash: null,
+        arion_hash: null,
+        chunk_hashes: null,
+        created_at: 0,
+        updated_at: 0,
+      },
+    });
+  }
+}
+
+/** The empty-directory marker files (of older versions) in `remote`: rows, not folder entries. */
+function markerFiles(remote: RemoteTree): RemoteVersion[] {
+  return [...remote.entries.values()].filter(
+    (v) => v.kind === "dir" && v.folderEntry === undefined && markerDir(v.rel) !== null,
+  );
+}
+
+/**
+ * Moves the empty-directory marker files of older versions (`DIR/.esync-dir`, attributes type
+ * `dir`) in `remote` to folder entries: registers each directory, then deletes the marker
+ * files in `/delete_files` batches. Returns how many were migrated.
+ */
+export async function migrateMarkers(ctx: SyncContext, remote: RemoteTree): Promise<number> {
+  const markers = markerFiles(remote);
+  if (markers.length === 0) return 0;
+  const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
+  await registerEntries(
+    f,
+    markers.map((m) => markerDir(m.rel) as string),
+  );
+  await deleteMany(
+    f,
+    markers.map((m) => fileId(m.entry.path_hash)),
+  );
+  return markers.length;
 }
 
 /** What a pass did. */
@@ -176,13 +268,20 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     ctx.signal?.throwIfAborted();
     report.rounds = round;
-    const plan = await planFolder(ctx);
+    let plan = await planFolder(ctx);
+    if (round === 1 && markerFiles(plan.remote).length > 0) {
+      await migrateMarkers(ctx, plan.remote);
+      plan = await planFolder(ctx);
+    }
     report.unplaceable = plan.remote.unplaceable.length;
-    const todo = plan.actions.filter((a) => !failed.has(a.path));
+    let todo = plan.actions.filter((a) => !failed.has(a.path));
     let replan = false;
     report.deferred = [];
     // Local deletions and moves can leave a directory empty: one more round records it.
     replan = todo.some((a) => a.op === "delete_local" || a.op === "move_local") && round < MAX_ROUNDS;
+    const batched = await propagateRenames(ctx, todo, report);
+    if (batched.deferred.length > 0) replan = true;
+    todo = todo.filter((a) => !batched.settled.has(a));
     for (const a of todo) {
       ctx.signal?.throwIfAborted();
       try {
@@ -275,16 +374,24 @@ async function execute(
       return;
     }
     case "delete_remote": {
-      await deleteRemote(ctx, a.remote);
+      await deleteRemote(ctx, a.remote, remote);
       ctx.state.remove(a.path);
       report.deletedRemote++;
       return;
     }
     case "delete_local": {
       await expectLocal(ctx, a.path, a.local);
-      if (a.local.kind === "dir")
-        await rmdir(absOf(ctx, a.path)).catch(() => {}); // kept when no longer empty
-      else {
+      if (a.local.kind === "dir") {
+        const dir = markerDir(a.path) ?? a.path;
+        // Kept when no longer empty; parents the server no longer has anything under go too.
+        if (
+          await rmdir(absOf(ctx, a.path)).then(
+            () => true,
+            () => false,
+          )
+        )
+          await pruneEmptyParents(ctx, dir, remote);
+      } else {
         await rm(absOf(ctx, a.path), { force: true });
         await pruneEmptyParents(ctx, a.path, remote);
       }
@@ -352,9 +459,74 @@ async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTr
 }
 
 /**
- * The rename seam (extensions §1.2): moves remote file `from` to `to`, whose local entry is
- * `local`. Until the server has `POST /rename_files` this uploads at `to`, then deletes `from`
- * (the old path stays if the upload fails, so nothing is lost).
+ * True when a rename can move the server's row as is: a regular file or link whose kind and
+ * mode did not change, with attributes that stay readable at the new path.
+ */
+function batchable(a: SyncAction): a is Extract<SyncAction, { op: "rename_remote" }> {
+  return (
+    a.op === "rename_remote" &&
+    a.local.kind !== "dir" &&
+    a.remote.kind === a.local.kind &&
+    a.remote.folderEntry === undefined &&
+    a.remote.attributesMove === true &&
+    (a.local.kind === "symlink" || a.remote.mode === a.local.mode)
+  );
+}
+
+/**
+ * Sends the batchable renames among `actions` as one signed `POST /rename_files` call
+ * (extensions §1.2) and records each success as the base of its new path. Returns the actions
+ * settled here (done, or deferred to the next round because the path changed locally or the
+ * remote moved on); the others, and failed entries, are left to `propagateRename`.
+ */
+export async function propagateRenames(
+  ctx: SyncContext,
+  actions: readonly SyncAction[],
+  report: SyncReport,
+): Promise<{ settled: Set<SyncAction>; deferred: SyncAction[] }> {
+  const settled = new Set<SyncAction>();
+  const deferred: SyncAction[] = [];
+  const ready: Extract<SyncAction, { op: "rename_remote" }>[] = [];
+  for (const a of actions.filter(batchable)) {
+    try {
+      await expectLocal(ctx, a.path, a.local);
+      ready.push(a);
+    } catch (e) {
+      if (!(e instanceof Replan)) throw e;
+      settled.add(a);
+      deferred.push(a);
+      report.deferred.push(a.path);
+      ctx.onAction?.(a, "skipped", e.message);
+    }
+  }
+  if (ready.length === 0) return { settled, deferred };
+  const outcomes = await renameMany(
+    { api: ctx.api, address: ctx.address, keys: ctx.folder },
+    ready.map((a) => ({ entry: a.remote.entry, to: a.path })),
+  );
+  ready.forEach((a, i) => {
+    const o = outcomes[i];
+    if (!o) return;
+    if (o.revisionId && o.revisionSeq !== undefined) {
+      ctx.state.remove(a.from);
+      ctx.state.put(baseOf(a.local, toHex(o.revisionId), o.revisionSeq));
+      report.renamed++;
+      settled.add(a);
+      ctx.onAction?.(a, "done");
+    } else if (o.reason === "revision_mismatch" || o.reason === "not_found") {
+      settled.add(a);
+      deferred.push(a);
+      report.deferred.push(a.path);
+      ctx.onAction?.(a, "skipped", `${a.from}: ${o.reason}`);
+    }
+  });
+  return { settled, deferred };
+}
+
+/**
+ * Moves remote file `from` to `to`, whose local entry is `local`, by uploading at `to` and
+ * then deleting `from` (the old path stays if the upload fails, so nothing is lost): for
+ * links, files whose mode changed with the move, and entries `/rename_files` refused.
  */
 export async function propagateRename(
   ctx: SyncContext,
@@ -368,7 +540,21 @@ export async function propagateRename(
   ctx.state.remove(from);
 }
 
-async function deleteRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
+/**
+ * Deletes a remote file, or unregisters a folder entry. Directory entries above the path that
+ * no longer exist locally are unregistered too, so that a directory removed here is not
+ * brought back by its entry.
+ */
+async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: RemoteTree): Promise<void> {
+  const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
+  const gone: string[] = [];
+  for (const d of parentDirs(remote.folderEntry ?? remote.rel))
+    if (tree?.dirEntries?.has(d) && !(await lstat(diskPath(ctx.root, d)).catch(() => null))) gone.push(d);
+  if (remote.folderEntry !== undefined) {
+    await unregisterEntries(f, [remote.folderEntry, ...gone]);
+    return;
+  }
+  if (gone.length > 0) await unregisterEntries(f, gone);
   try {
     await ctx.api.deleteFile(ctx.address, ctx.folder.folderHash, fileId(remote.entry.path_hash));
   } catch (e) {
@@ -382,6 +568,12 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion): Promise<vo
  */
 async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, remote: RemoteVersion | null) {
   await expectLocal(ctx, rel, local);
+  const dir = local.kind === "dir" ? markerDir(rel) : null;
+  if (dir !== null) {
+    await registerEntries({ api: ctx.api, address: ctx.address, keys: ctx.folder }, [dir]);
+    ctx.state.put(baseOf(local, FOLDER_ENTRY_REVISION, 0));
+    return;
+  }
   let source = local.abs;
   let temp: string | null = null;
   if (local.kind !== "file") {

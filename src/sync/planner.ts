@@ -37,10 +37,18 @@ export interface RemoteVersion {
   mode: number | null;
   /** Unix milliseconds; null without attributes. */
   mtimeMs: number | null;
+  /** True when the attributes stay readable after a `/rename_files` move (or there are none). */
+  attributesMove?: boolean;
   /** 64 hex. */
   revisionId: string;
   revisionSeq: number;
+  /** The file row; for a folder entry, a stand-in with the marker path's hash and no content. */
   entry: RemoteFileEntry;
+  /**
+   * Set when this version is a directory entry (extensions §1.5) seen as the empty-directory
+   * marker path `DIR/.esync-dir`: the directory path. Such a version has no file row.
+   */
+  folderEntry?: string;
 }
 
 /** The remote folder as the planner sees it. */
@@ -48,6 +56,8 @@ export interface RemoteTree {
   entries: Map<string, RemoteVersion>;
   /** Entries that cannot be placed: no `relative_path`, or a path that does not hash to `path_hash`. */
   unplaceable: RemoteFileEntry[];
+  /** Every registered directory entry of the folder (extensions §1.5), when read. */
+  dirEntries?: Set<string>;
 }
 
 /** Decodes `/get_state` entries with the folder key (attributes are opened, never trusted blindly). */
@@ -71,6 +81,7 @@ export function remoteTree(entries: Iterable<RemoteFileEntry>, folderKey: Uint8A
       hash: toHex(e.salted_hash),
       mode: attrs?.mode ?? null,
       mtimeMs: attrs?.mtimeMs ?? null,
+      attributesMove: attrs?.pathBound !== true,
       revisionId: toHex(e.revision_id),
       revisionSeq: e.revision_seq,
       entry: e,

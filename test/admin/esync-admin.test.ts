@@ -173,3 +173,59 @@ describe("esync-admin fsck", () => {
     expect(r.stderr.toString().trim()).toMatch(/^esync-admin: no database at /);
   });
 });
+
+describe("esync-admin quota", () => {
+  test("set overrides the allowance the server enforces, show reports usage and source, default removes it", async () => {
+    const quotaDb = join(dir, "quota.sqlite");
+    const env = { ...process.env, ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: quotaDb };
+    const run = (...args: string[]) => {
+      const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), ...args], {
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+    };
+    const user = newUser();
+    const app = makeTestApp({ ESYNC_DB_PATH: quotaDb });
+    try {
+      await uploadViaSession(app, user, randomCiphertext(1048), { path: "q/1.bin" });
+      const set = run("quota", "set", user.address, "1500", "--json");
+      expect(set.code).toBe(0);
+      expect(JSON.parse(set.stdout)).toMatchObject({
+        owner: user.address,
+        quota_bytes: 1500,
+        source: "override",
+        used_bytes: 1000,
+        file_count: 1,
+      });
+      const refused = await openSession(app, user, randomCiphertext(1048), { path: "q/2.bin" }).catch(
+        (e: Error) => e,
+      );
+      expect(String(refused)).toContain("drive_quota_exceeded");
+      const show = run("quota", "show", user.address);
+      expect(show.code).toBe(0);
+      expect(show.stdout).toContain("allowance 1.46 KiB (1500 bytes) (override)");
+      const reset = run("--json", "quota", "set", user.address, "default");
+      expect(JSON.parse(reset.stdout)).toMatchObject({ quota_bytes: null, source: "default" });
+      await uploadViaSession(app, user, randomCiphertext(1048), { path: "q/2.bin" });
+    } finally {
+      await app.close();
+    }
+    const alias = Bun.spawnSync(["bun", "run", "quota", "show", user.address, "--json"], {
+      cwd: REPO_ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(alias.exitCode).toBe(0);
+    expect(JSON.parse(alias.stdout.toString())).toMatchObject({ used_bytes: 2000, source: "default" });
+  });
+
+  test("exits 1 with one line for a bad allowance or address", () => {
+    const bad = admin("quota", "set", newUser().address, "lots");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim().split("\n")[0]).toContain("expected whole bytes, 'unlimited' or 'default'");
+    expect(admin("quota", "show", "not-an-address").code).toBe(1);
+  });
+});

@@ -81,6 +81,14 @@ describe("faithful push and pull", () => {
     const diff = Bun.spawnSync(["diff", "-r", "--no-dereference", src, dest]);
     expect(diff.stdout.toString()).toBe("");
     expect(diff.exitCode).toBe(0);
+    // Empty folders are folder entries on the server, not marker files other clients would see.
+    const ls = await runCli(cfgB, ["search", ".esync-dir", "--json"]);
+    expect(ls.json<{ total_count: number }>().total_count).toBe(0);
+    const nested = await runCli(cfgB, ["ls", "nested", "--folder", "faithful", "--json"]);
+    expect(nested.json<{ folders: { name: string }[]; files: unknown[] }>()).toMatchObject({
+      folders: [{ name: "empty2" }],
+      files: [],
+    });
   }, 60_000);
 
   test("push leaves out what .esyncignore and --exclude match", async () => {

@@ -3,6 +3,9 @@
  * attributes sealing that carries modes, mtimes and link kinds.
  */
 import { describe, expect, test } from "bun:test";
+import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
+import { hkdf } from "@noble/hashes/hkdf.js";
+import { sha256 } from "@noble/hashes/sha2.js";
 import type { RemoteFileEntry } from "../../src/client/api-types.ts";
 import { pathHash } from "../../src/client/manifest.ts";
 import { type FileAttributes, openAttributes, sealAttributes } from "../../src/sync/attributes.ts";
@@ -176,15 +179,37 @@ describe("attributes", () => {
     expect(openAttributes(key, binding, sealAttributes(key, binding, attrs))).toEqual(attrs);
   });
 
-  test("attributes moved to another path or content, tampered, or under another key are ignored (null)", () => {
+  test("attributes moved onto other content, tampered, or under another key are ignored (null)", () => {
     const sealed = sealAttributes(key, binding, attrs);
-    expect(openAttributes(key, { ...binding, pathHash: pathHash("other") }, sealed)).toBeNull();
     expect(openAttributes(key, { ...binding, saltedHash: new Uint8Array(32) }, sealed)).toBeNull();
     const bad = Uint8Array.from(sealed);
     bad[30] = (bad[30] as number) ^ 1;
     expect(openAttributes(key, binding, bad)).toBeNull();
     expect(openAttributes(new Uint8Array(32), binding, sealed)).toBeNull();
     expect(openAttributes(key, binding, undefined)).toBeNull();
+  });
+
+  test("attributes stay readable when the row moves to another path (a /rename_files move)", () => {
+    const sealed = sealAttributes(key, binding, attrs);
+    expect(openAttributes(key, { ...binding, pathHash: pathHash("other") }, sealed)).toEqual(attrs);
+  });
+
+  test("version 1 attributes (path-bound) are still read, marked pathBound, and not after a move", () => {
+    const nonce = new Uint8Array(24).fill(3);
+    const prefix = new TextEncoder().encode("esync-attributes-v1:");
+    const ad = new Uint8Array([
+      ...prefix,
+      ...Array.from(binding.pathHash),
+      ...Array.from(binding.saltedHash),
+    ]);
+    const json = JSON.stringify({ v: 1, type: attrs.type, mode: attrs.mode, mtime_ms: attrs.mtimeMs });
+    const k = hkdf(sha256, key, new Uint8Array(0), new TextEncoder().encode("esync attributes v1"), 32);
+    const v1 = new Uint8Array([
+      ...nonce,
+      ...xchacha20poly1305(k, nonce, ad).encrypt(new TextEncoder().encode(json)),
+    ]);
+    expect(openAttributes(key, binding, v1)).toEqual({ ...attrs, pathBound: true });
+    expect(openAttributes(key, { ...binding, pathHash: pathHash("other") }, v1)).toBeNull();
   });
 
   test("sealed attributes stay far below the server's 4 KiB limit", () => {

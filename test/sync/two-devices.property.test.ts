@@ -200,6 +200,21 @@ test(
           expect((await syncDevice(1)).deferred).toEqual([]);
           const [a, b] = devices as [Device, Device];
           expect(treeOf(b.root)).toEqual(treeOf(a.root));
+          // Empty directories live as folder entries: no marker file on the server, and every
+          // empty directory is registered.
+          const folderHash = a.identity.folder(label).folderHash;
+          const stored: string[] = [];
+          for await (const e of a.api.iterateState(a.identity.address, folderHash))
+            stored.push(e.relative_path ?? "");
+          expect(stored.filter((p) => p.split("/").at(-1) === ".esync-dir")).toEqual([]);
+          const registered = new Set(
+            (await a.api.listFolderEntries(a.identity.address, folderHash)).relative_paths,
+          );
+          const snap = snapshotTree(a.root);
+          const emptyDirs = [...snap]
+            .filter(([rel, n]) => n.kind === "dir" && ![...snap.keys()].some((p) => p.startsWith(`${rel}/`)))
+            .map(([rel]) => rel);
+          expect(emptyDirs.filter((d) => !registered.has(d))).toEqual([]);
           const final = contentsOf(a.root);
           const lost = [...observed].filter((c) => !destroyed.has(c) && !final.has(c));
           expect(lost).toEqual([]);

@@ -182,7 +182,22 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
       if (!ctx.json) println(`FAILED    ${rel}: ${describeError(e)}`);
     }
   }
-  if (entries.length === 0) say(`folder "${label}" has no files on the server`);
+  const { relative_paths: dirEntries } = await ctx.api.listFolderEntries(ctx.address, keys.folderHash);
+  let directoriesCreated = 0;
+  for (const dir of dirEntries) {
+    try {
+      const abs = await safeDestination(dest, dir);
+      const existing = await stat(abs).catch(() => null);
+      if (existing?.isDirectory()) continue;
+      await mkdir(abs, { recursive: true });
+      directoriesCreated++;
+      if (opts.verbose) say(`created   ${dir}/`);
+    } catch (e) {
+      results.push({ path: dir, action: "failed", size: 0, error: describeError(e), exit_code: EXIT.local });
+      if (!ctx.json) println(`FAILED    ${dir}/: ${describeError(e)}`);
+    }
+  }
+  if (entries.length === 0 && dirEntries.length === 0) say(`folder "${label}" has no files on the server`);
 
   const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.entry.size_bytes), 0);
   const progress = transferProgress(progressMode(ctx.json), `pull ${label}`, totalBytes, todo.length);
@@ -252,6 +267,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     folder_hash: keys.folderHash,
     dest,
     files: entries.length,
+    directories_created: directoriesCreated,
     downloaded: downloaded.length,
     up_to_date: results.filter((r) => r.action === "up_to_date").length,
     kept_local: results.filter((r) => r.action === "kept_local").length,

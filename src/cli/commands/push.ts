@@ -22,15 +22,16 @@ import type { Command } from "commander";
 import type { EsyncApi } from "../../client/api.ts";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
+import { registerEntries } from "../../client/batch.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
 import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
-import { sealAttributes } from "../../sync/attributes.ts";
+import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
-import { type LocalEntry, scanLocalTree } from "../../sync/local-tree.ts";
+import { type LocalEntry, markerPath, scanLocalTree } from "../../sync/local-tree.ts";
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
@@ -195,12 +196,25 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
   const remote = new Map(entries.map((e) => [toHex(e.path_hash), e]));
   const versions = remoteTree(entries, keys.key).entries;
+  const dirEntries = new Set(
+    folder.entry ? (await ctx.api.listFolderEntries(ctx.address, keys.folderHash)).relative_paths : [],
+  );
 
   if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
   const results: PushFileResult[] = [];
   const todo: PlannedFile[] = [];
+  // Empty directories become folder entries (extensions §1.5), registered in batches below.
+  const newDirs: string[] = [];
   for (const file of walk.files) {
     ctx.signal.throwIfAborted();
+    const dir = file.kind === "dir" ? markerDir(file.rel) : null;
+    if (dir !== null) {
+      if (dirEntries.has(dir) || versions.get(file.rel)?.kind === "dir") {
+        results.push({ path: file.rel, action: "unchanged", size: 0 });
+        if (opts.verbose) say(`unchanged ${dir}/`);
+      } else newDirs.push(dir);
+      continue;
+    }
     const id = fileId(pathHash(file.rel));
     const entry = remote.get(id);
     const version = versions.get(file.rel);
@@ -214,6 +228,12 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   }
 
   const state = new UploadStateFile(ctx.paths.uploads);
+  if (!opts.dryRun && newDirs.length > 0)
+    await registerEntries({ api: ctx.api, address: ctx.address, keys }, newDirs);
+  for (const dir of newDirs) {
+    results.push({ path: markerPath(dir), action: opts.dryRun ? "would_upload" : "uploaded", size: 0 });
+    say(opts.dryRun ? `would create ${dir}/` : `created   ${dir}/`);
+  }
   if (opts.dryRun) {
     for (const p of todo) {
       results.push({
@@ -228,7 +248,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     if (ctx.json) printJson(summary(label, keys.folderHash, walk, results, false, 0, started, true));
     else
       println(
-        `dry run: ${todo.length} file(s), ${formatSize(bytes)} to upload; ${results.length - todo.length} unchanged`,
+        `dry run: ${todo.length} file(s), ${formatSize(bytes)} to upload; ${results.filter((r) => r.action === "unchanged").length} unchanged`,
       );
     return;
   }
@@ -236,7 +256,12 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 
   if (todo.length === 0) {
     if (ctx.json) printJson(summary(label, keys.folderHash, walk, results, registered, 0, started, false));
-    else println(`everything up to date: ${results.length} file(s) unchanged in "${label}"`);
+    else
+      println(
+        newDirs.length > 0
+          ? `created ${newDirs.length} directory(ies); nothing else to upload in "${label}"`
+          : `everything up to date: ${results.length} file(s) unchanged in "${label}"`,
+      );
     return;
   }
 

@@ -1,0 +1,83 @@
+/**
+ * @module admin/quota
+ * `esync-admin quota set|show` on the server's database (the quota module, `src/quota`):
+ *   set <ss58> <bytes|unlimited|default>   override the allowance (plaintext bytes), or remove it
+ *   show <ss58> [--json]                   usage, allowance and where it comes from
+ * `bun run quota ...` is an alias of `esync-admin quota ...`.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { isSs58 } from "../auth/ss58.ts";
+import { formatSize } from "../cli/output.ts";
+import { loadConfig } from "../config/config.ts";
+import { openDb } from "../db/client.ts";
+import { QuotaRepository } from "../quota/quota.repository.ts";
+import { type QuotaInfo, QuotaService } from "../quota/quota.service.ts";
+import { systemClock } from "../util/clock.ts";
+
+function withService<T>(fn: (q: QuotaService) => T): T {
+  const config = loadConfig();
+  const db = openDb(config.dbPath);
+  try {
+    return fn(new QuotaService(new QuotaRepository(db), systemClock, config.defaultQuotaBytes));
+  } finally {
+    db.$client.close();
+  }
+}
+
+function address(v: string): string {
+  if (!isSs58(v)) throw new InvalidArgumentError(`not an SS58 address: ${v}`);
+  return v;
+}
+
+/** The allowance argument of `quota set`: whole bytes, `unlimited` (null) or `default` (remove). */
+export function parseAllowance(v: string): number | null | "default" {
+  if (v === "default") return "default";
+  if (v === "unlimited") return null;
+  if (/^\d+$/.test(v) && Number.isSafeInteger(Number(v))) return Number(v);
+  throw new InvalidArgumentError(`expected whole bytes, 'unlimited' or 'default', got "${v}"`);
+}
+
+function infoJson(i: QuotaInfo) {
+  return {
+    owner: i.owner,
+    used_bytes: i.usedBytes,
+    file_count: i.fileCount,
+    quota_bytes: i.quotaBytes,
+    source: i.source,
+  };
+}
+
+function infoText(i: QuotaInfo): string {
+  const allowance =
+    i.quotaBytes === null ? "unlimited" : `${formatSize(i.quotaBytes)} (${i.quotaBytes} bytes)`;
+  return `${i.owner}: used ${formatSize(i.usedBytes)} (${i.usedBytes} bytes) in ${i.fileCount} file(s); allowance ${allowance} (${i.source})`;
+}
+
+/** `esync-admin quota` with `set` and `show`. */
+export function quotaCommand(): Command {
+  const quota = new Command("quota").description("Per-account storage allowances (plaintext bytes)");
+  quota
+    .command("set")
+    .description("Set an account's allowance: whole bytes, 'unlimited', or 'default' (remove the override)")
+    .argument("<ss58>", "account address", address)
+    .argument("<bytes>", "whole bytes, 'unlimited' or 'default'", parseAllowance)
+    .option("--json", "print JSON")
+    .action((owner: string, v: number | null | "default", _o: unknown, cmd: Command) => {
+      const i = withService((q) => {
+        if (v === "default") q.clearOverride(owner);
+        else q.setOverride(owner, v);
+        return q.info(owner);
+      });
+      console.log(cmd.optsWithGlobals().json ? JSON.stringify(infoJson(i)) : infoText(i));
+    });
+  quota
+    .command("show")
+    .description("Show an account's usage and allowance")
+    .argument("<ss58>", "account address", address)
+    .option("--json", "print JSON")
+    .action((owner: string, _o: unknown, cmd: Command) => {
+      const i = withService((q) => q.info(owner));
+      console.log(cmd.optsWithGlobals().json ? JSON.stringify(infoJson(i)) : infoText(i));
+    });
+  return quota;
+}
