@@ -68,15 +68,14 @@ export function buildServices(appDeps: AppDeps): Services {
   const { metrics } = appDeps;
   const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
   const { config, db, blobs, clock, log } = deps;
-  const sessionCounts = new SessionsRepository(db);
-  const queue = new DeletionQueueRepository(db);
+  const sessionsRepo = new SessionsRepository(db);
+  const deletions = new DeletionQueueRepository(db);
   metrics?.bindState({
-    sessionsByState: () => sessionCounts.countByState(),
-    deletionQueue: () => queue.stats(clock.now()),
+    sessionsByState: () => sessionsRepo.countByState(),
+    deletionQueue: () => deletions.stats(clock.now()),
   });
   const foldersRepo = new FoldersRepository(db);
   const filesRepo = new FilesRepository(db);
-  const deletions = new DeletionQueueRepository(db);
   const quota = new QuotaService(new QuotaRepository(db), clock, config.defaultQuotaBytes);
   const files = new FilesService(
     db,
@@ -108,7 +107,7 @@ export function buildServices(appDeps: AppDeps): Services {
       },
     ),
     files,
-    sessions: new SessionEngine(db, new SessionsRepository(db), deletions, files, blobs, clock, log, {
+    sessions: new SessionEngine(db, sessionsRepo, deletions, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
       onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
