@@ -16,15 +16,13 @@
  * Commands: `token create|list|revoke` (src/cli/token.ts), `stats`, `fsck [--repair]`
  * (`runFsck`, src/ops/fsck.ts), `quota set|show` (`quota.ts`, src/quota).
  */
-import { existsSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { formatSize } from "../cli/output.ts";
 import { tokenCommand } from "../cli/token.ts";
 import { ConfigError, loadConfig } from "../config/config.ts";
 import { openDb } from "../db/client.ts";
-import { runFsck } from "../ops/fsck.ts";
-import { createBlobStore } from "../storage/index.ts";
+import { fsckReportLines, runFsckWithConfig } from "../ops/fsck.ts";
 import { systemClock } from "../util/clock.ts";
 import { quotaCommand } from "./quota.ts";
 import { collectStats, type Stats } from "./stats.ts";
@@ -97,32 +95,15 @@ ${EXIT_HELP}`,
     .option("--repair", "delete orphan objects, recompute folder counters, release stuck sessions")
     .option("--json", "print JSON: {ok, problems: [{kind, detail, ...}], repaired}")
     .action(async (o: { repair?: boolean }, cmd: Command) => {
-      const config = loadConfig();
-      if (config.dbPath !== ":memory:" && !existsSync(config.dbPath))
-        throw new Error(`no database at ${config.dbPath} (set ESYNC_DATA_DIR or ESYNC_DB_PATH)`);
-      const db = openDb(config.dbPath);
-      const blobs = createBlobStore(config);
-      try {
-        const report = await runFsck(
-          { db, blobs, clock: systemClock },
-          { repair: o.repair ?? false, sessionTtlSeconds: config.sessionTtlSeconds },
-        );
-        if (cmd.optsWithGlobals().json) console.log(JSON.stringify(report));
-        else {
-          for (const p of report.problems)
-            console.log(`${p.repaired ? "repaired" : "problem "}  ${p.kind}  ${p.detail}`);
-          const left = report.problems.length - report.repaired;
-          console.log(
-            report.problems.length === 0
-              ? "no problems found"
-              : `${report.problems.length} problem(s), ${report.repaired} repaired, ${left} remaining${o.repair ? "" : " (dry run; --repair to repair)"}`,
-          );
-        }
-        if (!report.ok) throw new ProblemsRemain(report.problems.length - report.repaired);
-      } finally {
-        await blobs.close().catch(() => {});
-        db.$client.close();
+      const repair = o.repair ?? false;
+      const report = await runFsckWithConfig(loadConfig(), repair);
+      if (cmd.optsWithGlobals().json) console.log(JSON.stringify(report));
+      else {
+        const { problems, summary } = fsckReportLines(report, repair);
+        for (const line of problems) console.log(line);
+        console.log(summary);
       }
+      if (!report.ok) throw new ProblemsRemain(report.problems.length - report.repaired);
     });
   const conventions = (c: Command) => {
     c.exitOverride()

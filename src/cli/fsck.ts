@@ -10,14 +10,9 @@
  * when it could not run). Exit status: 0 when no problem was found (or, with `--repair`, every
  * one was repaired), 1 when problems remain, 2 when it could not run.
  */
-import { existsSync } from "node:fs";
 import { Command } from "commander";
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { openDb } from "../db/client.ts";
-import { runFsck } from "../ops/fsck.ts";
-import type { BlobStore } from "../storage/blob-store.ts";
-import { createBlobStore } from "../storage/index.ts";
-import { systemClock } from "../util/clock.ts";
+import { fsckReportLines, runFsckWithConfig } from "../ops/fsck.ts";
 
 const program = new Command("fsck")
   .description("Check the esync database against its blob store (dry run unless --repair)")
@@ -26,28 +21,15 @@ const program = new Command("fsck")
   .parse(process.argv);
 const opts = program.opts<{ repair?: boolean; json?: boolean }>();
 
-let blobs: BlobStore | null = null;
 let code: number;
 try {
-  const config = loadConfig();
-  if (config.dbPath !== ":memory:" && !existsSync(config.dbPath))
-    throw new Error(`no database at ${config.dbPath} (set ESYNC_DATA_DIR or ESYNC_DB_PATH)`);
-  const db = openDb(config.dbPath);
-  blobs = createBlobStore(config);
-  const report = await runFsck(
-    { db, blobs, clock: systemClock },
-    { repair: opts.repair ?? false, sessionTtlSeconds: config.sessionTtlSeconds },
-  );
+  const repair = opts.repair ?? false;
+  const report = await runFsckWithConfig(loadConfig(), repair);
   if (opts.json) console.log(JSON.stringify(report));
   else {
-    for (const p of report.problems)
-      console.log(`${p.repaired ? "repaired" : "problem "}  ${p.kind}  ${p.detail}`);
-    const left = report.problems.length - report.repaired;
-    console.log(
-      report.problems.length === 0
-        ? "fsck: no problems found"
-        : `fsck: ${report.problems.length} problem(s), ${report.repaired} repaired, ${left} remaining${opts.repair ? "" : " (dry run; --repair to repair)"}`,
-    );
+    const { problems, summary } = fsckReportLines(report, repair);
+    for (const line of problems) console.log(line);
+    console.log(`fsck: ${summary}`);
   }
   code = report.ok ? 0 : 1;
 } catch (e) {
@@ -57,5 +39,4 @@ try {
   console.error(`fsck: ${message}`);
   code = 2;
 }
-await blobs?.close().catch(() => {});
 process.exit(code);

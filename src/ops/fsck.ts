@@ -22,10 +22,13 @@
  * The store is listed before the database is read (in one read transaction), so that an object
  * a running server writes meanwhile is already covered by its write intent when the rows are read.
  */
-import type { Db } from "../db/client.ts";
+import { existsSync } from "node:fs";
+import type { Config } from "../config/config.ts";
+import { type Db, openDb } from "../db/client.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
+import { createBlobStore } from "../storage/index.ts";
 import { blobPrefix, chunkKey, chunkLength } from "../storage/layout.ts";
-import type { Clock } from "../util/clock.ts";
+import { type Clock, systemClock } from "../util/clock.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -294,4 +297,44 @@ function recomputeCounters(db: Db, owner: string, folderHash: string, now: numbe
        ON CONFLICT (owner, folder_hash) DO UPDATE SET file_count = excluded.file_count, total_bytes = excluded.total_bytes`,
     )
     .run(owner, folderHash, now);
+}
+
+/**
+ * `runFsck` on the database and blob store `config` names (the server's `ESYNC_*` settings), for
+ * the command lines (`bun run fsck`, `esync-admin fsck`); both are closed again afterwards.
+ * @throws when there is no database at `config.dbPath`, or it or the store cannot be opened.
+ */
+export async function runFsckWithConfig(config: Config, repair: boolean): Promise<FsckReport> {
+  if (config.dbPath !== ":memory:" && !existsSync(config.dbPath))
+    throw new Error(`no database at ${config.dbPath} (set ESYNC_DATA_DIR or ESYNC_DB_PATH)`);
+  const db = openDb(config.dbPath);
+  let blobs: BlobStore | null = null;
+  try {
+    blobs = createBlobStore(config);
+    return await runFsck(
+      { db, blobs, clock: systemClock },
+      { repair, sessionTtlSeconds: config.sessionTtlSeconds },
+    );
+  } finally {
+    await blobs?.close().catch(() => {});
+    db.$client.close();
+  }
+}
+
+/**
+ * The text form of `report`: a line per problem (`problem` or `repaired`, kind, detail), then a
+ * summary line (which names `--repair` after a dry run).
+ */
+export function fsckReportLines(
+  report: FsckReport,
+  repair: boolean,
+): { problems: string[]; summary: string } {
+  const left = report.problems.length - report.repaired;
+  return {
+    problems: report.problems.map((p) => `${p.repaired ? "repaired" : "problem "}  ${p.kind}  ${p.detail}`),
+    summary:
+      report.problems.length === 0
+        ? "no problems found"
+        : `${report.problems.length} problem(s), ${report.repaired} repaired, ${left} remaining${repair ? "" : " (dry run; --repair to repair)"}`,
+  };
 }
