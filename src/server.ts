@@ -44,17 +44,19 @@ export interface RunningServer {
 
 /**
  * `request` with a URL whose path the router can find. Bun builds `request.url` from the `Host`
- * header, and Elysia looks for the path from index 11 on (`url.indexOf("/", 11)`), which with a
- * host of three characters or fewer (`Host: api`, `a.b`, `x:1`) lands past the path's first
- * slash, so every route would answer 404 (issue 10, defect 4). Such requests get the same URL
- * with host `localhost`; every other request is passed on untouched.
+ * header, and Elysia looks for the path from index 11 on (`url.indexOf("/", 11)`): with a host of
+ * three characters or fewer (`Host: api`, `a.b`, `x:1`) that lands past the path's first slash,
+ * and with an empty `Host` Bun gives only the path (`/health`, no scheme), so every route would
+ * answer 404 or an error (issue 10, defect 4). Such requests get the same path and query under
+ * `http://localhost`; every other request is passed on untouched.
  */
 export function routable(request: Request): Request {
   const url = request.url;
-  const hostStart = url.indexOf("://") + 3;
-  if (url.indexOf("/", hostStart) >= 11) return request;
-  const path = url.slice(url.indexOf("/", hostStart));
-  return new Request(`http://localhost${path}`, request);
+  const scheme = url.indexOf("://");
+  const pathStart = scheme === -1 ? 0 : url.indexOf("/", scheme + 3);
+  if (scheme !== -1 && pathStart >= 11) return request;
+  const path = pathStart === -1 ? "" : url.slice(pathStart);
+  return new Request(`http://localhost${path.startsWith("/") ? path : `/${path}`}`, request);
 }
 
 /**

@@ -432,8 +432,8 @@ describe("in-flight chunk caps", () => {
 });
 
 describe("short Host headers", () => {
-  for (const host of ["api", "a.b", "x:1", "a", "ab:"]) {
-    test(`routes every request with Host: ${host}`, async () => {
+  for (const host of ["api", "a.b", "x:1", "a", "ab:", ""]) {
+    test(`routes every request with Host: ${JSON.stringify(host)}`, async () => {
       const user = newUser();
       const health = await connect();
       await write(health, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
