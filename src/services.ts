@@ -21,8 +21,9 @@ import type { Metrics } from "./metrics/metrics.ts";
 import { QuotaRepository } from "./quota/quota.repository.ts";
 import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
-import { SearchRepository } from "./search/search.repository.ts";
-import { SearchService } from "./search/search.service.ts";
+import { DegradedStateLog, SearchService } from "./search/search.service.ts";
+import type { SearchIndex } from "./search/search-index.ts";
+import { SqliteSearchIndex } from "./search/sqlite-index.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
@@ -40,6 +41,8 @@ export interface AppDeps {
   log: Logger;
   /** The metrics to record into (a fresh registry per app); absent: no metrics (`ESYNC_METRICS=off`). */
   metrics?: Metrics;
+  /** The search backend; absent: the SQLite index of `db`. */
+  searchIndex?: SearchIndex;
 }
 
 /** Every service of the app, wired. */
@@ -87,7 +90,8 @@ export function buildServices(appDeps: AppDeps): Services {
     quota,
     config.blobGraceSeconds,
   );
-  const searchRepo = new SearchRepository(db);
+  const searchIndex = deps.searchIndex ?? new SqliteSearchIndex(db);
+  const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
   const entriesRepo = new FolderEntriesRepository(db);
   const profile = profileRules(config.apiProfile);
   return {
@@ -121,10 +125,13 @@ export function buildServices(appDeps: AppDeps): Services {
       maxBytes: config.maxSingleUploadBytes,
     }),
     deletions,
-    search: new SearchService(searchRepo, {}, (plan, seconds) =>
-      metrics?.searchDuration.observe({ plan }, seconds),
+    search: new SearchService(
+      searchIndex,
+      log,
+      (plan, seconds) => metrics?.searchDuration.observe({ plan }, seconds),
+      searchDegraded,
     ),
-    browse: new BrowseService(searchRepo, entriesRepo),
+    browse: new BrowseService(searchIndex, entriesRepo, searchDegraded),
     readiness: new Readiness(db, blobs, log),
     quota,
     summaries: new SummariesService(db),
