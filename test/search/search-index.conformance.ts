@@ -93,6 +93,10 @@ const change = fc.record({ index: fc.nat(), kind: fc.constantFrom("delete", "rev
 const maybe = <T>(arb: fc.Arbitrary<T>) =>
   fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: arb, weight: 1 });
 
+/** Maybe `arb`: null three times out of four. */
+const orNull = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof({ arbitrary: fc.constant(null), weight: 3 }, { arbitrary: arb, weight: 1 });
+
 /** A value near one of `values` (equal, one less or one more), or any `fallback`. */
 const near = (values: number[], fallback: fc.Arbitrary<number>) =>
   values.length === 0
@@ -294,9 +298,9 @@ export function searchIndexConformance(
         const s = sut();
         const dirQuery = fc.record({
           path: fc.constantFrom("", "a", "a/b", "Ä/x", "b"),
-          q: fc.option(fc.constantFrom("a", "ä", "x", ".p", "σ", "1"), { nil: null }),
-          exts: fc.option(fc.constantFrom([".png"], [".png", ".jpg"], [".pdf"]), { nil: null }),
-          uploader: fc.option(fc.constantFrom({ by: null }, { by: "alice" }), { nil: null }),
+          q: orNull(fc.constantFrom("a", "ä", "x", ".p", "σ", "1")),
+          exts: orNull(fc.constantFrom([".png"], [".png", ".jpg"], [".pdf"])),
+          uploader: orNull(fc.constantFrom({ by: null }, { by: "alice" })),
           sortBy: fc.constantFrom(
             "file_name",
             "size_bytes",
@@ -311,7 +315,11 @@ export function searchIndexConformance(
         });
         await fc.assert(
           fc.asyncProperty(
-            fc.array(file, { minLength: 3, maxLength: 40 }),
+            // Mostly in the listed folder, so that directories hold several files.
+            fc.array(
+              fc.tuple(file, fc.nat(3)).map(([f, k]) => ({ ...f, folder: k === 0 ? f.folder : FOLDERS[0] })),
+              { minLength: 10, maxLength: 50 },
+            ),
             fc.array(change, { maxLength: 4 }),
             fc.array(dirQuery, { minLength: 1, maxLength: 4 }),
             async (files, changes, queries) => {
