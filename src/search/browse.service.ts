@@ -14,8 +14,8 @@
  * entries (extensions §1.5) add the sub-folders no file lies under, with zero counts.
  */
 
+import type { SqliteFolderEntriesRepository as FolderEntriesRepository } from "../db/sqlite/folder-entries.ts";
 import { toRemoteFileEntry } from "../files/file-entry.ts";
-import type { FolderEntriesRepository } from "../folders/folder-entries.repository.ts";
 import type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 import type { BrowseQuery } from "./search.query.ts";
 import type { Cond, SearchRepository } from "./search.repository.ts";
