@@ -4,33 +4,33 @@
  * logger). HTTP controllers and workers receive this object; nothing constructs its own clients.
  */
 import { join } from "node:path";
-import { ApiTokensRepository } from "./auth/api-tokens.repository.ts";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
 import { type ProfileRules, profileRules } from "./config/profile.ts";
 import type { Db } from "./db/client.ts";
-import { FilesRepository } from "./files/files.repository.ts";
+import { SqliteApiTokensRepository as ApiTokensRepository } from "./db/sqlite/api-tokens.ts";
+import { SqliteDeletionQueueRepository as DeletionQueueRepository } from "./db/sqlite/deletion-queue.ts";
+import { SqliteFilesRepository as FilesRepository } from "./db/sqlite/files.ts";
+import { SqliteFolderEntriesRepository as FolderEntriesRepository } from "./db/sqlite/folder-entries.ts";
+import { SqliteFoldersRepository as FoldersRepository } from "./db/sqlite/folders.ts";
+import { SqliteQuotaRepository as QuotaRepository } from "./db/sqlite/quota.ts";
+import { SqliteSessionsRepository as SessionsRepository } from "./db/sqlite/sessions.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
-import { FolderEntriesRepository } from "./folders/folder-entries.repository.ts";
-import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { Readiness } from "./health/readiness.ts";
 import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
-import { QuotaRepository } from "./quota/quota.repository.ts";
 import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
 import { SqliteSearchIndex } from "./search/sqlite-index.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
-import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
-import { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
 
 /** The clients a service instance is built on. */
 export interface AppDeps {

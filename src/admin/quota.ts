@@ -10,7 +10,7 @@ import { isSs58 } from "../auth/ss58.ts";
 import { formatSize } from "../cli/output.ts";
 import { loadConfig } from "../config/config.ts";
 import { openDb } from "../db/client.ts";
-import { QuotaRepository } from "../quota/quota.repository.ts";
+import { SqliteQuotaRepository as QuotaRepository } from "../db/sqlite/quota.ts";
 import { type QuotaInfo, QuotaService } from "../quota/quota.service.ts";
 import { systemClock } from "../util/clock.ts";
 

@@ -6,8 +6,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { apiTokens, files, folders } from "../db/schema.ts";
-import { SessionsRepository } from "../sessions/sessions.repository.ts";
-import { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
+import { SqliteDeletionQueueRepository as DeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
+import { SqliteSessionsRepository as SessionsRepository } from "../db/sqlite/sessions.ts";
 
 /** What `collectStats` reports. Sizes are bytes, ages seconds. */
 export interface Stats {

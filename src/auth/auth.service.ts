@@ -5,11 +5,12 @@
  * SS58 address of insecure mode. Also issues and revokes API tokens for the admin CLI.
  */
 import { createHash } from "node:crypto";
+import type { SqliteApiTokensRepository as ApiTokensRepository } from "../db/sqlite/api-tokens.ts";
 import { fail } from "../errors/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import { noteCaller } from "../util/request-context.ts";
-import type { ApiTokenRow, ApiTokensRepository } from "./api-tokens.repository.ts";
+import type { ApiTokenRow } from "./api-tokens.repository.ts";
 import { isSs58 } from "./ss58.ts";
 import { WalletTokenVerifier } from "./wallet-token.ts";
 

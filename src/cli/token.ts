@@ -9,11 +9,11 @@
  *   revoke <id>
  */
 import { Command, InvalidArgumentError } from "commander";
-import { ApiTokensRepository } from "../auth/api-tokens.repository.ts";
 import { AuthService } from "../auth/auth.service.ts";
 import { isSs58 } from "../auth/ss58.ts";
 import { ConfigError, loadConfig } from "../config/config.ts";
 import { openDb } from "../db/client.ts";
+import { SqliteApiTokensRepository as ApiTokensRepository } from "../db/sqlite/api-tokens.ts";
 import { systemClock } from "../util/clock.ts";
 
 /**

@@ -103,6 +103,12 @@ export const uploadSessions = sqliteTable(
     state: text("state", { enum: ["receiving", "finalizing", "finalized"] }).notNull(),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    /**
+     * While `finalizing`: Unix second the finalizing node's lease runs out (it renews it while it
+     * hashes); null in every other state. Any node's sweeper returns a session whose lease ran out
+     * to `receiving`. The value also fences the finalize that set it: its end transition requires it.
+     */
+    finalizingUntil: integer("finalizing_until"),
     /** UploadResult JSON once finalized. */
     result: text("result"),
   },
@@ -136,6 +142,11 @@ export const blobDeletions = sqliteTable(
     notBefore: integer("not_before").notNull(),
     attempts: integer("attempts").notNull().default(0),
     lastError: text("last_error"),
+    /**
+     * Unix second until which a sweeper that claimed the row is deleting its objects (no other
+     * sweeper claims it before then); null when unclaimed.
+     */
+    leasedUntil: integer("leased_until"),
   },
   (t) => [index("blob_deletions_due").on(t.notBefore)],
 );

@@ -6,8 +6,10 @@
  */
 
 import type { Db } from "../db/client.ts";
+import type { SqliteDeletionQueueRepository as DeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
+import type { SqliteFilesRepository as FilesRepository } from "../db/sqlite/files.ts";
+import type { SqliteFoldersRepository as FoldersRepository } from "../db/sqlite/folders.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
-import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
@@ -16,9 +18,7 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
-import type { FilesRepository } from "./files.repository.ts";
 import { isRelativePath, lastSegment } from "./paths.ts";
 
 export type { UploadResult } from "../wire/types.ts";

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { Readable, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
+import type { SqliteDeletionQueueRepository as DeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
@@ -24,7 +25,6 @@ import { createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
 
 /** Largest manifest part, bytes. */

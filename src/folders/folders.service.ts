@@ -4,16 +4,17 @@
  */
 
 import type { Db } from "../db/client.ts";
+import type { SqliteDeletionQueueRepository as DeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
+import type { SqliteFilesRepository as FilesRepository } from "../db/sqlite/files.ts";
+import type { SqliteFolderEntriesRepository as FolderEntriesRepository } from "../db/sqlite/folder-entries.ts";
+import type { SqliteFoldersRepository as FoldersRepository } from "../db/sqlite/folders.ts";
 import { fail } from "../errors/errors.ts";
-import type { FilesRepository } from "../files/files.repository.ts";
 import { isRelativePath } from "../files/paths.ts";
 import { blobPrefix } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { RemoteFolderInfo } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
-import type { FolderEntriesRepository } from "./folder-entries.repository.ts";
-import type { FolderRow, FoldersRepository } from "./folders.repository.ts";
+import type { FolderRow } from "./folders.repository.ts";
 
 export type { RemoteFolderInfo } from "../wire/types.ts";
 

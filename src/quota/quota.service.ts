@@ -7,9 +7,10 @@
  * transaction, so that two racing writes cannot both slip under the limit (SQLite serialises
  * writers; the check and the write are one transaction).
  */
+
+import type { SqliteQuotaRepository as QuotaRepository } from "../db/sqlite/quota.ts";
 import { fail } from "../errors/errors.ts";
 import type { Clock } from "../util/clock.ts";
-import type { QuotaRepository } from "./quota.repository.ts";
 
 /** The quota standing of one account. Bytes are plaintext bytes. */
 export interface QuotaInfo {

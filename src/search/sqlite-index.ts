@@ -5,7 +5,7 @@
  * see `search.repository.ts`) are kept by triggers on `files` in the transaction of every file
  * write; `SqlitePlanner` picks the cheapest exact plan over them.
  *
- * Degraded state: when the triggers cannot index a row (`search_index_state`, migration 0015),
+ * Degraded state: when the triggers cannot index a row (`search_index_state`, migration 0016),
  * every query is answered by `SqliteScan` over `files` until `rebuild` has indexed every file.
  */
 import type { Db } from "../db/client.ts";
@@ -32,7 +32,7 @@ const REBUILD_BATCH = 2000;
 
 /**
  * The statement `rebuild` indexes one file with: the entry insert of the `search_files_ai`
- * trigger (drizzle/0015), with the file's columns as parameters; nothing when the id layout cannot
+ * trigger (drizzle/0016), with the file's columns as parameters; nothing when the id layout cannot
  * take the row (owner id 2^24 or more, partition and spill bucket full) or the entry exists.
  */
 const INDEX_FILE = `INSERT INTO search_entries (id, oid, folder_hash, path_hash, file_name, name, ext, dir, size_bytes, created_at, updated_at)

@@ -19,6 +19,8 @@
  */
 
 import type { Db } from "../db/client.ts";
+import type { SqliteDeletionQueueRepository as DeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
+import type { SqliteSessionsRepository as SessionsRepository } from "../db/sqlite/sessions.ts";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
@@ -36,10 +38,9 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
 import type { SessionStatus } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { InflightLimiter } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
-import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
+import type { SessionRow } from "./sessions.repository.ts";
 
 /** Largest chunk, bytes (spec §8). */
 export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
@@ -171,6 +172,7 @@ export class SessionEngine {
         state: "receiving",
         createdAt: now,
         expiresAt: now + this.opts.ttlSeconds,
+        finalizingUntil: null,
         result: null,
       };
       this.sessions.insert(row);

@@ -1,0 +1,64 @@
+/**
+ * @module quota/quota.repository
+ * Queries on `account_usage` (per-account totals the triggers on `files` keep exact) and
+ * `quota_overrides` (per-account allowances).
+ */
+import { eq, sql } from "drizzle-orm";
+import type { AccountUsageRow } from "../../quota/quota.repository.ts";
+import type { Db } from "../client.ts";
+import { accountUsage, quotaOverrides } from "../schema.ts";
+
+/** The two reads of every write's quota check, prepared once (building them costs more than running them). */
+function prepareReads(db: Db) {
+  return {
+    usage: db
+      .select()
+      .from(accountUsage)
+      .where(eq(accountUsage.owner, sql.placeholder("owner")))
+      .prepare(),
+    override: db
+      .select({ quotaBytes: quotaOverrides.quotaBytes })
+      .from(quotaOverrides)
+      .where(eq(quotaOverrides.owner, sql.placeholder("owner")))
+      .prepare(),
+  };
+}
+
+/** Repository of usage totals and allowance overrides. */
+export class SqliteQuotaRepository {
+  private readonly reads: ReturnType<typeof prepareReads>;
+
+  constructor(private readonly db: Db) {
+    this.reads = prepareReads(db);
+  }
+
+  /** The account's totals, or undefined when it never stored a file. */
+  usage(owner: string): AccountUsageRow | undefined {
+    return this.reads.usage.get({ owner });
+  }
+
+  /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */
+  override(owner: string): { quotaBytes: number | null } | undefined {
+    return this.reads.override.get({ owner });
+  }
+
+  /** Sets (inserts or replaces) an override. */
+  setOverride(owner: string, quotaBytes: number | null, now: number): void {
+    this.db
+      .insert(quotaOverrides)
+      .values({ owner, quotaBytes, updatedAt: now })
+      .onConflictDoUpdate({ target: quotaOverrides.owner, set: { quotaBytes, updatedAt: now } })
+      .run();
+  }
+
+  /** Removes an override; true when there was one. */
+  clearOverride(owner: string): boolean {
+    return (
+      (
+        this.db.delete(quotaOverrides).where(eq(quotaOverrides.owner, owner)).run() as unknown as {
+          changes: number;
+        }
+      ).changes > 0
+    );
+  }
+}
