@@ -145,18 +145,29 @@ export class SqliteScan {
          WHERE owner = ? AND folder_hash = ? AND relative_path IS NOT NULL GROUP BY 1`,
       )
       .all(owner, folderHash);
-    const prefix = path === "" ? "" : `${path}/`;
-    const out = new Map<string, DirRow>();
-    for (const r of rows) {
-      if (r.dir === "" || !r.dir.startsWith(prefix) || r.dir.length === prefix.length) continue;
-      const rest = r.dir.slice(prefix.length);
-      const slash = rest.indexOf("/");
-      const child = `${prefix}${slash < 0 ? rest : rest.slice(0, slash)}`;
-      const d = out.get(child) ?? { path: child, fileCount: 0, totalBytes: 0 };
-      d.fileCount += r.n;
-      d.totalBytes += r.bytes;
-      out.set(child, d);
-    }
-    return [...out.values()];
+    return childDirs(rows, path);
   }
+}
+
+/**
+ * The immediate sub-directories of `path` (`""` = root) with recursive counts, from the file
+ * count and bytes of each directory (`dir` as `search_entries.dir`).
+ */
+export function childDirs(
+  rows: readonly { dir: string; n: number; bytes: number }[],
+  path: string,
+): DirRow[] {
+  const prefix = path === "" ? "" : `${path}/`;
+  const out = new Map<string, DirRow>();
+  for (const r of rows) {
+    if (r.dir === "" || !r.dir.startsWith(prefix) || r.dir.length === prefix.length) continue;
+    const rest = r.dir.slice(prefix.length);
+    const slash = rest.indexOf("/");
+    const child = `${prefix}${slash < 0 ? rest : rest.slice(0, slash)}`;
+    const d = out.get(child) ?? { path: child, fileCount: 0, totalBytes: 0 };
+    d.fileCount += r.n;
+    d.totalBytes += r.bytes;
+    out.set(child, d);
+  }
+  return [...out.values()];
 }
