@@ -1,7 +1,6 @@
 /**
  * The connection-defence (issue 10, defect 2) and metadata database (issue 11) settings of
- * src/config/config.ts: defaults,
- * bounds, and a ConfigError naming the variable for a bad value.
+ * src/config/config.ts: defaults, bounds, and a ConfigError naming the variable for a bad value.
  */
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
