@@ -277,3 +277,21 @@ async function admin(server: string, fn: (sql: SQL) => Promise<unknown>): Promis
     await sql.close();
   }
 }
+
+/** Database settings for a server process: its `ESYNC_*` variables and how to clean up. */
+export interface TestDatabaseEnv {
+  env: Record<string, string>;
+  /** Drops the database (PostgreSQL); nothing for SQLite, whose file lives in the data dir. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Settings for server processes on the test database (`testDatabase`): no variable for SQLite
+ * (the server's default file in its data directory); on PostgreSQL, `ESYNC_DATABASE_URL` of a
+ * fresh database on the test server. `label` goes into the database name.
+ */
+export async function databaseEnv(label: string): Promise<TestDatabaseEnv> {
+  if (testDatabase === "sqlite") return { env: {}, remove: async () => {} };
+  const db = await pgTestDatabase(label);
+  return { env: { ESYNC_DATABASE_URL: db.url }, remove: () => db.drop() };
+}
