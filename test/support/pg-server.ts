@@ -12,7 +12,8 @@
  *    the run shares it (a lock file serialises the start); the last process using a cluster
  *    that this helper started stops it when it exits.
  *
- * Each `pgTestDatabase()` is a new database (`CREATE DATABASE`) dropped by its `drop()`. When no
+ * Each `pgTestDatabase()` is a new database (`CREATE DATABASE`) dropped by its `drop()`;
+ * `pgMigratedDatabase()` lends a migrated, empty one, emptied again on release. When no
  * server can be had, the call rejects with a message saying why: the PostgreSQL tests fail, they
  * never skip.
  *
@@ -276,4 +277,75 @@ async function admin(server: string, fn: (sql: SQL) => Promise<unknown>): Promis
   } finally {
     await sql.close();
   }
+}
+
+/** Database settings for a server process: its `ESYNC_*` variables and how to clean up. */
+export interface TestDatabaseEnv {
+  env: Record<string, string>;
+  /** Drops the database (PostgreSQL); nothing for SQLite, whose file lives in the data dir. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Settings for server processes on the test database (`testDatabase`): no variable for SQLite
+ * (the server's default file in its data directory); on PostgreSQL, `ESYNC_DATABASE_URL` of a
+ * fresh database on the test server. `label` goes into the database name.
+ */
+export async function databaseEnv(label: string): Promise<TestDatabaseEnv> {
+  if (testDatabase === "sqlite") return { env: {}, remove: async () => {} };
+  const db = await pgTestDatabase(label);
+  return { env: { ESYNC_DATABASE_URL: db.url }, remove: () => db.drop() };
+}
+
+/** A migrated database lent to one caller at a time (`pgMigratedDatabase`). */
+export interface PgLease {
+  /** `postgres://…/<name>` */
+  url: string;
+  /**
+   * Empties every table (sequences restarted) and lends the database to the next caller. Close
+   * the caller's connections first.
+   */
+  release(): Promise<void>;
+}
+
+const FREE = Symbol.for("esync.test.pgFree");
+type FreeList = { [FREE]?: PgTestDatabase[] };
+
+/**
+ * A database with every PostgreSQL migration applied and no rows, lent until `release()`.
+ * Released databases are emptied and lent again: migrating a new database for every test app
+ * would cost far more (a CREATE DATABASE and the migrations take about half a second on the
+ * shared test machine, emptying ten tables a few milliseconds). The databases are dropped with
+ * the cluster when the last test process using it exits.
+ * @throws Error when no server can be had or a migration fails.
+ */
+export async function pgMigratedDatabase(label = "test"): Promise<PgLease> {
+  const g = globalThis as FreeList;
+  g[FREE] ??= [];
+  const free = g[FREE];
+  let db = free.pop();
+  if (!db) {
+    db = await pgTestDatabase(label);
+    // Imported here so that tests that only need a server do not load the application's client.
+    const { openPostgres } = await import("../../src/db/postgres/client.ts");
+    const handle = await openPostgres(db.url, undefined, { poolSize: 1 });
+    await handle.$client.close();
+  }
+  const lent = db;
+  return {
+    url: lent.url,
+    async release() {
+      const sql = new SQL(lent.url, { max: 1, idleTimeout: 1 });
+      try {
+        const rows = (await sql`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`) as {
+          tablename: string;
+        }[];
+        if (rows.length > 0)
+          await sql.unsafe(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(", ")} RESTART IDENTITY`);
+      } finally {
+        await sql.close();
+      }
+      free.push(lent);
+    },
+  };
 }

@@ -121,3 +121,8 @@ export async function openPgMetadataStore(
 ): Promise<PgMetadataStore> {
   return new PgMetadataStore(await openPostgres(url, log, opts), log);
 }
+
+/** The PostgreSQL handle of `store` when it is the PostgreSQL store, else null (the PostgreSQL search index). */
+export function pgDb(store: MetadataStore): PgDb | null {
+  return store instanceof PgMetadataStore ? store.db : null;
+}
