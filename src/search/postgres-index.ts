@@ -52,7 +52,7 @@ const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
-  "files_search_name_trgm",
+  "files_search_fold_trgm",
   "files_by_file_name",
   "files_by_size",
   "files_by_created",
