@@ -14,8 +14,8 @@
  *    counters set once per folder. `--db PATH --reuse` keeps and reuses the database.
  *    PostgreSQL: multi-row INSERTs of 1,000 rows into `files` with its secondary indexes dropped
  *    and the counter triggers disabled (account_usage and usage_buckets are not kept: only search
- *    runs on this database), then the indexes re-created from their own definitions and
- *    VACUUM ANALYZE. `--reuse` keeps the rows when the account already has `--files` files.
+ *    runs on this database), then the search counters recounted, the indexes re-created from
+ *    their own definitions and VACUUM ANALYZE. `--reuse` keeps the rows when the account already has `--files` files.
  * 2. SQLite: starts the real server (`src/main.ts`, own process) on that database and measures
  *    each query shape through HTTP. PostgreSQL: the search and browse services on `PgSearchIndex`
  *    in this process (no HTTP). p50/p95/p99 over `--reps` requests whose parameters vary per
@@ -366,6 +366,7 @@ async function pgSink(db: PgDb, owner: string): Promise<Sink> {
         `\ninserted ${n} files in ${secs.toFixed(1)} s (${(n / secs).toFixed(0)} files/s, no indexes)`,
       );
       await sql`ALTER TABLE files ENABLE TRIGGER USER`;
+      await sql`SELECT esync_search_recount()`;
       const t = performance.now();
       for (const i of indexes)
         await sql.begin(async (tx) => {

@@ -14,10 +14,15 @@
  *   the far end.
  * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
  *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
- * - `total`: `count(*)` of the same conditions, in the same REPEATABLE READ snapshot as the page.
- *
- * The index cannot be degraded (nothing is derived outside PostgreSQL's own indexes); `rebuild`
- * re-creates those indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
+ * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
+ *   (`search_ext_counts`); else `count(*)` of the same conditions. Both in the same REPEATABLE
+ *   READ snapshot as the page.
+ * - page: the keys of the page are read first (ORDER BY … LIMIT … OFFSET in the sort b-tree),
+ *   then their rows and folder labels.
+ * - sub-folders: the per-directory counters (`search_dirs`).
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003), so the index is never
+ * degraded; `rebuild` recounts them (`esync_search_recount()`), re-creates the indexes from
+ * `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
@@ -34,7 +39,6 @@ import type {
   SearchOptions,
   SearchPage,
 } from "./search-index.ts";
-import { childDirs } from "./sqlite-scan.ts";
 
 /** The folded name `q` is matched against (`foldCase` reads ς as σ). */
 const NAME_SQL = "replace(f.search_name, 'ς', 'σ')";
@@ -145,10 +149,24 @@ export class PgSearchIndex implements SearchIndex {
     const empty = (f.size && f.size[0] > f.size[1]) || (f.created && f.created[0] > f.created[1]);
     if (empty) return { total: 0, hits: [], plan: ["empty range"], degraded: null };
     const w = this.where(owner, f);
+    const counted =
+      f.q === null &&
+      f.size === null &&
+      f.created === null &&
+      f.folderHash === null &&
+      f.uploader === null &&
+      f.dir === null;
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
-      const [c] = await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
+      const [c] = counted
+        ? await tx.unsafe(
+            `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
+              f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 2}`).join(", ")})` : ""
+            }`,
+            [owner, ...(f.exts ?? [])],
+          )
+        : await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
       const total = Number(c?.n ?? 0);
-      const steps = [`count: ${plan}`, `total ${total}`];
+      const steps = [`count: ${counted ? "extension counters" : plan}`, `total ${total}`];
       if (page.offset >= total || page.limit === 0) return { total, hits: [], plan: steps, degraded: null };
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).
       const end = Math.min(page.offset + page.limit, total);
@@ -160,12 +178,17 @@ export class PgSearchIndex implements SearchIndex {
       const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
       const n = w.params.length;
       const rows = (await tx.unsafe(
-        `SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
+        `WITH page AS MATERIALIZED (
+           SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY f.k ${dir}${nulls}, f.path_hash ${dir}) AS i
+           FROM (SELECT f.folder_hash, f.path_hash, ${order.col} AS k FROM files AS f WHERE ${w.sql}
+             ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
+         SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
            f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
            f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
-         FROM files AS f LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
-         WHERE ${w.sql}
-         ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}`,
+         FROM page AS p
+         JOIN files AS f ON f.owner = $1 AND f.folder_hash = p.folder_hash AND f.path_hash = p.path_hash
+         LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+         ORDER BY p.i`,
         [...w.params, end - page.offset, skip],
       )) as PgHit[];
       const hits = rows.map(hitOf);
@@ -211,24 +234,26 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   async subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {
-    const under = path === "" ? "%" : `${escapeLike(path)}/%`;
+    const prefix = path === "" ? "" : `${path}/`;
     const rows = (await this.sql.unsafe(
-      `SELECT ${DIR_SQL} AS dir, count(*) AS n, sum(f.size_bytes) AS bytes FROM files AS f
-       WHERE f.owner = $1 AND f.folder_hash = $2 AND f.relative_path IS NOT NULL AND ${DIR_SQL} LIKE $3
-       GROUP BY 1`,
-      [owner, folderHash, under],
-    )) as { dir: string; n: number | bigint | string; bytes: number | bigint | string }[];
-    return childDirs(
-      rows.map((r) => ({ dir: r.dir, n: Number(r.n), bytes: Number(r.bytes) })),
-      path,
-    );
+      `SELECT path, file_count, total_bytes FROM search_dirs
+       WHERE owner = $1 AND folder_hash = $2 AND file_count > 0 AND path LIKE $3
+         AND strpos(substr(path, $4), '/') = 0`,
+      [owner, folderHash, `${escapeLike(prefix)}%`, prefix.length + 1],
+    )) as { path: string; file_count: number | bigint | string; total_bytes: number | bigint | string }[];
+    return rows
+      .filter((r) => r.path.length > prefix.length)
+      .map((r) => ({ path: r.path, fileCount: Number(r.file_count), totalBytes: Number(r.total_bytes) }));
   }
 
   health(): Promise<SearchIndexHealth> {
     return Promise.resolve({ state: "ok", reason: null, since: null });
   }
 
-  /** Re-creates the search indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`) and runs ANALYZE. */
+  /**
+   * Recounts the counters (writers to `files` wait for that transaction), re-creates the search
+   * indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`) and runs ANALYZE.
+   */
   async rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
     const started = performance.now();
     const [c] = await this.sql`SELECT count(*) AS n FROM files`;
@@ -241,6 +266,11 @@ export class PgSearchIndex implements SearchIndex {
         }[]
       ).map((r) => r.indexname),
     );
+    await this.sql.begin(async (tx) => {
+      // Writers wait for the recount instead of changing counters it is rebuilding.
+      await tx`LOCK TABLE files IN SHARE MODE`;
+      await tx`SELECT esync_search_recount()`;
+    });
     for (const name of SEARCH_INDEXES.filter((n) => present.has(n)))
       await this.sql.unsafe(`REINDEX INDEX CONCURRENTLY "${name}"`);
     await this.sql`ANALYZE files`;

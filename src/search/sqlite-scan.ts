@@ -153,10 +153,7 @@ export class SqliteScan {
  * The immediate sub-directories of `path` (`""` = root) with recursive counts, from the file
  * count and bytes of each directory (`dir` as `search_entries.dir`).
  */
-export function childDirs(
-  rows: readonly { dir: string; n: number; bytes: number }[],
-  path: string,
-): DirRow[] {
+function childDirs(rows: readonly { dir: string; n: number; bytes: number }[], path: string): DirRow[] {
   const prefix = path === "" ? "" : `${path}/`;
   const out = new Map<string, DirRow>();
   for (const r of rows) {

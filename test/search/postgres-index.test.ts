@@ -2,7 +2,7 @@
  * The PostgreSQL search index runs the `SearchIndex` conformance suite on a fresh database of the
  * test server (test/support/pg-server.ts), written through the PostgreSQL files repository.
  */
-import { afterAll } from "bun:test";
+import { afterAll, expect } from "bun:test";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
 import { PgSearchIndex } from "../../src/search/postgres-index.ts";
@@ -26,6 +26,24 @@ const sut: IndexUnderTest = {
         else await files.remove(w.owner, w.folderHash, w.pathHash);
       }
     });
+  },
+  // The counters the triggers keep equal a recount from files (zero rows ignored).
+  checkConsistent: async () => {
+    const sql = db.$client;
+    const exts = await sql`SELECT owner, ext, n::int AS n FROM search_ext_counts WHERE n <> 0 ORDER BY 1, 2`;
+    const extsWanted = await sql`SELECT owner, coalesce(ext, '') AS ext, count(*)::int AS n FROM files
+      GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect([...exts]).toEqual([...extsWanted]);
+    const dirs = await sql`SELECT owner, folder_hash, path, file_count::int AS n, total_bytes::float8 AS b
+      FROM search_dirs WHERE file_count <> 0 ORDER BY 1, 2, 3`;
+    const dirsWanted = await sql`SELECT f.owner, f.folder_hash, array_to_string(f.segs[1:i], '/') AS path,
+        count(*)::int AS n, sum(f.size_bytes)::float8 AS b
+      FROM (SELECT owner, folder_hash, size_bytes,
+          string_to_array(btrim(regexp_replace(relative_path, '[^/]*$', ''), '/'), '/') AS segs
+        FROM files WHERE relative_path IS NOT NULL) AS f
+        CROSS JOIN LATERAL generate_series(1, coalesce(array_length(f.segs, 1), 0)) AS i
+      GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
+    expect([...dirs]).toEqual([...dirsWanted]);
   },
 };
 
