@@ -96,7 +96,7 @@ describe("classes", () => {
   afterAll(() => t.close());
 
   test("the migration's ext -> class table is the categories of file-types.ts", () => {
-    const rows = t.services.deps.db.$client
+    const rows = t.db.$client
       .query<{ ext: string; class: number }, []>("SELECT ext, class FROM search_ext_classes")
       .all();
     expect(new Map(rows.map((r) => [r.ext, r.class]))).toEqual(new Map(EXT_CLASSES));
@@ -106,7 +106,7 @@ describe("classes", () => {
 describe("id allocation by the triggers", () => {
   const t = makeTestApp();
   afterAll(() => t.close());
-  const db = t.services.deps.db;
+  const db = t.db;
   const sql = db.$client;
   const upsert = filesUpserter(db);
   const repo = new SearchRepository(db);
