@@ -1,5 +1,5 @@
 /**
- * The id partitions (src/search/partitions.ts, drizzle/0008_search_partitions.sql): the class and
+ * The id partitions (src/search/partitions.ts, drizzle/sqlite/0008_search_partitions.sql): the class and
  * date bucket functions, how a date window splits on the buckets, the migration's ext -> class
  * table, and the triggers' id allocation: moving a row when its class or bucket changes, the
  * spill bucket when a partition is full, and the error when the spill is full too. Searches
