@@ -1,20 +1,14 @@
 /**
  * @module services
- * Builds every repository and service from the injected clients (database, blob store, clock,
- * logger). HTTP controllers and workers receive this object; nothing constructs its own clients.
+ * Builds every service from the injected clients (metadata store, blob store, clock, logger).
+ * HTTP controllers and workers receive this object; nothing constructs its own clients.
  */
 import { join } from "node:path";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
 import { type ProfileRules, profileRules } from "./config/profile.ts";
-import type { Db } from "./db/client.ts";
-import { SqliteApiTokensRepository as ApiTokensRepository } from "./db/sqlite/api-tokens.ts";
-import { SqliteDeletionQueueRepository as DeletionQueueRepository } from "./db/sqlite/deletion-queue.ts";
-import { SqliteFilesRepository as FilesRepository } from "./db/sqlite/files.ts";
-import { SqliteFolderEntriesRepository as FolderEntriesRepository } from "./db/sqlite/folder-entries.ts";
-import { SqliteFoldersRepository as FoldersRepository } from "./db/sqlite/folders.ts";
-import { SqliteQuotaRepository as QuotaRepository } from "./db/sqlite/quota.ts";
-import { SqliteSessionsRepository as SessionsRepository } from "./db/sqlite/sessions.ts";
+import { searchIndexOf } from "./db/open.ts";
+import type { MetadataStore } from "./db/store.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersService } from "./folders/folders.service.ts";
@@ -25,17 +19,18 @@ import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
-import { SqliteSearchIndex } from "./search/sqlite-index.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
+import type { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
 
 /** The clients a service instance is built on. */
 export interface AppDeps {
   config: Config;
-  db: Db;
+  /** The metadata database (`openMetadataStore`). */
+  store: MetadataStore;
   blobs: BlobStore;
   clock: Clock;
   log: Logger;
@@ -70,48 +65,26 @@ export interface Services {
 export function buildServices(appDeps: AppDeps): Services {
   const { metrics } = appDeps;
   const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
-  const { config, db, blobs, clock, log } = deps;
-  const sessionsRepo = new SessionsRepository(db);
-  const deletions = new DeletionQueueRepository(db);
+  const { config, store, blobs, clock, log } = deps;
+  const { sessions: sessionsRepo, deletionQueue: deletions } = store.repos;
   metrics?.bindState({
     sessionsByState: () => sessionsRepo.countByState(),
     deletionQueue: () => deletions.stats(clock.now()),
   });
-  const foldersRepo = new FoldersRepository(db);
-  const filesRepo = new FilesRepository(db);
-  const quota = new QuotaService(new QuotaRepository(db), clock, config.defaultQuotaBytes);
-  const files = new FilesService(
-    db,
-    filesRepo,
-    foldersRepo,
-    deletions,
-    blobs,
-    clock,
-    quota,
-    config.blobGraceSeconds,
-  );
-  const searchIndex = deps.searchIndex ?? new SqliteSearchIndex(db);
+  const quota = new QuotaService(store.repos.quota, clock, config.defaultQuotaBytes);
+  const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds);
+  const searchIndex = deps.searchIndex ?? searchIndexOf(store);
   const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
-  const entriesRepo = new FolderEntriesRepository(db);
   const profile = profileRules(config.apiProfile);
   return {
     deps,
     profile,
-    auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(
-      db,
-      foldersRepo,
-      filesRepo,
-      deletions,
-      clock,
-      config.blobGraceSeconds,
-      entriesRepo,
-      {
-        upsert: profile.registerFolderUpsert,
-      },
-    ),
+    auth: new AuthService(store.repos.apiTokens, clock, config.insecureSs58Tokens),
+    folders: new FoldersService(store, clock, config.blobGraceSeconds, {
+      upsert: profile.registerFolderUpsert,
+    }),
     files,
-    sessions: new SessionEngine(db, sessionsRepo, deletions, files, blobs, clock, log, {
+    sessions: new SessionEngine(store, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
       onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
@@ -119,6 +92,7 @@ export function buildServices(appDeps: AppDeps): Services {
       lookaheadBytes: config.lookaheadBytes,
       maxInflightPerUser: config.maxInflightChunksPerUser,
       maxInflight: config.maxInflightChunks,
+      finalizeLeaseSeconds: config.finalizeLeaseSeconds,
     }),
     singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
@@ -131,9 +105,9 @@ export function buildServices(appDeps: AppDeps): Services {
       (plan, seconds) => metrics?.searchDuration.observe({ plan }, seconds),
       searchDegraded,
     ),
-    browse: new BrowseService(searchIndex, entriesRepo, searchDegraded),
-    readiness: new Readiness(db, blobs, log),
+    browse: new BrowseService(searchIndex, store.repos.folderEntries, searchDegraded),
+    readiness: new Readiness(store, blobs, log),
     quota,
-    summaries: new SummariesService(db),
+    summaries: new SummariesService(store),
   };
 }

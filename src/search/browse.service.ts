@@ -23,11 +23,6 @@ import type { SearchIndex } from "./search-index.ts";
 
 export type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 
-/** The explicit directories of a folder (`FolderEntriesRepository.childNames`, awaited whether or not it is async). */
-type ChildNames = {
-  childNames(...a: Parameters<FolderEntriesRepository["childNames"]>): Promise<string[]> | string[];
-};
-
 /** Case-insensitive alphabetical order, ties broken by the exact (binary) name. */
 function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {
   const x = a.name.toLowerCase();
@@ -40,7 +35,7 @@ function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {
 export class BrowseService {
   constructor(
     private readonly index: SearchIndex,
-    private readonly entries: ChildNames,
+    private readonly entries: Pick<FolderEntriesRepository, "childNames">,
     /** Where a degraded index is reported (shared with search); none: not reported. */
     private readonly degraded?: DegradedStateLog,
   ) {}

@@ -2,9 +2,11 @@
 /**
  * @module search/rebuild
  * `bun run search:rebuild`: rebuilds the search index from the `files` rows of the configured
- * database (`ESYNC_DB_PATH`, as the server), with a progress bar on a terminal (a line per 10%
- * otherwise), and clears the index's degraded state (`SearchIndexHealth`) once every file is
- * indexed. The server may keep running: it answers through the exact plan until the rebuild ends.
+ * database (`ESYNC_DB_PATH`, or PostgreSQL with `ESYNC_DATABASE_URL`, as the server), with a
+ * progress bar on a terminal (a line per 10% otherwise), and clears the index's degraded state
+ * (`SearchIndexHealth`) once every file is indexed. The server may keep running: on SQLite it
+ * answers through the exact plan until the rebuild ends; on PostgreSQL the counters are recounted
+ * and the indexes re-created concurrently.
  *
  * Exit status: 0 when the index is complete afterwards, 1 when it is still degraded (files the
  * index layout cannot take; the reason is printed), 2 when it could not run.
@@ -12,9 +14,8 @@
 import { SingleBar } from "cli-progress";
 import { Command } from "commander";
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { openDb } from "../db/client.ts";
+import { openMetadataStore, searchIndexOf } from "../db/open.ts";
 import type { RebuildProgress, SearchIndex } from "./search-index.ts";
-import { SqliteSearchIndex } from "./sqlite-index.ts";
 
 /** Runs `index.rebuild` with progress on stdout; returns the process exit status. */
 export async function rebuildWithProgress(index: SearchIndex, interactive: boolean): Promise<number> {
@@ -48,11 +49,11 @@ if (import.meta.main) {
     .parse(process.argv);
   let code: number;
   try {
-    const db = openDb(loadConfig().dbPath);
+    const store = await openMetadataStore(loadConfig());
     try {
-      code = await rebuildWithProgress(new SqliteSearchIndex(db), process.stdout.isTTY === true);
+      code = await rebuildWithProgress(searchIndexOf(store), process.stdout.isTTY === true);
     } finally {
-      db.$client.close();
+      await store.close();
     }
   } catch (e) {
     const message =

@@ -67,6 +67,11 @@ interface FileColumns {
 export interface SqliteSearchIndexOptions {
   /** Planner thresholds (tests lower them to reach every plan on small data). */
   tuning?: Partial<SearchTuning>;
+  /**
+   * Runs synchronous statements outside any open transaction of the process's metadata store
+   * (`SqliteMetadataStore.read`: its gate); default: at once.
+   */
+  read?: <T>(fn: () => T) => Promise<T>;
 }
 
 /** The search index of the SQLite metadata database (see the module comment). */
@@ -75,6 +80,7 @@ export class SqliteSearchIndex implements SearchIndex {
   private readonly repo: SearchRepository;
   private readonly planner: SqlitePlanner;
   private readonly scan: SqliteScan;
+  private readonly read: <T>(fn: () => T) => Promise<T>;
 
   constructor(
     private readonly db: Db,
@@ -83,6 +89,7 @@ export class SqliteSearchIndex implements SearchIndex {
     this.repo = new SearchRepository(db);
     this.planner = new SqlitePlanner(this.repo, opts.tuning);
     this.scan = new SqliteScan(db);
+    this.read = opts.read ?? ((fn) => Promise.resolve(fn()));
   }
 
   private get sql() {
@@ -115,7 +122,7 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   search(owner: string, query: SearchQuery, opts: SearchOptions = {}): Promise<SearchPage> {
-    return Promise.resolve(
+    return this.read(() =>
       this.repo.snapshot(() => {
         if (query.nothing)
           return this.page(owner, { total: 0, keys: [], plan: ["matches nothing (profile rule)"] }, null);
@@ -132,7 +139,7 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   directory(owner: string, folderHash: string, query: DirectoryQuery): Promise<SearchPage> {
-    return Promise.resolve(
+    return this.read(() =>
       this.repo.snapshot(() => {
         const { reason } = this.readHealth();
         if (reason !== null) {
@@ -156,7 +163,7 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {
-    return Promise.resolve(
+    return this.read(() =>
       this.repo.snapshot(() => {
         if (this.readHealth().reason !== null) return this.scan.subdirectories(owner, folderHash, path);
         const oid = this.repo.ownerId(owner);
@@ -166,7 +173,7 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   health(): Promise<SearchIndexHealth> {
-    return Promise.resolve(this.readHealth());
+    return this.read(() => this.readHealth());
   }
 
   /**
@@ -176,11 +183,13 @@ export class SqliteSearchIndex implements SearchIndex {
    * by a later batch), merges the FTS index, and clears the degraded state when every file has
    * its entry (else records how many could not be indexed).
    */
-  rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
+  async rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
     const started = performance.now();
     const sql = this.sql;
-    const total = sql.query<{ n: number }, []>("SELECT count(*) AS n FROM files").get()?.n ?? 0;
-    sql.transaction(() => {
+    const total = await this.read(
+      () => sql.query<{ n: number }, []>("SELECT count(*) AS n FROM files").get()?.n ?? 0,
+    );
+    const reset = sql.transaction(() => {
       sql
         .query(
           `INSERT INTO search_index_state (id, reason, since) VALUES (1, ?, unixepoch())
@@ -201,7 +210,8 @@ export class SqliteSearchIndex implements SearchIndex {
       for (const table of ["search_stats", "search_dirs", "search_names", "search_grams", "search_owners"])
         sql.run(`DELETE FROM ${table}`);
       sql.run("INSERT INTO search_owners (owner) SELECT DISTINCT owner FROM files ORDER BY owner");
-    })();
+    });
+    await this.read(() => reset.immediate());
     onProgress({ done: 0, total });
     const next = sql.query<FileColumns, [number, number]>(
       `SELECT rowid, owner, folder_hash, path_hash, file_name, search_name, ext, relative_path, size_bytes,
@@ -224,13 +234,13 @@ export class SqliteSearchIndex implements SearchIndex {
       return rows.length;
     });
     for (;;) {
-      const n = batch.immediate();
+      const n = await this.read(() => batch.immediate());
       done += n;
       onProgress({ done, total: Math.max(total, done) });
       if (n < REBUILD_BATCH) break;
     }
-    sql.run("INSERT INTO search_fts (search_fts) VALUES ('optimize')");
-    sql.transaction(() => {
+    await this.read(() => sql.run("INSERT INTO search_fts (search_fts) VALUES ('optimize')"));
+    const finish = sql.transaction(() => {
       const missing =
         sql
           .query<{ n: number }, []>(
@@ -243,11 +253,8 @@ export class SqliteSearchIndex implements SearchIndex {
         sql
           .query("UPDATE search_index_state SET reason = ? WHERE id = 1")
           .run(`search index: ${missing} files could not be indexed (limits of the id layout)`);
-    })();
-    return Promise.resolve({
-      files: done,
-      seconds: (performance.now() - started) / 1000,
-      health: this.readHealth(),
     });
+    await this.read(() => finish.immediate());
+    return { files: done, seconds: (performance.now() - started) / 1000, health: await this.health() };
   }
 }

@@ -72,8 +72,9 @@ export interface SessionsRepository {
   ): Promise<boolean>;
 
   /**
-   * Returns every `finalizing` session whose lease ran out (`finalizing_until <= now`) to
-   * `receiving` with `expires_at = expiresAt` (the node that finalized it died or stalled).
+   * Returns every `finalizing` session whose lease ran out (`finalizing_until <= now`, or null:
+   * left by a version without leases) to `receiving` with `expires_at = expiresAt` and the lease
+   * cleared (the node that finalized it died or stalled).
    * @returns how many sessions were returned.
    */
   releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number>;

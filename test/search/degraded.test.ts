@@ -30,7 +30,7 @@ describe("an index limit during an upload", () => {
   const log = recordingLogger();
   const t = makeTestApp({}, undefined, log);
   afterAll(() => t.close());
-  const db = t.services.deps.db;
+  const db = t.db;
 
   test("returns 200 for the upload, answers search and browse exactly from files while degraded (warning logged once), and a rebuild restores the fast plans", async () => {
     const before = newUser();

@@ -17,7 +17,7 @@ import { type FileSpec, hex, insertFiles, modelSearch, search } from "./support.
 
 const t = makeTestApp();
 afterAll(() => t.close());
-const db = t.services.deps.db;
+const db = t.db;
 
 /** Runs a query through the service (on the SQLite index with `tuning`): total, page (hex) and plan. */
 async function run(owner: string, qs: string, tuning: Partial<SearchTuning> = {}) {

@@ -14,7 +14,7 @@ import { expectIndexConsistent, filesUpserter } from "./support.ts";
 
 const t = makeTestApp();
 afterAll(() => t.close());
-const db = t.services.deps.db;
+const db = t.db;
 const upsert = filesUpserter(db);
 const del = db.$client.query("DELETE FROM files WHERE owner = ? AND folder_hash = ? AND path_hash = ?");
 

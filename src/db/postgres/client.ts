@@ -85,12 +85,21 @@ export async function migratePostgres(client: SQL, log?: Logger): Promise<number
  *   the migration's error (the pool is closed then).
  */
 export async function openPostgres(url: string, log?: Logger, opts: PgOptions = {}): Promise<PgDb> {
-  const client = new SQL(url, { max: opts.poolSize ?? 10, idleTimeout: 60, connectionTimeout: 30 });
+  const db = connectPostgres(url, opts);
   try {
-    await migratePostgres(client, log);
+    await migratePostgres(db.$client, log);
   } catch (e) {
-    await client.close();
+    await db.$client.close();
     throw e;
   }
+  return db;
+}
+
+/**
+ * The Drizzle handle on a pool for `url`, without migrating (for a database known to be
+ * migrated, such as a test's). Connects lazily: nothing is sent before the first query.
+ */
+export function connectPostgres(url: string, opts: PgOptions = {}): PgDb {
+  const client = new SQL(url, { max: opts.poolSize ?? 10, idleTimeout: 60, connectionTimeout: 30 });
   return drizzle({ client, schema }) as PgDb;
 }

@@ -1,28 +1,27 @@
 /**
- * @module workers/deletion-queue.repository
- * The persisted blob deletion queue (`blob_deletions`), which is also the write-intent log.
- *
- * - Deletions: producers call `enqueue` inside the transaction that stops referencing the
- *   objects, so nothing is deleted before the row that replaces it is committed, and a crash
- *   never loses a pending deletion. Replaced or deleted files' objects are queued `grace`
- *   seconds ahead so that downloads in flight finish.
- * - Write intents: every write path calls `reserve` before the first byte of an object lands:
- *   a row queuing the object's deletion one lease ahead. The transaction that starts referencing
- *   the object cancels the row (`claim`); a failed write `release`s it (due now). A crash at any
- *   instruction therefore leaves every stored byte either referenced by a committed row or queued
- *   for deletion, and the sweeper reclaims it once the lease ends.
+ * @module db/sqlite/deletion-queue
+ * `DeletionQueueRepository` on SQLite (`blob_deletions`). Every method runs its statements
+ * synchronously, so a call is atomic with respect to the store's gate; `claimDue` is one
+ * `UPDATE … RETURNING`, so two sweepers (one writer at a time) never claim the same row.
  */
-import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
-import { type DeletionRow, WRITE_INTENT_LEASE_SECONDS } from "../../workers/deletion-queue.repository.ts";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import {
+  type DeletionQueueRepository,
+  type DeletionRow,
+  WRITE_INTENT_LEASE_SECONDS,
+} from "../../workers/deletion-queue.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { blobDeletions } from "../schema.ts";
 
-/** Repository of the deletion queue. */
-export class SqliteDeletionQueueRepository {
+/** The deletion queue on SQLite. */
+export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
   constructor(private readonly db: Db) {}
 
-  /** Queues deletion of object keys or prefixes, due at `notBefore` (Unix seconds). */
-  enqueue(targets: string[], notBefore: number): void {
+  async enqueue(targets: string[], notBefore: number): Promise<void> {
+    this.insert(targets, notBefore);
+  }
+
+  private insert(targets: string[], notBefore: number): void {
     if (targets.length === 0) return;
     this.db
       .insert(blobDeletions)
@@ -30,12 +29,7 @@ export class SqliteDeletionQueueRepository {
       .run();
   }
 
-  /**
-   * Records the intent to write `target` (an object key or a blob prefix): queues its deletion
-   * at `now + WRITE_INTENT_LEASE_SECONDS`. Call (committed) before the first byte is stored.
-   * @returns the intent id for `claim`/`release`.
-   */
-  reserve(target: string, now: number): number {
+  async reserve(target: string, now: number): Promise<number> {
     const row = this.db
       .insert(blobDeletions)
       .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS })
@@ -44,45 +38,55 @@ export class SqliteDeletionQueueRepository {
     return row.id;
   }
 
-  /**
-   * Cancels the intent `id` because the objects are now referenced; call inside the transaction
-   * that references them. False when the lease already ran out (the sweeper may be deleting the
-   * objects): the caller must then not reference them.
-   */
-  claim(id: number, now: number): boolean {
-    return (
-      changes(
-        this.db
-          .delete(blobDeletions)
-          .where(and(eq(blobDeletions.id, id), gt(blobDeletions.notBefore, now)))
-          .run(),
-      ) > 0
-    );
+  async claim(id: number, now: number): Promise<boolean> {
+    const r = this.db
+      .delete(blobDeletions)
+      .where(
+        and(eq(blobDeletions.id, id), gt(blobDeletions.notBefore, now), isNull(blobDeletions.leasedUntil)),
+      )
+      .run();
+    return changes(r) > 0;
   }
 
-  /**
-   * A write failed or was refused: the objects of intent `id` (`target`) are due for deletion at
-   * `now`. When the lease had run out and the sweeper already processed the row (possibly before
-   * the bytes landed), the deletion is queued again.
-   */
-  release(id: number, target: string, now: number): void {
-    const r = this.db.update(blobDeletions).set({ notBefore: now }).where(eq(blobDeletions.id, id)).run();
-    if (changes(r) === 0) this.enqueue([target], now);
+  async release(id: number, target: string, now: number): Promise<void> {
+    const r = this.db
+      .update(blobDeletions)
+      .set({ notBefore: now })
+      .where(and(eq(blobDeletions.id, id), isNull(blobDeletions.leasedUntil)))
+      .run();
+    if (changes(r) === 0) this.insert([target], now);
   }
 
-  /** Up to `limit` rows due at `now`, oldest first. */
-  due(now: number, limit: number): DeletionRow[] {
+  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DeletionRow[]> {
+    const { id, notBefore, leasedUntil } = blobDeletions;
+    const due = sql`${notBefore} <= ${now} AND (${leasedUntil} IS NULL OR ${leasedUntil} <= ${now})`;
     return this.db
-      .select()
-      .from(blobDeletions)
-      .where(lte(blobDeletions.notBefore, now))
-      .orderBy(asc(blobDeletions.id))
-      .limit(limit)
-      .all();
+      .update(blobDeletions)
+      .set({ leasedUntil: leaseUntil })
+      .where(sql`${id} IN (SELECT ${id} FROM ${blobDeletions} WHERE ${due} ORDER BY ${id} LIMIT ${limit})`)
+      .returning()
+      .all()
+      .sort((a, b) => a.id - b.id);
   }
 
-  /** Every queued target (deletions and write intents), for fsck. */
-  targets(): string[] {
+  async done(id: number): Promise<void> {
+    this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
+  }
+
+  async failed(id: number, retryAt: number, error: string): Promise<void> {
+    this.db
+      .update(blobDeletions)
+      .set({
+        attempts: sql`${blobDeletions.attempts} + 1`,
+        notBefore: retryAt,
+        leasedUntil: null,
+        lastError: error.slice(0, 500),
+      })
+      .where(eq(blobDeletions.id, id))
+      .run();
+  }
+
+  async targets(): Promise<string[]> {
     return this.db
       .select({ target: blobDeletions.target })
       .from(blobDeletions)
@@ -90,29 +94,7 @@ export class SqliteDeletionQueueRepository {
       .map((r) => r.target);
   }
 
-  /** Removes a processed row. */
-  done(id: number): void {
-    this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
-  }
-
-  /** Records a failed attempt and postpones the row to `retryAt`. */
-  failed(id: number, retryAt: number, error: string): void {
-    this.db
-      .update(blobDeletions)
-      .set({
-        attempts: sql`${blobDeletions.attempts} + 1`,
-        notBefore: retryAt,
-        lastError: error.slice(0, 500),
-      })
-      .where(eq(blobDeletions.id, id))
-      .run();
-  }
-
-  /**
-   * Rows in the queue, and seconds since the oldest due row became due at `now` (Unix seconds;
-   * 0 when no row is due): how far the sweeper is behind.
-   */
-  stats(now: number): { depth: number; oldestDueAgeSeconds: number } {
+  async stats(now: number): Promise<{ depth: number; oldestDueAgeSeconds: number }> {
     const r = this.db
       .select({
         depth: sql<number>`count(*)`,

@@ -1,9 +1,12 @@
 /**
- * @module files/files.repository
- * Queries on `files`. Writes happen inside the transactions of `FilesService`.
+ * @module db/sqlite/files
+ * `FilesRepository` on SQLite (`files`; the search-index, usage and counter triggers fire on its
+ * writes). Every method runs its statements synchronously, so a call is atomic with respect to the
+ * store's gate.
  */
 import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
+import type { FilesRepository } from "../../files/files.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { files } from "../schema.ts";
 
@@ -43,15 +46,15 @@ function prepareUpsert(db: Db) {
     .prepare();
 }
 
-/** Repository of file rows. */
-export class SqliteFilesRepository {
+/** File rows on SQLite. */
+export class SqliteFilesRepository implements FilesRepository {
   private readonly upsertStatement: ReturnType<typeof prepareUpsert>;
 
   constructor(private readonly db: Db) {
     this.upsertStatement = prepareUpsert(db);
   }
 
-  get(owner: string, folderHash: string, pathHash: Uint8Array): FileRow | undefined {
+  async get(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow | undefined> {
     return this.db
       .select()
       .from(files)
@@ -60,12 +63,12 @@ export class SqliteFilesRepository {
   }
 
   /** Inserts or replaces the row at (owner, folder_hash, path_hash). */
-  upsert(row: FileRow): void {
+  async upsert(row: FileRow): Promise<void> {
     this.upsertStatement.run(row);
   }
 
   /** Deletes one row; true when it existed. */
-  remove(owner: string, folderHash: string, pathHash: Uint8Array): boolean {
+  async remove(owner: string, folderHash: string, pathHash: Uint8Array): Promise<boolean> {
     const r = this.db
       .delete(files)
       .where(fileKey(owner, folderHash, pathHash))
@@ -77,7 +80,7 @@ export class SqliteFilesRepository {
    * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
    * (rename, extensions §1.2); every other column stays. True when the row existed.
    */
-  rekey(
+  async rekey(
     owner: string,
     folderHash: string,
     oldPathHash: Uint8Array,
@@ -93,7 +96,7 @@ export class SqliteFilesRepository {
       | "revisionId"
       | "updatedAt"
     >,
-  ): boolean {
+  ): Promise<boolean> {
     return (
       changes(
         this.db
@@ -106,12 +109,12 @@ export class SqliteFilesRepository {
   }
 
   /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
-  setPath(
+  async setPath(
     owner: string,
     folderHash: string,
     pathHash: Uint8Array,
     cols: Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">,
-  ): void {
+  ): Promise<void> {
     this.db
       .update(files)
       .set(cols)
@@ -120,7 +123,7 @@ export class SqliteFilesRepository {
   }
 
   /** Blob ids of every file of a folder. */
-  blobIdsOfFolder(owner: string, folderHash: string): string[] {
+  async blobIdsOfFolder(owner: string, folderHash: string): Promise<string[]> {
     return this.db
       .select({ blobId: files.blobId })
       .from(files)
@@ -130,7 +133,7 @@ export class SqliteFilesRepository {
   }
 
   /** Deletes every file of a folder; returns how many. */
-  removeFolder(owner: string, folderHash: string): number {
+  async removeFolder(owner: string, folderHash: string): Promise<number> {
     return changes(
       this.db
         .delete(files)
@@ -140,7 +143,12 @@ export class SqliteFilesRepository {
   }
 
   /** A page of a folder's files in `path_hash` order, and the folder's total file count. */
-  page(owner: string, folderHash: string, offset: number, limit: number): { rows: FileRow[]; total: number } {
+  async page(
+    owner: string,
+    folderHash: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ rows: FileRow[]; total: number }> {
     const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
     const rows = this.db
       .select()

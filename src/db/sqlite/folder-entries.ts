@@ -1,17 +1,18 @@
 /**
- * @module folders/folder-entries.repository
- * Queries on `folder_entries`: the explicit directories of a folder (extensions.md §1.5).
+ * @module db/sqlite/folder-entries
+ * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (extensions.md §1.5).
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { folderEntries } from "../schema.ts";
 
-/** Repository of folder entries. */
-export class SqliteFolderEntriesRepository {
+/** Folder entries on SQLite. */
+export class SqliteFolderEntriesRepository implements FolderEntriesRepository {
   constructor(private readonly db: Db) {}
 
   /** Every directory path of a folder, in BINARY order. */
-  list(owner: string, folderHash: string): string[] {
+  async list(owner: string, folderHash: string): Promise<string[]> {
     return this.db
       .select({ p: folderEntries.relativePath })
       .from(folderEntries)
@@ -22,7 +23,7 @@ export class SqliteFolderEntriesRepository {
   }
 
   /** Inserts the paths that are not there yet (existing rows are left as they are). */
-  add(owner: string, folderHash: string, paths: readonly string[], now: number): void {
+  async add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void> {
     if (paths.length === 0) return;
     this.db
       .insert(folderEntries)
@@ -32,7 +33,7 @@ export class SqliteFolderEntriesRepository {
   }
 
   /** Deletes exactly the named paths; returns how many existed. */
-  remove(owner: string, folderHash: string, paths: readonly string[]): number {
+  async remove(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
     if (paths.length === 0) return 0;
     return changes(
       this.db
@@ -49,7 +50,7 @@ export class SqliteFolderEntriesRepository {
   }
 
   /** Deletes every entry of a folder. */
-  removeFolder(owner: string, folderHash: string): void {
+  async removeFolder(owner: string, folderHash: string): Promise<void> {
     this.db
       .delete(folderEntries)
       .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
@@ -60,7 +61,7 @@ export class SqliteFolderEntriesRepository {
    * The names of the entries directly inside `path` (`""` = the folder root): the next path
    * segment of every entry at or below `path/`.
    */
-  childNames(owner: string, folderHash: string, path: string): string[] {
+  async childNames(owner: string, folderHash: string, path: string): Promise<string[]> {
     const prefix = path === "" ? "" : `${path}/`;
     const rows = this.db
       .select({ p: folderEntries.relativePath })

@@ -1,10 +1,10 @@
 /**
- * @module folders/folders.repository
- * Queries on `folders`: registrations (label non-null) and the per-folder counters
+ * @module db/sqlite/folders
+ * `FoldersRepository` on SQLite: registrations (label non-null) and the per-folder counters
  * (`file_count`, `total_bytes`, `updated_at`) that file writes keep in the same transaction.
  */
 import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
-import type { FolderRow } from "../../folders/folders.repository.ts";
+import type { FolderRow, FoldersRepository } from "../../folders/folders.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { folders } from "../schema.ts";
 
@@ -30,15 +30,15 @@ function prepareCounterUpsert(db: Db) {
     .prepare();
 }
 
-/** Repository of folder registrations and counters. */
-export class SqliteFoldersRepository {
+/** Folder registrations and counters on SQLite. */
+export class SqliteFoldersRepository implements FoldersRepository {
   private readonly counterUpsert: ReturnType<typeof prepareCounterUpsert>;
 
   constructor(private readonly db: Db) {
     this.counterUpsert = prepareCounterUpsert(db);
   }
 
-  get(owner: string, folderHash: string): FolderRow | undefined {
+  async get(owner: string, folderHash: string): Promise<FolderRow | undefined> {
     return this.db
       .select()
       .from(folders)
@@ -47,7 +47,7 @@ export class SqliteFoldersRepository {
   }
 
   /** Registered folders of `owner`, oldest registration first. */
-  listRegistered(owner: string): FolderRow[] {
+  async listRegistered(owner: string): Promise<FolderRow[]> {
     return this.db
       .select()
       .from(folders)
@@ -60,13 +60,13 @@ export class SqliteFoldersRepository {
    * Registers a folder: inserts the row, or labels an existing unregistered one (files were
    * uploaded before registration). Returns false when it is already registered.
    */
-  register(
+  async register(
     owner: string,
     folderHash: string,
     label: string,
     deviceName: string | null,
     now: number,
-  ): boolean {
+  ): Promise<boolean> {
     const r = this.db
       .insert(folders)
       .values({ owner, folderHash, label, deviceName, createdAt: now, updatedAt: now })
@@ -80,12 +80,18 @@ export class SqliteFoldersRepository {
   }
 
   /** Applies a file change to the counters: `dCount` files and `dBytes` plaintext bytes. */
-  applyFileChange(owner: string, folderHash: string, dCount: number, dBytes: number, now: number): void {
+  async applyFileChange(
+    owner: string,
+    folderHash: string,
+    dCount: number,
+    dBytes: number,
+    now: number,
+  ): Promise<void> {
     this.counterUpsert.run({ owner, folderHash, dCount, dBytes, now });
   }
 
   /** Deletes the folder row. */
-  remove(owner: string, folderHash: string): void {
+  async remove(owner: string, folderHash: string): Promise<void> {
     this.db
       .delete(folders)
       .where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash)))

@@ -1,10 +1,10 @@
 /**
- * @module quota/quota.repository
- * Queries on `account_usage` (per-account totals the triggers on `files` keep exact) and
- * `quota_overrides` (per-account allowances).
+ * @module db/sqlite/quota
+ * `QuotaRepository` on SQLite: `account_usage` (per-account totals the triggers on `files` keep
+ * exact) and `quota_overrides` (per-account allowances).
  */
 import { eq, sql } from "drizzle-orm";
-import type { AccountUsageRow } from "../../quota/quota.repository.ts";
+import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { Db } from "../client.ts";
 import { accountUsage, quotaOverrides } from "../schema.ts";
 
@@ -24,8 +24,8 @@ function prepareReads(db: Db) {
   };
 }
 
-/** Repository of usage totals and allowance overrides. */
-export class SqliteQuotaRepository {
+/** Usage totals and allowance overrides on SQLite. */
+export class SqliteQuotaRepository implements QuotaRepository {
   private readonly reads: ReturnType<typeof prepareReads>;
 
   constructor(private readonly db: Db) {
@@ -33,17 +33,17 @@ export class SqliteQuotaRepository {
   }
 
   /** The account's totals, or undefined when it never stored a file. */
-  usage(owner: string): AccountUsageRow | undefined {
+  async usage(owner: string): Promise<AccountUsageRow | undefined> {
     return this.reads.usage.get({ owner });
   }
 
   /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */
-  override(owner: string): { quotaBytes: number | null } | undefined {
+  async override(owner: string): Promise<{ quotaBytes: number | null } | undefined> {
     return this.reads.override.get({ owner });
   }
 
   /** Sets (inserts or replaces) an override. */
-  setOverride(owner: string, quotaBytes: number | null, now: number): void {
+  async setOverride(owner: string, quotaBytes: number | null, now: number): Promise<void> {
     this.db
       .insert(quotaOverrides)
       .values({ owner, quotaBytes, updatedAt: now })
@@ -52,7 +52,7 @@ export class SqliteQuotaRepository {
   }
 
   /** Removes an override; true when there was one. */
-  clearOverride(owner: string): boolean {
+  async clearOverride(owner: string): Promise<boolean> {
     return (
       (
         this.db.delete(quotaOverrides).where(eq(quotaOverrides.owner, owner)).run() as unknown as {

@@ -1,15 +1,15 @@
 /**
- * @module sessions/sessions.repository
- * Queries on `upload_sessions` and `session_chunks`. All session state that matters lives
- * here (not in process memory), so any API node can serve any request of a session.
+ * @module db/sqlite/sessions
+ * `SessionsRepository` on SQLite: `upload_sessions` and `session_chunks`. Every method runs its
+ * statements synchronously (no await inside), so a call is atomic with respect to the store's gate.
  */
-import { and, asc, eq, gt, inArray, lte, ne, sql } from "drizzle-orm";
-import type { ChunkRow, SessionRow } from "../../sessions/sessions.repository.ts";
+import { and, asc, eq, gt, inArray, isNull, lte, ne, or, sql } from "drizzle-orm";
+import type { ChunkRow, SessionRow, SessionsRepository } from "../../sessions/sessions.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { sessionChunks, uploadSessions } from "../schema.ts";
 
-/** Repository of upload sessions and their received chunks. */
-export class SqliteSessionsRepository {
+/** Upload sessions and their received chunks on SQLite. */
+export class SqliteSessionsRepository implements SessionsRepository {
   /**
    * The statements every chunk PUT runs (and the ingest hasher's look-up), prepared once instead
    * of building the Drizzle query on every call (docs/benchmarks.md has the saving).
@@ -52,12 +52,23 @@ export class SqliteSessionsRepository {
     };
   }
 
-  insert(row: SessionRow): void {
+  async insert(row: SessionRow): Promise<void> {
     this.db.insert(uploadSessions).values(row).run();
   }
 
-  /** Number of stored sessions per state (metrics, admin stats). */
-  countByState(): Record<string, number> {
+  async get(sessionId: string): Promise<SessionRow | undefined> {
+    return this.hot.get.get({ sessionId });
+  }
+
+  /** A plain read: the store's `BEGIN IMMEDIATE` transaction already excludes every other writer. */
+  async getForUpdate(sessionId: string): Promise<SessionRow | undefined> {
+    return this.hot.get.get({ sessionId });
+  }
+
+  /** Nothing to do on SQLite: `BEGIN IMMEDIATE` already serialises writers. */
+  async lockOwner(_owner: string): Promise<void> {}
+
+  async countByState(): Promise<Record<string, number>> {
     const rows = this.db
       .select({ state: uploadSessions.state, n: sql<number>`count(*)` })
       .from(uploadSessions)
@@ -66,12 +77,7 @@ export class SqliteSessionsRepository {
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
-  get(sessionId: string): SessionRow | undefined {
-    return this.hot.get.get({ sessionId });
-  }
-
-  /** Live (not expired) sessions of `owner` that are not finalized, and the earliest expiry among them. */
-  liveCount(owner: string, now: number): { n: number; earliest: number | null } {
+  async liveCount(owner: string, now: number): Promise<{ n: number; earliest: number | null }> {
     const r = this.db
       .select({ n: sql<number>`count(*)`, earliest: sql<number | null>`min(${uploadSessions.expiresAt})` })
       .from(uploadSessions)
@@ -86,37 +92,75 @@ export class SqliteSessionsRepository {
     return { n: r?.n ?? 0, earliest: r?.earliest ?? null };
   }
 
-  /** Moves `state` from `from` to `to` (and sets extra columns); false when the session was not in `from`. */
-  transition(
-    sessionId: string,
-    from: SessionRow["state"],
-    to: SessionRow["state"],
-    set: Partial<SessionRow> = {},
-  ): boolean {
+  async beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean> {
     const r = this.db
       .update(uploadSessions)
-      .set({ ...set, state: to })
-      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, from)))
+      .set({ state: "finalizing", finalizingUntil, expiresAt })
+      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, "receiving")))
       .run();
     return changes(r) > 0;
   }
 
-  setExpiry(sessionId: string, expiresAt: number): void {
+  async renewFinalizing(sessionId: string, lease: number, until: number): Promise<boolean> {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ finalizingUntil: until })
+      .where(this.holding(sessionId, lease))
+      .run();
+    return changes(r) > 0;
+  }
+
+  async endFinalizing(
+    sessionId: string,
+    lease: number,
+    to: "receiving" | "finalized",
+    set: Partial<Pick<SessionRow, "expiresAt" | "result">>,
+  ): Promise<boolean> {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ ...set, state: to, finalizingUntil: null })
+      .where(this.holding(sessionId, lease))
+      .run();
+    return changes(r) > 0;
+  }
+
+  async releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number> {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .where(
+        and(
+          eq(uploadSessions.state, "finalizing"),
+          or(isNull(uploadSessions.finalizingUntil), lte(uploadSessions.finalizingUntil, now)),
+        ),
+      )
+      .run();
+    return changes(r);
+  }
+
+  /** The condition "session `sessionId` is finalizing under `lease`". */
+  private holding(sessionId: string, lease: number) {
+    return and(
+      eq(uploadSessions.sessionId, sessionId),
+      eq(uploadSessions.state, "finalizing"),
+      eq(uploadSessions.finalizingUntil, lease),
+    );
+  }
+
+  async setExpiry(sessionId: string, expiresAt: number): Promise<void> {
     this.hot.setExpiry.run({ sessionId, expiresAt });
   }
 
-  /** Deletes the session and its chunk rows. */
-  remove(sessionId: string): void {
+  async remove(sessionId: string): Promise<boolean> {
     this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId)).run();
-    this.db.delete(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).run();
+    return changes(this.db.delete(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).run()) > 0;
   }
 
-  chunk(sessionId: string, index: number): ChunkRow | undefined {
+  async chunk(sessionId: string, index: number): Promise<ChunkRow | undefined> {
     return this.hot.chunk.get({ sessionId, index });
   }
 
-  /** Records (or replaces) the chunk at `row.chunkIndex`. */
-  putChunk(row: ChunkRow): void {
+  async putChunk(row: ChunkRow): Promise<void> {
     this.hot.putChunk.run({
       sessionId: row.sessionId,
       index: row.chunkIndex,
@@ -126,8 +170,7 @@ export class SqliteSessionsRepository {
     });
   }
 
-  /** Received chunks in index order. */
-  chunks(sessionId: string): ChunkRow[] {
+  async chunks(sessionId: string): Promise<ChunkRow[]> {
     return this.db
       .select()
       .from(sessionChunks)
@@ -136,8 +179,7 @@ export class SqliteSessionsRepository {
       .all();
   }
 
-  /** Received chunk indices in ascending order. */
-  chunkIndices(sessionId: string): number[] {
+  async chunkIndices(sessionId: string): Promise<number[]> {
     return this.db
       .select({ i: sessionChunks.chunkIndex })
       .from(sessionChunks)
@@ -147,8 +189,7 @@ export class SqliteSessionsRepository {
       .map((r) => r.i);
   }
 
-  /** Sessions idle past their expiry at `now`, excluding ones being finalized. */
-  expired(now: number, limit: number): SessionRow[] {
+  async expired(now: number, limit: number): Promise<SessionRow[]> {
     return this.db
       .select()
       .from(uploadSessions)
@@ -157,16 +198,5 @@ export class SqliteSessionsRepository {
       )
       .limit(limit)
       .all();
-  }
-
-  /** Start-up recovery: sessions left `finalizing` by a crash go back to `receiving`. */
-  resetFinalizing(expiresAt: number): number {
-    return changes(
-      this.db
-        .update(uploadSessions)
-        .set({ state: "receiving", expiresAt })
-        .where(eq(uploadSessions.state, "finalizing"))
-        .run(),
-    );
   }
 }
