@@ -146,25 +146,6 @@ function baseConds(f: Filters): Cond[] {
   return conds;
 }
 
-/**
- * The kind of counting plan a search chose, from its plan steps: one of `empty`, `histogram`,
- * `index_scan`, `grid`, `gram_table`, `fts_partitions`, `fts_rare`, `fts`, `check_q` (a bounded
- * set, for the `plan` label of `esync_search_duration_seconds`).
- */
-export function planKind(plan: readonly string[]): string {
-  const step = plan.find((p) => p.startsWith("count:"));
-  if (step === undefined) return "empty";
-  if (step.includes("histogram")) return "histogram";
-  if (step.includes("grid")) return "grid";
-  if (step.includes("gram table")) return "gram_table";
-  if (step.includes("FTS over partitions")) return "fts_partitions";
-  if (step.includes("check q")) return "check_q";
-  if (step.includes("rare term")) return "fts_rare";
-  if (step.includes("FTS")) return "fts";
-  if (step.includes("scan")) return "index_scan";
-  return "other";
-}
-
 /** A query the planner answers: no `uploaded_by` or `folder_hash` filter, sorted by a column. */
 type PlannedQuery = SearchQuery & { sortBy: SortColumn; uploader: null; folderHash: null };
 

@@ -2,12 +2,14 @@
  * The PostgreSQL search index runs the `SearchIndex` conformance suite on a fresh database of the
  * test server (test/support/pg-server.ts), written through the PostgreSQL files repository.
  */
-import { afterAll, expect } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
 import { PgSearchIndex } from "../../src/search/postgres-index.ts";
+import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { PG_SETUP_TIMEOUT_MS, pgTestDatabase } from "../support/pg-server.ts";
 import { type FileWrite, type IndexUnderTest, searchIndexConformance } from "./search-index.conformance.ts";
+import { fileRow } from "./support.ts";
 
 const database = await pgTestDatabase("search_index");
 const db = await openPostgres(database.url);
@@ -48,3 +50,29 @@ const sut: IndexUnderTest = {
 };
 
 searchIndexConformance("postgres", () => sut, { numRuns: 100, timeoutMs: 120_000 });
+
+test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {
+  const sql = db.$client;
+  await sut.write([
+    {
+      kind: "upsert",
+      row: fileRow("rebuild-owner", { path: "a/b/one.png", size: 10 }),
+    },
+    {
+      kind: "upsert",
+      row: fileRow("rebuild-owner", { path: "a/two.pdf", size: 20 }),
+    },
+  ]);
+  await sql`UPDATE search_ext_counts SET n = n + 5 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_dirs SET file_count = 99 WHERE owner = 'rebuild-owner'`;
+  const progress: number[] = [];
+  const report = await sut.index.rebuild((p) => progress.push(p.done));
+  expect(report.health).toEqual({ state: "ok", reason: null, since: null });
+  expect(progress.at(-1)).toBe(report.files);
+  await sut.checkConsistent?.();
+  const page = await sut.index.search(
+    "rebuild-owner",
+    parseSearchQuery(new URLSearchParams("file_type=image,pdf")),
+  );
+  expect(page.total).toBe(2);
+}, 120_000);
