@@ -183,11 +183,14 @@ test("a finalize whose lease ran out is returned to receiving by the other node'
   const held = a.store.held();
   const stalled = finalize(a.t, s.auth, s.sessionId);
   await held; // node A is "hashing", holding the session
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
 
   advance(31);
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "receiving", finalizing_until: null });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({
+    state: "receiving",
+    finalizing_until: null,
+  });
 
   expectSuccess(await finalize(b.t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   a.store.hold = null;
@@ -196,7 +199,7 @@ test("a finalize whose lease ran out is returned to receiving by the other node'
   expect(expectConflict(await stalled).current_revision_seq).toBe(1);
   const files = (await stateOf(b.t, u)).files;
   expect(files).toHaveLength(1);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalized" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "finalized" });
 });
 
 test("a finalize that lost its lease cannot commit even when nothing else changed (409), and a retry commits (200)", async () => {
@@ -218,7 +221,7 @@ test("a finalize that lost its lease cannot commit even when nothing else change
   release();
   expect(expectConflict(await stalled).message).toContain("changed during finalize");
   expect((await stateOf(a.t, u)).files).toHaveLength(0);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "receiving" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "receiving" });
   expectSuccess(await finalize(b.t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   expect((await stateOf(a.t, u)).files).toHaveLength(1);
 });
@@ -239,7 +242,7 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
 
   advance(29);
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
   const second = expectConflict(await finalize(b.t, s.auth, s.sessionId));
   expect(second.message).toContain("being finalized");
   expectError(await abort(b.t, s.auth, s.sessionId), 409, "conflict");
@@ -247,7 +250,10 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
   a.store.hold = null;
   release();
   expectSuccess(await running, UPLOAD_RESULT_KEYS);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalized", finalizing_until: null });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({
+    state: "finalized",
+    finalizing_until: null,
+  });
 });
 
 test("two nodes' sweepers running at once delete every queued object exactly once", async () => {
@@ -260,7 +266,7 @@ test("two nodes' sweepers running at once delete every queued object exactly onc
   expect(ra.deletions + rb.deletions).toBe(150);
   const all = [...a.store.deleted, ...b.store.deleted].sort();
   expect(all).toEqual([...targets].sort());
-  expect(rowsOf(a.t, "blob_deletions")).toEqual([]);
+  expect(await rowsOf(a.t, "blob_deletions")).toEqual([]);
 });
 
 test("the per-user session limit is exact when two nodes open sessions at once (429 session_limit beyond it)", async () => {
@@ -283,7 +289,7 @@ test("the per-user session limit is exact when two nodes open sessions at once (
   const answers = await Promise.all(opens);
   expect(answers.filter((r) => r.status === 200)).toHaveLength(3);
   for (const r of answers.filter((x) => x.status !== 200)) expectError(r, 429, "session_limit");
-  expect(rowsOf(a.t, "upload_sessions")).toHaveLength(3);
+  expect(await rowsOf(a.t, "upload_sessions")).toHaveLength(3);
 });
 
 test("the same new file uploaded through two nodes at once commits once; the other gets the Conflict envelope (409)", async () => {

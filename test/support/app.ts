@@ -20,7 +20,7 @@ import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import type { Db } from "../../src/db/client.ts";
 import { connectPostgres } from "../../src/db/postgres/client.ts";
-import { PgMetadataStore } from "../../src/db/postgres/store.ts";
+import { PgMetadataStore, pgDb } from "../../src/db/postgres/store.ts";
 import { openSqliteStore, sqliteDb } from "../../src/db/sqlite/store.ts";
 import type { MetadataStore } from "../../src/db/store.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
@@ -207,4 +207,76 @@ export function jsonInit(method: string, auth: string | null, body: unknown): Re
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (auth) headers.authorization = auth;
   return { method, headers, body: typeof body === "string" ? body : JSON.stringify(body) };
+}
+
+/** Names of the `bigint` columns of each PostgreSQL table (read once per table). */
+const pgBigintColumns = new Map<string, Promise<Set<string>>>();
+
+/**
+ * Every row of `table` in the app's metadata database, as plain objects keyed by column name,
+ * whichever the dialect: SQLite rows in rowid order; PostgreSQL rows ordered by every column in
+ * turn, with `bigint` columns as numbers and `bytea` as `Uint8Array`, as SQLite gives them.
+ * For tests that inspect rows directly (snapshots before and after a refused request).
+ */
+export async function tableRows(t: TestApp, table: string): Promise<Record<string, unknown>[]> {
+  const sqlite = sqliteDb(t.store);
+  if (sqlite)
+    return sqlite.$client.query(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Record<string, unknown>[];
+  const pg = pgDb(t.store);
+  if (!pg) throw new Error(`unknown metadata store dialect ${t.store.dialect}`);
+  let bigints = pgBigintColumns.get(table);
+  if (!bigints) {
+    bigints =
+      pg.$client`SELECT column_name FROM information_schema.columns WHERE table_name = ${table} AND data_type = 'bigint'`.then(
+        (rows: { column_name: string }[]) => new Set(rows.map((r) => r.column_name)),
+      );
+    pgBigintColumns.set(table, bigints);
+  }
+  const [cols] = await pg.$client.unsafe(
+    `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = '${table}'`,
+  );
+  const order = Array.from({ length: Number(cols?.n ?? 1) }, (_, i) => i + 1).join(", ");
+  const rows = (await pg.$client.unsafe(`SELECT * FROM "${table}" ORDER BY ${order}`)) as Record<
+    string,
+    unknown
+  >[];
+  const big = await bigints;
+  return rows.map((r) =>
+    Object.fromEntries(
+      Object.entries(r).map(([k, v]) => [
+        k,
+        v !== null && big.has(k) ? Number(v) : Buffer.isBuffer(v) ? new Uint8Array(v) : v,
+      ]),
+    ),
+  );
+}
+
+/**
+ * Makes every `op` on `table` of the app's metadata database fail with a database error until
+ * `heal` is awaited: a SQLite trigger that raises ABORT, or a PostgreSQL trigger that raises an
+ * exception. For tests of what a failed database write leaves behind.
+ */
+export async function injectWriteFault(
+  t: TestApp,
+  table: string,
+  op: "INSERT" | "DELETE" | "UPDATE" = "INSERT",
+): Promise<{ heal(): Promise<void> }> {
+  const name = `fault_${table}_${op.toLowerCase()}`;
+  const sqlite = sqliteDb(t.store);
+  if (sqlite) {
+    sqlite.$client.exec(
+      `CREATE TRIGGER ${name} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`,
+    );
+    return { heal: async () => void sqlite.$client.exec(`DROP TRIGGER ${name}`) };
+  }
+  const pg = pgDb(t.store);
+  if (!pg) throw new Error(`unknown metadata store dialect ${t.store.dialect}`);
+  await pg.$client.unsafe(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+    CREATE TRIGGER ${name} BEFORE ${op} ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}();`);
+  return {
+    heal: async () => {
+      await pg.$client.unsafe(`DROP TRIGGER ${name} ON ${table}; DROP FUNCTION ${name}();`);
+    },
+  };
 }
