@@ -269,13 +269,13 @@ test("a finalize running longer than its lease renews it, so the other node's sw
   const held = a.store.held();
   const running = finalize(a.t, s.auth, s.sessionId);
   await held;
-  const first = rowsOf(a.t, "upload_sessions")[0]!.finalizing_until as number;
+  const first = (await rowsOf(a.t, "upload_sessions"))[0]!.finalizing_until as number;
   advance(2);
   await Bun.sleep(1300); // one renewal: the lease now ends 3 s after the advanced clock
-  expect(rowsOf(a.t, "upload_sessions")[0]!.finalizing_until).toBe(first + 2);
+  expect((await rowsOf(a.t, "upload_sessions"))[0]!.finalizing_until).toBe(first + 2);
   advance(2); // past the first lease, within the renewed one
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
   a.store.hold = null;
   release();
   expectSuccess(await running, UPLOAD_RESULT_KEYS);
