@@ -10,7 +10,8 @@
 #   3. the PostgreSQL pass: `test/http` again with ESYNC_TEST_DATABASE=postgres and
 #      ESYNC_TEST_STORAGE=s3, the metadata in PostgreSQL (a throw-away cluster the tests start with
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
-#      server; on the local disk store instead when the S3 tests are skipped;
+#      server (on the local disk store when the S3 tests are skipped); then the two-node tests
+#      (test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
 #   4. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
 #      real server process, alone so that its timing does not compete with other tests. Its
 #      figures are the `chaos:` lines and bench/results/chaos.json. CHAOS_KILLS (default 25),
@@ -84,8 +85,9 @@ else
   t3=$SECONDS
   pg_storage=s3
   if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
-  echo "== PostgreSQL pass: test/http on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage)"
+  echo "== PostgreSQL pass: test/http on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
   ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass test/http
+  ESYNC_TEST_DATABASE=postgres run_pass test/sessions/cross-node.test.ts
   echo "== PostgreSQL pass: $((SECONDS - t3)) s"
 fi
 if [ $# -gt 0 ]; then

@@ -1,7 +1,7 @@
 /**
- * Cross-node rules of issue 11 on the embedded database: two apps ("nodes") in this process on
- * one SQLite file and one blob directory, each with its own process state (ingest hashes,
- * in-flight limits, sweeper). Proves that every guarantee lives in the database: finalize on a
+ * Cross-node rules of issue 11: two apps ("nodes") in this process on one database (a SQLite
+ * file, or one PostgreSQL database under `ESYNC_TEST_DATABASE=postgres`) and one blob
+ * directory, each with its own process state (ingest hashes, in-flight limits, sweeper). Proves that every guarantee lives in the database: finalize on a
  * node that saw no chunk (full BLAKE3 pass), the finalize lease (one that ran out is returned to
  * `receiving` by any node's sweeper and its late commit refused; a live one is left alone), the
  * deletion-queue claim (each object deleted once with two sweepers), the per-user session limit
@@ -27,8 +27,9 @@ import {
   UPLOAD_RESULT_KEYS,
   uploadSingle,
 } from "../http/helpers.ts";
-import { makeTestApp, type TestApp } from "../support/app.ts";
+import { makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import { type PgLease, pgMigratedDatabase } from "../support/pg-server.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** The node's view of the shared store, with a switch that holds every `get` (finalize's read-back). */
@@ -95,15 +96,25 @@ interface Node {
 
 let nodes: Node[] = [];
 
-/** Two nodes on one database file and one data directory; `env` applies to both. */
-function twoNodes(env: Record<string, string> = {}): [Node, Node] {
+/** The PostgreSQL database the current test's nodes share (`ESYNC_TEST_DATABASE=postgres`). */
+let database: PgLease | null = null;
+
+/**
+ * Two nodes on one database (a SQLite file, or one PostgreSQL database under
+ * `ESYNC_TEST_DATABASE=postgres`) and one data directory; `env` applies to both.
+ */
+async function twoNodes(env: Record<string, string> = {}): Promise<[Node, Node]> {
   const shared = tempDir("esync-nodes-");
+  if (testDatabase === "postgres") database = await pgMigratedDatabase("nodes");
+  const dbVars: Record<string, string> = database
+    ? { ESYNC_DATABASE_URL: database.url }
+    : { ESYNC_DB_PATH: join(shared, "esync.sqlite") };
   const make = (): Node => {
     let store: NodeStore | undefined;
     const t = makeTestApp(
       {
         ESYNC_DATA_DIR: shared,
-        ESYNC_DB_PATH: join(shared, "esync.sqlite"),
+        ...dbVars,
         ESYNC_FINALIZE_LEASE_SECONDS: "60",
         ...env,
       },
@@ -132,6 +143,8 @@ function advance(seconds: number): void {
 afterEach(async () => {
   for (const n of nodes.reverse()) await n.t.close();
   nodes = [];
+  await database?.release();
+  database = null;
 });
 
 /** The `_count` of `esync_finalize_duration_seconds` for one path and outcome on `t`. */
@@ -147,7 +160,7 @@ async function finalizeCount(t: TestApp, path: string, outcome: string): Promise
 }
 
 test("finalize on a node that received none of the chunks does the full BLAKE3 pass and commits (200)", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const ct = randomCiphertext(10_000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -160,7 +173,7 @@ test("finalize on a node that received none of the chunks does the full BLAKE3 p
 });
 
 test("chunks spread over two nodes finalize on either; the node that saw a prefix hashes only the rest", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const ct = randomCiphertext(8000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -171,7 +184,7 @@ test("chunks spread over two nodes finalize on either; the node that saw a prefi
 });
 
 test("a finalize whose lease ran out is returned to receiving by the other node's sweeper; its late commit gets 409 and the retry commits once", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -203,7 +216,7 @@ test("a finalize whose lease ran out is returned to receiving by the other node'
 });
 
 test("a finalize that lost its lease cannot commit even when nothing else changed (409), and a retry commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -227,7 +240,7 @@ test("a finalize that lost its lease cannot commit even when nothing else change
 });
 
 test("a live finalize lease is left alone by the other node's sweeper (409 to a second finalize) and commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -257,7 +270,7 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
 });
 
 test("a finalize running longer than its lease renews it, so the other node's sweeper leaves it alone and it commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "3" }); // renewed every second
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "3" }); // renewed every second
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -282,7 +295,7 @@ test("a finalize running longer than its lease renews it, so the other node's sw
 });
 
 test("two nodes' sweepers running at once delete every queued object exactly once", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const targets = Array.from({ length: 150 }, (_, i) =>
     blobPrefix(`${i.toString(16).padStart(2, "0")}${"ab".repeat(15)}`),
   );
@@ -295,7 +308,7 @@ test("two nodes' sweepers running at once delete every queued object exactly onc
 });
 
 test("the per-user session limit is exact when two nodes open sessions at once (429 session_limit beyond it)", async () => {
-  const [a, b] = twoNodes({ ESYNC_MAX_SESSIONS_PER_USER: "3" });
+  const [a, b] = await twoNodes({ ESYNC_MAX_SESSIONS_PER_USER: "3" });
   const u = newUser();
   const opens = Array.from({ length: 8 }, (_, i) => {
     const t = (i % 2 === 0 ? a : b).t;
@@ -318,7 +331,7 @@ test("the per-user session limit is exact when two nodes open sessions at once (
 });
 
 test("the same new file uploaded through two nodes at once commits once; the other gets the Conflict envelope (409)", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const upload = (t: TestApp, user: TestUser, n: number) => {
     const ct = randomCiphertext(n);

@@ -6,7 +6,8 @@
  * The metadata store is the one `ESYNC_TEST_DATABASE` names (`testDatabase`): by default
  * in-memory SQLite (or the file `ESYNC_DB_PATH` names); with `postgres`, a migrated, empty
  * database of the test PostgreSQL server (`test/support/pg-server.ts`) lent to the app and
- * emptied by `close`. A few are made ready when this module loads, so that `makeTestApp` stays
+ * emptied by `close`. `ESYNC_DATABASE_URL` in `env` puts the app on that (migrated) PostgreSQL
+ * database instead, which the caller owns (several apps on one database: "nodes"). A few are made ready when this module loads, so that `makeTestApp` stays
  * synchronous.
  *
  * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
@@ -143,8 +144,15 @@ export function makeTestApp(
     ...storageVars,
     ...env,
   });
-  const pg = testDatabase === "postgres" && env.ESYNC_DB_PATH === undefined ? takePgStore() : null;
-  const metadata: MetadataStore = pg?.store ?? openSqliteStore(config.dbPath);
+  const pg =
+    testDatabase === "postgres" && env.ESYNC_DB_PATH === undefined && config.databaseUrl === null
+      ? takePgStore()
+      : null;
+  const metadata: MetadataStore =
+    pg?.store ??
+    (config.databaseUrl !== null
+      ? new PgMetadataStore(connectPostgres(config.databaseUrl, { poolSize: 4 }))
+      : openSqliteStore(config.dbPath));
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
