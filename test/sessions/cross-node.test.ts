@@ -9,7 +9,6 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ConfigError, loadConfig } from "../../src/config/config.ts";
 import type { BlobStore, ByteRange, PutOptions } from "../../src/storage/blob-store.ts";
 import { isPersistable } from "../../src/storage/blob-store.ts";
 import { blobPrefix } from "../../src/storage/layout.ts";
@@ -329,10 +328,4 @@ test("the same new file uploaded through two nodes at once commits once; the oth
   expect(statuses).toEqual([200, 409]);
   expectConflict(ra.status === 409 ? ra : rb);
   expect((await stateOf(a.t, u, FOLDER)).files).toHaveLength(1);
-});
-
-test("ESYNC_FINALIZE_LEASE_SECONDS defaults to 60, is read, and below 3 (renewed every third of it) is a ConfigError", () => {
-  expect(loadConfig({}).finalizeLeaseSeconds).toBe(60);
-  expect(loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "300" }).finalizeLeaseSeconds).toBe(300);
-  expect(() => loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "2" })).toThrow(ConfigError);
 });
