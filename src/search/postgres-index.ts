@@ -7,7 +7,7 @@
  *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
  *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
  *   are stored NFC and lower-cased, `q` is folded the same way by `foldCase`). Terms of 1 or 2
- *   characters have no trigram and are checked row by row.
+ *   characters have no trigram: each row is tested with `strpos`, never through the GIN index.
  * - sort and page: one b-tree per sort key `(owner, key, path_hash)`, with nulls first for the
  *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
  *   BINARY order; descending: the same index backwards); pages past the middle are read from
@@ -135,7 +135,12 @@ export class PgSearchIndex implements SearchIndex {
     const where = ["f.owner = $1"];
     if (f.folderHash !== null) where.push(`f.folder_hash = ${p(f.folderHash)}`);
     if (f.dir !== null) where.push("f.relative_path IS NOT NULL", `${DIR_SQL} = ${p(f.dir)}`);
-    if (f.q !== null) where.push(`${NAME_SQL} LIKE ${p(likeContains(f.q))}`);
+    if (f.q !== null) {
+      if ([...f.q].length >= 3) where.push(`${NAME_SQL} LIKE ${p(likeContains(f.q))}`);
+      // No trigram to look up: test each row, on the stored name itself when q has no σ (then
+      // q occurs in the folded name exactly where it occurs in the stored one).
+      else where.push(`strpos(${f.q.includes("σ") ? NAME_SQL : "f.search_name"}, ${p(f.q)}) > 0`);
+    }
     if (f.exts !== null) where.push(`f.ext IN (${f.exts.map((e) => p(e)).join(", ")})`);
     if (f.size) where.push(`f.size_bytes BETWEEN ${p(f.size[0])} AND ${p(f.size[1])}`);
     if (f.created) where.push(`f.created_at BETWEEN ${p(f.created[0])} AND ${p(f.created[1])}`);
