@@ -25,6 +25,20 @@ export async function openMetadataStore(config: Config, log?: Logger): Promise<M
 }
 
 /**
+ * Where the configured metadata lives, for logs: the SQLite file, or the PostgreSQL URL without
+ * its credentials (`postgres://host:port/database`).
+ */
+export function describeDatabase(config: Config): string {
+  if (config.databaseUrl === null) return config.dbPath;
+  try {
+    const u = new URL(config.databaseUrl);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "postgres (URL not shown)";
+  }
+}
+
+/**
  * The search index of `store`'s database: the tuned SQLite index (reading through the store's
  * gate) or the PostgreSQL one.
  * @throws Error for a store of neither kind.

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
+import { describeDatabase } from "../../src/db/open.ts";
 
 describe("connection-defence settings", () => {
   test("defaults: body idle 30 s, minimum 1024 B/s, header timeout 30 s, 32 chunk PUTs per user, 256 overall", () => {
@@ -85,4 +86,26 @@ describe("metadata database settings", () => {
       expect(() => loadConfig({ [name]: value })).toThrow(name);
     });
   }
+});
+
+describe("finalize lease (issue 11)", () => {
+  test("ESYNC_FINALIZE_LEASE_SECONDS defaults to 60 and is read", () => {
+    expect(loadConfig({}).finalizeLeaseSeconds).toBe(60);
+    expect(loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "300" }).finalizeLeaseSeconds).toBe(300);
+  });
+
+  test("rejects ESYNC_FINALIZE_LEASE_SECONDS below 3 (it is renewed every third of it) with a ConfigError naming it", () => {
+    expect(() => loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "2" })).toThrow(ConfigError);
+  });
+});
+
+describe("describeDatabase (start-up log)", () => {
+  test("names the SQLite file, or the PostgreSQL host and database without the credentials", () => {
+    expect(describeDatabase(loadConfig({ ESYNC_DB_PATH: "/var/lib/esync/esync.sqlite" }))).toBe(
+      "/var/lib/esync/esync.sqlite",
+    );
+    expect(
+      describeDatabase(loadConfig({ ESYNC_DATABASE_URL: "postgres://esync:s3cret@db.internal:5432/esync" })),
+    ).toBe("postgres://db.internal:5432/esync");
+  });
 });

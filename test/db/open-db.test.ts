@@ -44,7 +44,7 @@ test("a new database gets every migration, logged as db.migrating then db.migrat
   db.$client.close();
 });
 
-test("a database migrated by a version without leases (through 0014) gets only the migrations after it, keeps its rows, and a session it left finalizing is released as one whose lease ran out", async () => {
+test("a database migrated by a version without leases (through 0014) gets only the migrations from 0015 on, keeps its rows, and a session it left finalizing is released as one whose lease ran out", async () => {
   // The migrations as that version shipped them: the same files, journal cut before 0015.
   const old = join(dir, "old-migrations");
   cpSync(MIGRATIONS_DIR, old, { recursive: true });

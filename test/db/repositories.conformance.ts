@@ -354,6 +354,20 @@ export function repositoryConformance(
       });
     });
 
+    it("sessions: an id containing U+0000 names no session (PostgreSQL text cannot hold it)", async (s) => {
+      await s.repos.sessions.insert(sessionRow("s1"));
+      const bad = "s1\u0000";
+      expect(await s.repos.sessions.get(bad)).toBeUndefined();
+      expect(await s.transaction((tx) => tx.sessions.getForUpdate(bad))).toBeUndefined();
+      expect(await s.repos.sessions.chunk(bad, 0)).toBeUndefined();
+      expect(await s.repos.sessions.chunks(bad)).toEqual([]);
+      expect(await s.repos.sessions.chunkIndices(bad)).toEqual([]);
+      expect(await s.repos.sessions.beginFinalizing(bad, NOW + 60, NOW)).toBe(false);
+      await s.repos.sessions.setExpiry(bad, NOW);
+      expect(await s.repos.sessions.remove(bad)).toBe(false);
+      expect(await s.repos.sessions.get("s1")).toEqual(sessionRow("s1"));
+    });
+
     it("sessions: expired returns idle receiving and finalized sessions, never finalizing ones", async (s) => {
       await s.repos.sessions.insert(sessionRow("a", { expiresAt: NOW - 10 }));
       await s.repos.sessions.insert(sessionRow("b", { expiresAt: NOW - 5, state: "finalized" }));

@@ -3,11 +3,18 @@
  * `SessionsRepository` on PostgreSQL (contract: `src/sessions/sessions.repository.ts`). The
  * per-owner lock is a transaction-scoped advisory lock on a 64-bit hash of the owner; rows a
  * transition depends on are read `FOR UPDATE`; concurrent sweepers skip each other's rows.
+ * PostgreSQL text cannot hold U+0000, so a session id containing it names no session (SQLite
+ * would simply find no row): such look-ups answer "none" without a query.
  */
 import { and, asc, eq, gt, inArray, isNotNull, lte, ne, sql } from "drizzle-orm";
 import type { ChunkRow, SessionRow, SessionsRepository } from "../../sessions/sessions.repository.ts";
 import type { PgConn } from "./conn.ts";
 import { sessionChunks, uploadSessions } from "./schema.ts";
+
+/** True when `id` cannot be stored in a PostgreSQL text column (so no session has it). */
+function unstorable(id: string): boolean {
+  return id.includes("\u0000");
+}
 
 /** Upload sessions and their received chunks on PostgreSQL. */
 export class PgSessionsRepository implements SessionsRepository {
@@ -18,11 +25,13 @@ export class PgSessionsRepository implements SessionsRepository {
   }
 
   async get(sessionId: string): Promise<SessionRow | undefined> {
+    if (unstorable(sessionId)) return undefined;
     const [row] = await this.db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, sessionId));
     return row;
   }
 
   async getForUpdate(sessionId: string): Promise<SessionRow | undefined> {
+    if (unstorable(sessionId)) return undefined;
     const [row] = await this.db
       .select()
       .from(uploadSessions)
@@ -61,6 +70,7 @@ export class PgSessionsRepository implements SessionsRepository {
   }
 
   async beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean> {
+    if (unstorable(sessionId)) return false;
     const rows = await this.db
       .update(uploadSessions)
       .set({ state: "finalizing", finalizingUntil, expiresAt })
@@ -117,10 +127,12 @@ export class PgSessionsRepository implements SessionsRepository {
   }
 
   async setExpiry(sessionId: string, expiresAt: number): Promise<void> {
+    if (unstorable(sessionId)) return;
     await this.db.update(uploadSessions).set({ expiresAt }).where(eq(uploadSessions.sessionId, sessionId));
   }
 
   async remove(sessionId: string): Promise<boolean> {
+    if (unstorable(sessionId)) return false;
     await this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId));
     const rows = await this.db
       .delete(uploadSessions)
@@ -130,6 +142,7 @@ export class PgSessionsRepository implements SessionsRepository {
   }
 
   async chunk(sessionId: string, index: number): Promise<ChunkRow | undefined> {
+    if (unstorable(sessionId)) return undefined;
     const [row] = await this.db
       .select()
       .from(sessionChunks)
@@ -147,7 +160,8 @@ export class PgSessionsRepository implements SessionsRepository {
       });
   }
 
-  chunks(sessionId: string): Promise<ChunkRow[]> {
+  async chunks(sessionId: string): Promise<ChunkRow[]> {
+    if (unstorable(sessionId)) return [];
     return this.db
       .select()
       .from(sessionChunks)
@@ -156,6 +170,7 @@ export class PgSessionsRepository implements SessionsRepository {
   }
 
   async chunkIndices(sessionId: string): Promise<number[]> {
+    if (unstorable(sessionId)) return [];
     const rows = await this.db
       .select({ i: sessionChunks.chunkIndex })
       .from(sessionChunks)

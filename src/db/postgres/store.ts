@@ -12,6 +12,7 @@
  * only database work (src/db/store.ts), so running one again repeats nothing else.
  */
 import { sql } from "drizzle-orm";
+import { fail } from "../../errors/errors.ts";
 import type { Logger } from "../../util/log.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
 import { PgApiTokensRepository } from "./api-tokens.ts";
@@ -48,9 +49,41 @@ export function isUniqueViolation(e: unknown): boolean {
   return sqlState(e) === "23505";
 }
 
+/** SQLSTATEs of text PostgreSQL cannot store (U+0000 in a text value). */
+const UNSTORABLE_TEXT = new Set(["22021", "22P05"]);
+
+/**
+ * `e`, or the client error it stands for: text with U+0000, which PostgreSQL cannot store
+ * (SQLite can), comes from the request (labels, device names, manifest fields), so it is the
+ * client's 400 `invalid_manifest`, not a 500 database error.
+ */
+function translated(e: unknown): unknown {
+  const state = sqlState(e);
+  if (state !== undefined && UNSTORABLE_TEXT.has(state))
+    return fail("invalid_manifest", "text values must not contain the character U+0000");
+  return e;
+}
+
+/** `repo` with every method's rejection passed through `translated`. */
+function translating<R extends object>(repo: R): R {
+  return new Proxy(repo, {
+    get(target, key, receiver) {
+      const v = Reflect.get(target, key, receiver);
+      if (typeof v !== "function") return v;
+      return async (...args: unknown[]) => {
+        try {
+          return await v.apply(target, args);
+        } catch (e) {
+          throw translated(e);
+        }
+      };
+    },
+  });
+}
+
 /** Every repository on `db` (the pool or one transaction). */
 function reposOn(db: PgConn): Repositories {
-  return {
+  const repos = {
     sessions: new PgSessionsRepository(db),
     files: new PgFilesRepository(db),
     folders: new PgFoldersRepository(db),
@@ -60,6 +93,9 @@ function reposOn(db: PgConn): Repositories {
     deletionQueue: new PgDeletionQueueRepository(db),
     summaries: new PgSummariesRepository(db),
   };
+  return Object.fromEntries(
+    Object.entries(repos).map(([k, r]) => [k, translating(r)]),
+  ) as unknown as Repositories;
 }
 
 /** The repositories of transaction `tx`, and savepoints inside it. */
