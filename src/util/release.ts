@@ -31,7 +31,8 @@ export function piecesOwned(stream: ReadableStream<Uint8Array>): boolean {
 
 /**
  * Frees the bytes of `piece`, read from a stream marked by `ownPieces`, now rather than at the
- * next garbage collection; a piece whose buffer holds more than the piece is left alone.
+ * next garbage collection; a piece whose buffer holds more than the piece, or cannot be
+ * detached, is left to the collector.
  * Afterwards `piece` has length 0: call it only once nothing reads the piece any more (never on
  * bytes still queued for an asynchronous write or send).
  */
@@ -39,5 +40,9 @@ export function releasePiece(piece: Uint8Array): void {
   const buffer = piece.buffer;
   if (!(buffer instanceof ArrayBuffer) || buffer.detached) return;
   if (piece.byteOffset !== 0 || buffer.byteLength !== piece.byteLength) return;
-  buffer.transfer(0);
+  try {
+    buffer.transfer(0);
+  } catch {
+    // A buffer the engine will not detach (pinned) is left to the garbage collector.
+  }
 }
