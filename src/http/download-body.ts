@@ -8,16 +8,33 @@
  * every stream body and frames it chunked (oven-sh/bun#10507), sends a `Blob` of several file
  * slices as `Content-Length: 0` with no body, and answers an `S3Client` file with a redirect
  * (`docs/repro/bun-content-length.ts`). So when the requested bytes lie in one chunk object of a
- * file-backed store (the disk store: every single-chunk file, and every range within one chunk,
- * of any size) the body is that object's byte range as a file `Blob`. Otherwise a body of at most
- * 1 MiB is read into memory and sent with its length; a larger one (across chunks; any S3 object)
- * is the store's stream, which Bun frames chunked: see docs/internals.md "Downloads and
- * Content-Length".
+ * file-backed store (the disk store: single-chunk files, and ranges within one chunk) and are at
+ * most `fileBodyLimit(header timeout)`, the body is that object's byte range as a file `Blob`.
+ * Otherwise a body of at most 1 MiB is read into memory and sent with its length; a larger one
+ * (across chunks; a larger chunk; any S3 object) is the store's stream, which Bun frames chunked:
+ * see docs/internals.md "Downloads and Content-Length".
  */
 import type { Download } from "../files/files.service.ts";
 import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
 import { chunkKey } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
+
+/**
+ * Slowest client, bytes per second, for which a file-backed body is guaranteed to arrive whole.
+ * Bun sends a file under the server's `idleTimeout` (the header timeout), restarted only when the
+ * socket takes more bytes (docs/repro/bun-sendfile-timer.ts): a body that can leave within one
+ * timeout at this rate is never cut, however the socket buffers drain. Larger bodies are streamed
+ * with a timer re-armed per piece (255 s).
+ */
+export const FILE_BODY_MIN_BYTES_PER_SECOND = 140_000;
+
+/**
+ * Largest file-backed body, bytes, under a header timeout of `headerTimeoutSeconds`: what leaves
+ * within that time at `FILE_BODY_MIN_BYTES_PER_SECOND` (30 s: 4.2 MB; 255 s: 35.7 MB).
+ */
+export function fileBodyLimit(headerTimeoutSeconds: number): number {
+  return headerTimeoutSeconds * FILE_BODY_MIN_BYTES_PER_SECOND;
+}
 
 /**
  * Largest body read into memory to be sent with `Content-Length` when no file-backed Blob can
@@ -41,8 +58,8 @@ async function readAll(stream: ReadableStream<Uint8Array>, length: number): Prom
 
 /**
  * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
- * when those bytes are in one chunk object of a file-backed store (and `d.body` is then
- * cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body`
+ * when those bytes are in one chunk object of a file-backed store and number at most
+ * `maxFileBodyBytes` (see `fileBodyLimit`; `d.body` is then cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body`
  * itself, re-arming the connection's idle timer at every piece (src/http/response-timer.ts).
  * The response must give its status explicitly (Bun answers a sliced file without one as 206).
  */
@@ -50,8 +67,9 @@ export async function downloadBody(
   blobs: BlobStore,
   d: Download,
   request: Request,
+  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs) && d.end > d.start) {
+  if (isFileBacked(blobs) && d.end > d.start && d.end - d.start <= maxFileBodyBytes) {
     const chunkSize = d.row.chunkSize;
     const index = Math.floor(d.start / chunkSize);
     const gen = (JSON.parse(d.row.chunkGens) as string[])[index];

@@ -1,15 +1,17 @@
 /**
  * `/download` framing on the real server process (Bun.serve), on the store of this pass (disk, or
  * RGW in the S3 pass): complement §5 wants `Content-Length`. Bun 1.4.5 keeps a length only on a
- * body in memory or one file-backed Blob (docs/repro/bun-content-length.ts), so on disk every
- * body within one chunk object (single-chunk files and ranges within a chunk, of any size) is
- * sent by sendfile with its length, and bodies of at most 1 MiB are buffered with it everywhere.
- * What Bun cannot frame with a length (more than 1 MiB across chunks; S3 objects over 1 MiB) must
- * still arrive whole and byte-exact. Responses are read on raw sockets to see the framing as sent.
+ * body in memory or one file-backed Blob (docs/repro/bun-content-length.ts), so on disk a body
+ * within one chunk object of at most `fileBodyLimit(header timeout)` bytes (8.4 MB with the 60 s
+ * this server runs with) is sent by sendfile with its length, and bodies of at most 1 MiB are
+ * buffered with it everywhere. What Bun cannot frame with a length (larger bodies; more than
+ * 1 MiB across chunks; S3 objects over 1 MiB) must still arrive whole and byte-exact. Responses
+ * are read on raw sockets to see the framing as sent.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import net from "node:net";
+import { fileBodyLimit } from "../../src/http/download-body.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeManifest, newUser, pathHashOf, randomCiphertext } from "../support/fixtures.ts";
 import { SETUP_TIMEOUT_MS, storageEnv, type TestStorageEnv, testStorage } from "../support/s3-server.ts";
@@ -22,7 +24,7 @@ const FOLDER = "37a8eec1ce19687d";
 
 beforeAll(async () => {
   storage = await storageEnv("e2e-download");
-  server = await startServer({ env: storage.env });
+  server = await startServer({ env: { ...storage.env, ESYNC_HEADER_TIMEOUT_SECONDS: "60" } });
 }, SETUP_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -109,8 +111,9 @@ function payload(r: { headers: Record<string, string>; body: Buffer }): Buffer {
 }
 
 describe(`/download framing (${testStorage})`, () => {
-  test("a single-chunk file of 12 MiB is 200, whole and byte-exact, with Content-Length on disk and no object name", async () => {
-    const ct = randomCiphertext(12 * 1024 * 1024 + 5);
+  test("a single-chunk file of 8 MiB is 200, whole and byte-exact, with Content-Length on disk and no object name", async () => {
+    const ct = randomCiphertext(8 * 1024 * 1024 + 5);
+    expect(ct.length).toBeLessThanOrEqual(fileBodyLimit(60));
     const path = await upload(ct, ct.length, "dl/single.bin");
     const r = await rawGet(path);
     expect(r.status).toBe(200);
@@ -122,6 +125,16 @@ describe(`/download framing (${testStorage})`, () => {
     expect(blake3Hex(payload(r))).toBe(blake3Hex(ct));
     expect(r.headers["x-revision-id"]).toMatch(/^[0-9a-f]{64}$/);
     expect(r.headers["accept-ranges"]).toBe("bytes");
+  });
+
+  test("a single-chunk file over the file-body limit is streamed (chunked) and arrives whole and byte-exact", async () => {
+    const ct = randomCiphertext(12 * 1024 * 1024);
+    expect(ct.length).toBeGreaterThan(fileBodyLimit(60));
+    const path = await upload(ct, ct.length, "dl/single-large.bin");
+    const r = await rawGet(path);
+    expect(r.status).toBe(200);
+    expect(r.headers["transfer-encoding"]).toBe("chunked");
+    expect(blake3Hex(payload(r))).toBe(blake3Hex(ct));
   });
 
   test("a 6 MiB range inside one chunk of a multi-chunk file is 206 with Content-Range, and Content-Length on disk", async () => {
