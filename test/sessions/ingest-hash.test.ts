@@ -276,7 +276,7 @@ describe("IngestHashes look-ahead", () => {
     const parts = [randomBytes(3000), randomBytes(2000)];
     const handed: Uint8Array[] = [];
     const chunks: RecordedChunks = {
-      recordedGen: (i) => (i < parts.length ? `g${i}` : null),
+      recordedGen: async (i) => (i < parts.length ? `g${i}` : null),
       open: async (i) => {
         const halves = [parts[i]!.subarray(0, 1000), parts[i]!.subarray(1000)].map((p) => new Uint8Array(p));
         handed.push(...halves);
