@@ -19,7 +19,7 @@ import {
   responses,
   UPLOAD_BODY,
 } from "../http/contract.ts";
-import { downloadBody } from "../http/download-body.ts";
+import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
@@ -48,6 +48,10 @@ const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500];
 const DOWNLOAD_HEADERS = {
   "Content-Length": { description: "bytes in this response", schema: { type: "integer" as const } },
   "Accept-Ranges": { description: "bytes", schema: { type: "string" as const } },
+  "Content-Disposition": {
+    description: "attachment (set so that no server-side object name is ever sent)",
+    schema: { type: "string" as const },
+  },
   ETag: { description: "strong entity tag: the quoted revision id", schema: { type: "string" as const } },
   "X-Size-Bytes": { description: "plaintext size of the file", schema: { type: "integer" as const } },
   "X-Revision-Id": { description: "revision id, 64 hex characters", schema: { type: "string" as const } },
@@ -185,6 +189,8 @@ async function download(
     "content-type": "application/octet-stream",
     "content-length": String(end - start),
     "accept-ranges": "bytes",
+    // Bun names a file body after its object (`filename="0.<gen>"`) unless this is set.
+    "content-disposition": "attachment",
     etag,
     "x-size-bytes": String(row.sizeBytes),
     "x-revision-id": toHex(row.revisionId),
@@ -193,7 +199,12 @@ async function download(
   if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
   if (isHead(request)) return new Response(null, { status, headers: out });
   const d = await s.files.open(row, start, end);
-  const body = await downloadBody(s.deps.blobs, d, request);
+  const body = await downloadBody(
+    s.deps.blobs,
+    d,
+    request,
+    fileBodyLimit(s.deps.config.headerTimeoutSeconds),
+  );
   const response = new Response(body, { status, headers: out });
   return body instanceof ReadableStream ? response : sentWhole(response);
 }

@@ -12,6 +12,7 @@
  * was not read to its end (`bodyFinished`), so a rejected body is never drained.
  */
 import { type AppError, fail } from "../errors/errors.ts";
+import { ownPieces } from "../util/release.ts";
 
 /** Timing rules of body reads; see the module comment. */
 export interface BodyPolicy {
@@ -221,5 +222,6 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
     },
     { highWaterMark: 0 },
   );
-  return out;
+  // Bun gives each piece of a request body in a fresh buffer, and this stream passes it on as is.
+  return ownPieces(out);
 }

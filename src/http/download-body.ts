@@ -3,15 +3,16 @@
  * The body of a `/download` response, chosen so that it goes out with `Content-Length`
  * (complement §5) without buffering the file.
  *
- * Bun.serve drops a handler's `Content-Length` on every `ReadableStream` body and sends it
- * chunked (oven-sh/bun#10507, open; Bun 1.4.5 measured); a multi-part `Blob` of file slices is sent
- * as `Content-Length: 0` with no body; only a single file-backed `Blob` is sent with its length
- * (by sendfile). So when the requested bytes lie in one chunk object of a file-backed store (the
- * disk store: every single-chunk file up to 4 MiB, and every range of up to 4 MiB within one
- * chunk), the body
- * is that object's byte range as a file `Blob`. Otherwise a body of at most 1 MiB is read into
- * memory and sent with its length; a larger one (across chunks; a larger single-chunk file; S3)
- * is the store's stream, which Bun frames chunked: see README "Downloads and Content-Length".
+ * Bun.serve (1.4.5) sends a response with `Content-Length` only when its body is in memory or is
+ * one file-backed `Blob` (then by sendfile, no copy); it drops the handler's `Content-Length` on
+ * every stream body and frames it chunked (oven-sh/bun#10507), sends a `Blob` of several file
+ * slices as `Content-Length: 0` with no body, and answers an `S3Client` file with a redirect
+ * (`docs/repro/bun-content-length.ts`). So when the requested bytes lie in one chunk object of a
+ * file-backed store (the disk store: single-chunk files, and ranges within one chunk) and are at
+ * most `fileBodyLimit(header timeout)`, the body is that object's byte range as a file `Blob`.
+ * Otherwise a body of at most 1 MiB is read into memory and sent with its length; a larger one
+ * (across chunks; a larger chunk; any S3 object) is the store's stream, which Bun frames chunked:
+ * see docs/internals.md "Downloads and Content-Length".
  */
 import type { Download } from "../files/files.service.ts";
 import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
@@ -19,12 +20,21 @@ import { chunkKey } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 
 /**
- * Largest file-backed body, bytes. While Bun sends a file it applies the server's `idleTimeout`
- * (the header timeout, `ESYNC_HEADER_TIMEOUT_SECONDS`) to the whole send and ignores a per-request
- * timer (measured on Bun 1.4.5), so such a body must leave within that time: 4 MiB in the default
- * 30 s needs about 140 KB/s. Longer ones are streamed, with a timer re-armed per piece.
+ * Slowest client, bytes per second, for which a file-backed body is guaranteed to arrive whole.
+ * Bun sends a file under the server's `idleTimeout` (the header timeout), restarted only when the
+ * socket takes more bytes (docs/repro/bun-sendfile-timer.ts): a body that can leave within one
+ * timeout at this rate is never cut, however the socket buffers drain. Larger bodies are streamed
+ * with a timer re-armed per piece (255 s).
  */
-export const MAX_FILE_BODY_BYTES = 4 * 1024 * 1024;
+export const FILE_BODY_MIN_BYTES_PER_SECOND = 140_000;
+
+/**
+ * Largest file-backed body, bytes, under a header timeout of `headerTimeoutSeconds`: what leaves
+ * within that time at `FILE_BODY_MIN_BYTES_PER_SECOND` (30 s: 4.2 MB; 255 s: 35.7 MB).
+ */
+export function fileBodyLimit(headerTimeoutSeconds: number): number {
+  return headerTimeoutSeconds * FILE_BODY_MIN_BYTES_PER_SECOND;
+}
 
 /**
  * Largest body read into memory to be sent with `Content-Length` when no file-backed Blob can
@@ -48,31 +58,33 @@ async function readAll(stream: ReadableStream<Uint8Array>, length: number): Prom
 
 /**
  * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
- * when those bytes (at most `MAX_FILE_BODY_BYTES`) are in one chunk object of a file-backed
- * store (and `d.body` is then cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read
- * into memory; else `d.body` itself, re-arming the connection's idle timer at every piece
- * (src/http/response-timer.ts). The response must give its status
- * explicitly (Bun answers a sliced file without one as 206).
+ * when those bytes are in one chunk object of a file-backed store and number at most
+ * `maxFileBodyBytes` (see `fileBodyLimit`; `d.body` is then cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body`
+ * itself, re-arming the connection's idle timer at every piece (src/http/response-timer.ts).
+ * The response must give its status explicitly (Bun answers a sliced file without one as 206).
  */
 export async function downloadBody(
   blobs: BlobStore,
   d: Download,
   request: Request,
+  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  const streamed = async () =>
-    d.end - d.start <= MAX_BUFFERED_BODY_BYTES
-      ? readAll(d.body, d.end - d.start)
-      : idleTimedStream(request, d.body);
-  if (!isFileBacked(blobs) || d.end <= d.start || d.end - d.start > MAX_FILE_BODY_BYTES) return streamed();
-  const chunkSize = d.row.chunkSize;
-  const index = Math.floor(d.start / chunkSize);
-  if (Math.floor((d.end - 1) / chunkSize) !== index) return streamed();
-  const gens = JSON.parse(d.row.chunkGens) as string[];
-  const gen = gens[index];
-  if (gen === undefined) return streamed();
-  const base = index * chunkSize;
-  // The stream already proved the object is there (it read its first piece); it is not needed.
-  await d.body.cancel().catch(() => {});
-  fileBodyTimer(request);
-  return blobs.fileRange(chunkKey(d.row.blobId, index, gen), { start: d.start - base, end: d.end - base });
+  if (isFileBacked(blobs) && d.end > d.start && d.end - d.start <= maxFileBodyBytes) {
+    const chunkSize = d.row.chunkSize;
+    const index = Math.floor(d.start / chunkSize);
+    const gen = (JSON.parse(d.row.chunkGens) as string[])[index];
+    if (Math.floor((d.end - 1) / chunkSize) === index && gen !== undefined) {
+      const base = index * chunkSize;
+      // The stream already proved the object is there (it read its first piece); it is not needed.
+      await d.body.cancel().catch(() => {});
+      fileBodyTimer(request);
+      return blobs.fileRange(chunkKey(d.row.blobId, index, gen), {
+        start: d.start - base,
+        end: d.end - base,
+      });
+    }
+  }
+  return d.end - d.start <= MAX_BUFFERED_BODY_BYTES
+    ? readAll(d.body, d.end - d.start)
+    : idleTimedStream(request, d.body);
 }

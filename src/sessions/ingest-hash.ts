@@ -20,6 +20,7 @@
  * restart, simply finalizes with a full pass.
  */
 import { type Blake3, createBlake3 } from "../util/blake3.ts";
+import { piecesOwned, releasePiece } from "../util/release.ts";
 
 /** Where a catch-up finds recorded chunks. */
 export interface RecordedChunks {
@@ -274,11 +275,14 @@ export class IngestHashes {
             this.unreserve(held.data);
           }
           if (!fromMemory) {
-            const reader = (await chunks.open(st.next, gen)).getReader();
+            const stream = await chunks.open(st.next, gen);
+            const release = piecesOwned(stream);
+            const reader = stream.getReader();
             for (;;) {
               const { done, value } = await reader.read();
               if (done) break;
               st.hasher.update(value);
+              if (release) releasePiece(value);
             }
           }
           st.gens[st.next] = gen;

@@ -20,7 +20,10 @@ export interface ByteRange {
 
 /** Options of `BlobStore.put`. */
 export interface PutOptions {
-  /** Called with every piece of the body as it streams through (e.g. to hash it on the way in). */
+  /**
+   * Called with every piece of the body as it streams through (e.g. to hash it on the way in).
+   * The piece is valid only during the call: a store may free its memory afterwards.
+   */
   onData?: (piece: Uint8Array) => void;
   /** Aborts the write; `put` then rejects and leaves no object. */
   signal?: AbortSignal;

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { IngestHashes, type RecordedChunks } from "../../src/sessions/ingest-hash.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
+import { ownPieces } from "../../src/util/release.ts";
 
 /** A fake store of recorded chunks: index → [gen, bytes]. */
 function chunksOf(map: Map<number, [string, Uint8Array]>): RecordedChunks {
@@ -268,5 +269,34 @@ describe("IngestHashes look-ahead", () => {
     expect(pre?.from).toBe(parts.length);
     expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat(parts)));
     expect(h.lookaheadInUse).toBe(0);
+  });
+
+  test("a catch-up hashes every piece read back from a stream that owns its pieces, then frees each", async () => {
+    const h = new IngestHashes();
+    const parts = [randomBytes(3000), randomBytes(2000)];
+    const handed: Uint8Array[] = [];
+    const chunks: RecordedChunks = {
+      recordedGen: async (i) => (i < parts.length ? `g${i}` : null),
+      open: async (i) => {
+        const halves = [parts[i]!.subarray(0, 1000), parts[i]!.subarray(1000)].map((p) => new Uint8Array(p));
+        handed.push(...halves);
+        let k = 0;
+        return ownPieces(
+          new ReadableStream<Uint8Array>({
+            pull(c) {
+              const p = halves[k++];
+              if (p) c.enqueue(p);
+              else c.close();
+            },
+          }),
+        );
+      },
+    };
+    h.recorded("s", 1, "g1", chunks);
+    const pre = await h.take("s", ["g0", "g1"]);
+    expect(pre?.from).toBe(2);
+    expect(pre?.hasher.digestHex()).toBe(blake3Hex(concat(parts)));
+    expect(handed.length).toBe(4);
+    expect(handed.every((p) => p.byteLength === 0)).toBe(true);
   });
 });

@@ -5,6 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DiskBlobStore } from "../../src/storage/disk.ts";
+import { ownPieces, piecesOwned } from "../../src/util/release.ts";
 import { blobStoreConformance } from "./conformance.ts";
 
 blobStoreConformance("disk", async () => {
@@ -38,6 +39,76 @@ describe("DiskBlobStore start-up", () => {
       expect(existsSync(join(root, ".tmp", "dead.part"))).toBe(false);
       expect(await restarted.size("b/aa/blob/0.g")).toBe(3);
       expect(await restarted.list("")).toEqual(["b/aa/blob/0.g"]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("DiskBlobStore memory of body pieces", () => {
+  /** A body of `n` pieces of `size` bytes, each a fresh buffer kept by the test to inspect. */
+  function pieces(n: number, size: number): Uint8Array[] {
+    return Array.from({ length: n }, (_, i) => new Uint8Array(size).fill(i + 1));
+  }
+  function streamOf(list: Uint8Array[]): ReadableStream<Uint8Array> {
+    let i = 0;
+    return new ReadableStream<Uint8Array>({
+      pull(c) {
+        const p = list[i++];
+        if (p) c.enqueue(p);
+        else c.close();
+      },
+    });
+  }
+
+  test("put frees each piece of a body marked ownPieces once written, and stores every byte", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-disk-own-"));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      const list = pieces(4, 1000);
+      const expected = Buffer.concat(list.map((p) => Buffer.from(p)));
+      const seen: number[] = [];
+      await store.put("b/aa/blob/0.g", ownPieces(streamOf(list)), 4000, {
+        onData: (p) => seen.push(p[0]!),
+      });
+      expect(seen).toEqual([1, 2, 3, 4]);
+      expect(list.every((p) => p.byteLength === 0)).toBe(true);
+      const back = new Uint8Array(await new Response(await store.get("b/aa/blob/0.g")).arrayBuffer());
+      expect(Buffer.from(back).equals(expected)).toBe(true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("put leaves the pieces of an unmarked body untouched", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-disk-own-"));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      const list = pieces(3, 500);
+      await store.put("b/aa/blob/0.g", streamOf(list), 1500);
+      expect(list.map((p) => [p.byteLength, p[0]])).toEqual([
+        [500, 1],
+        [500, 2],
+        [500, 3],
+      ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("get marks its stream as owning its pieces (fresh buffers a reader may free)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-disk-own-"));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      await store.put("b/aa/blob/0.g", streamOf(pieces(1, 10)), 10);
+      const s = await store.get("b/aa/blob/0.g");
+      expect(piecesOwned(s)).toBe(true);
+      const { value } = await s.getReader().read();
+      expect(value!.byteOffset).toBe(0);
+      expect(value!.buffer.byteLength).toBe(value!.byteLength);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
