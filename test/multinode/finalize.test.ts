@@ -5,14 +5,15 @@
  * another node restarting (start-up recovery must not reset a session a live node is finalizing),
  * so a chunk PUT can never replace bytes that finalize verified.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { type Cluster, logEvents, scrape, startCluster, sumMetric } from "../support/cluster.ts";
 import { newUser } from "../support/fixtures.ts";
-import { SETUP_TIMEOUT_MS } from "../support/s3-server.ts";
+import { SETUP_TIMEOUT_MS, skipS3 } from "../support/s3-server.ts";
 import {
   call,
+  describeCluster,
   download,
   expectConflict,
   expectSuccess,
@@ -28,6 +29,7 @@ const MiB = 1024 * 1024;
 let cluster: Cluster;
 
 beforeAll(async () => {
+  if (skipS3) return;
   cluster = await startCluster({ nodes: 3, label: "finalize" });
 }, SETUP_TIMEOUT_MS);
 
@@ -49,7 +51,7 @@ async function finalizingSessions(i: number): Promise<number> {
   return sumMetric(await scrape(cluster.url(i)), "esync_upload_sessions", { state: "finalizing" });
 }
 
-describe("finalize of one session on three nodes", () => {
+describeCluster("finalize of one session on three nodes", () => {
   test("three simultaneous finalize calls on three nodes commit once: one 200, two 409 with the Conflict envelope", async () => {
     const user = newUser();
     const urls = cluster.nodes.map((n) => n.url);

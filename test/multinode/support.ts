@@ -3,11 +3,18 @@
  * single-shot uploads, session flows, downloads), with answers parsed for the envelope checks of
  * `test/http/helpers.ts`.
  */
-
+import { describe } from "bun:test";
 import { type JsonAnswer, multipart } from "../http/helpers.ts";
 import { makeManifest, type TestUser } from "../support/fixtures.ts";
+import { skipS3 } from "../support/s3-server.ts";
 
 export { expectConflict, expectError, expectSuccess, FOLDER, UPLOAD_RESULT_KEYS } from "../http/helpers.ts";
+
+/**
+ * `describe` for suites that need a cluster (a real S3 server): skipped, loudly (see
+ * `test/support/s3-server.ts`), only under `ESYNC_TEST_SKIP_S3=1` outside CI.
+ */
+export const describeCluster = skipS3 ? describe.skip : describe;
 
 /** A JSON request to `base` as `user`; `body` is sent as JSON (POST without one: `Content-Length: 0`). */
 export async function call(

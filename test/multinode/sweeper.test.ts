@@ -7,14 +7,15 @@
  * (counted by each node's blob store metrics and its `blob.deleted` log events) must add up to
  * exactly one per queued row.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { type Cluster, logEvents, scrape, startCluster, sumMetric } from "../support/cluster.ts";
 import { makeManifest, newUser } from "../support/fixtures.ts";
-import { SETUP_TIMEOUT_MS } from "../support/s3-server.ts";
+import { SETUP_TIMEOUT_MS, skipS3 } from "../support/s3-server.ts";
 import {
   call,
+  describeCluster,
   download,
   expectSuccess,
   FOLDER,
@@ -37,6 +38,7 @@ let cluster: Cluster;
 const done = { queued: -1, byMetrics: -2, byLogs: -3 };
 
 beforeAll(async () => {
+  if (skipS3) return;
   cluster = await startCluster({
     nodes: 3,
     label: "sweeper",
@@ -72,7 +74,7 @@ async function deletionsByNode(): Promise<number[]> {
   );
 }
 
-describe("three sweepers", () => {
+describeCluster("three sweepers", () => {
   test("with 3 sweepers started on the same due rows, every released blob is deleted from the bucket and every live blob is intact", async () => {
     const user = newUser();
     const urls = cluster.nodes.map((n) => n.url);

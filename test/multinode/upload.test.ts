@@ -9,7 +9,7 @@
  * The ciphertext is 200 MiB of plaintext's worth of random bytes (complement §2 size) in a file,
  * sent chunk by chunk from disk; nothing holds it in memory.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
@@ -17,9 +17,17 @@ import { ciphertextSize } from "../../src/client/frame.ts";
 import { createBlake3 } from "../../src/util/blake3.ts";
 import { type Cluster, scrape, startCluster, sumMetric } from "../support/cluster.ts";
 import { newUser } from "../support/fixtures.ts";
-import { SETUP_TIMEOUT_MS } from "../support/s3-server.ts";
+import { SETUP_TIMEOUT_MS, skipS3 } from "../support/s3-server.ts";
 import { tempDir } from "../support/tmp.ts";
-import { call, downloadPath, expectSuccess, finalize, openSession, UPLOAD_RESULT_KEYS } from "./support.ts";
+import {
+  call,
+  describeCluster,
+  downloadPath,
+  expectSuccess,
+  finalize,
+  openSession,
+  UPLOAD_RESULT_KEYS,
+} from "./support.ts";
 
 const MiB = 1024 * 1024;
 const PLAINTEXT = 200 * MiB;
@@ -35,6 +43,7 @@ let cluster: Cluster;
 const serverErrors: string[] = [];
 
 beforeAll(async () => {
+  if (skipS3) return;
   const fh = await open(ctPath, "w");
   const h = createBlake3();
   try {
@@ -70,7 +79,7 @@ async function hashBody(r: Response): Promise<{ hash: string; length: number }> 
   return { hash: h.digestHex(), length };
 }
 
-describe("a 200 MiB upload over three nodes", () => {
+describeCluster("a 200 MiB upload over three nodes", () => {
   test("chunks round-robin over 3 nodes, node 2 SIGKILLed mid-upload, finalize (200, full BLAKE3 pass) on a restarted node 2 that received none, every node serves it byte-identical whole and by ranges", async () => {
     const user = newUser();
     const s = await openSession(cluster.url(0), user, {
