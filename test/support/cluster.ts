@@ -34,6 +34,13 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** How long each node may take to answer `/health`, ms (default 60 s: the machine is shared). */
   timeoutMs?: number;
+  /**
+   * A bucket to use instead of a fresh one of the S3 test server (a bench's own S3); `close()`
+   * then leaves it in place.
+   */
+  s3?: S3Config;
+  /** Extra flags for every node's `bun` runtime (e.g. `--smol`). */
+  bunArgs?: string[];
 }
 
 /** One node of a cluster: its fixed address and data directory, and the process running now. */
@@ -74,7 +81,7 @@ export interface Cluster {
   output(i: number): string;
   /** Every object key of the shared bucket, sorted. */
   listObjects(): Promise<string[]>;
-  /** Kills every node, deletes the bucket and every node's data directory. */
+  /** Kills every node, deletes every node's data directory and the bucket (unless `opts.s3` gave it). */
   close(): Promise<void>;
 }
 
@@ -85,7 +92,7 @@ export interface Cluster {
  */
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   if (opts.nodes < 1) throw new Error("a cluster has at least one node");
-  const s3 = await s3TestConfig(`mn-${opts.label}`, "esync");
+  const s3 = opts.s3 ?? (await s3TestConfig(`mn-${opts.label}`, "esync"));
   const shared = tempDir("esync-cluster-db-");
   const sharedEnv: Record<string, string> = {
     ...s3Env(s3),
@@ -124,6 +131,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       port: n.port,
       dataDir: n.dataDir,
       timeoutMs: opts.timeoutMs ?? 60_000,
+      bunArgs: opts.bunArgs,
       env: { ESYNC_LOG_LEVEL: "info", ...sharedEnv, ...opts.env, ...env },
     });
     n.process = proc;
@@ -169,7 +177,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       );
       for (const n of nodes) rmSync(n.dataDir, { recursive: true, force: true });
       rmSync(shared, { recursive: true, force: true });
-      await removeTestBucket(s3);
+      if (!opts.s3) await removeTestBucket(s3);
     },
   };
 
