@@ -55,7 +55,7 @@
  * then mostly reads chunks back: no node saw them all); `--spread session` sends all requests of
  * one session to one node and the sessions round-robin. Reported per row: aggregate MB/s, and
  * server CPU seconds per GiB summed over the nodes' processes; the 1-node row of each level is
- * the baseline. A chunk PUT answered 5xx or 429 is retried (as real clients do) and counted
+ * the baseline. A request answered 5xx or 429 is retried (as real clients do) and counted
  * (`retries`).
  *
  * `--compare` runs bench/compare.ts instead: esync, the ceiling and @tus/server, interleaved.
@@ -313,18 +313,26 @@ function manifest(): Record<string, unknown> {
 }
 
 // ---- one file ------------------------------------------------------------------------------
+/** Requests answered 5xx or 429 and retried, this run. */
+let retries = 0;
+
+/**
+ * `init` to `url` until it is not answered 5xx or 429 (each such answer counted in `retries`);
+ * `init.body` must be re-sendable. @returns the Success object. @throws on any other non-200.
+ */
 async function json(url: string, init: RequestInit): Promise<Record<string, string>> {
-  const r = await fetch(url, init);
-  const body = (await r.json()) as { Success: Record<string, string> };
-  if (r.status !== 200) throw new Error(`${init.method} ${url}: ${r.status} ${JSON.stringify(body)}`);
-  return body.Success;
+  for (;;) {
+    const r = await fetch(url, init);
+    const text = await r.text();
+    if (r.status === 200) return (JSON.parse(text) as { Success: Record<string, string> }).Success;
+    if (r.status < 500 && r.status !== 429) throw new Error(`${init.method} ${url}: ${r.status} ${text}`);
+    retries++;
+    await Bun.sleep(20);
+  }
 }
 
 /** What the bench is doing now, so RSS samples can be attributed: chunk PUTs or finalize. */
 let phase: "chunks" | "finalize" = "chunks";
-
-/** Chunk PUTs answered 5xx or 429 and retried, this run. */
-let retries = 0;
 
 /**
  * Uploads the payload once through a session on the nodes `bases` (one URL: a single server):
@@ -353,19 +361,11 @@ async function uploadOne(
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
-      for (;;) {
-        const url = `${node()}/upload/session/${s.session_id}/chunk/${i}`;
-        const r = await fetch(url, {
-          method: "PUT",
-          headers: { authorization: auth, "content-type": "application/octet-stream" },
-          body: payload.subarray(i * CHUNK, Math.min(SIZE, (i + 1) * CHUNK)),
-        });
-        const text = await r.text();
-        if (r.status === 200) break;
-        if (r.status < 500 && r.status !== 429) throw new Error(`PUT ${url}: ${r.status} ${text}`);
-        retries++;
-        await Bun.sleep(20);
-      }
+      await json(`${node()}/upload/session/${s.session_id}/chunk/${i}`, {
+        method: "PUT",
+        headers: { authorization: auth, "content-type": "application/octet-stream" },
+        body: payload.subarray(i * CHUNK, Math.min(SIZE, (i + 1) * CHUNK)),
+      });
     }
   };
   await Promise.all([...Array(concurrency)].map(worker));
@@ -398,7 +398,7 @@ interface LevelResult {
     rawS3CpuS: number | null;
     /** S3 only: CPU seconds of this process's raw PUTs (the minio client alone). */
     rawClientCpuS: number | null;
-    /** Chunk PUTs answered 5xx or 429 and retried. */
+    /** Requests answered 5xx or 429 and retried. */
     retries: number;
   }[];
   /** Median over runs. */
@@ -553,7 +553,7 @@ async function runLevel(concurrency: number, nodes: number | null = null): Promi
           (run.rawMbps === null ? "" : `; raw S3 PUT ${run.rawMbps.toFixed(0)} MB/s`) +
           (run.rawS3CpuS === null ? "" : ` (CPU s: S3 server ${run.rawS3CpuS.toFixed(2)}`) +
           (run.rawClientCpuS === null ? "" : `, client ${run.rawClientCpuS.toFixed(2)})`) +
-          (retries > 0 ? `; ${retries} chunk PUTs retried (5xx/429)` : ""),
+          (retries > 0 ? `; ${retries} requests retried (5xx/429)` : ""),
       );
     }
   } finally {
@@ -631,7 +631,7 @@ if (NODES > 1) {
     `${NODES} nodes against 1 on this machine (${navigator.hardwareConcurrency} CPUs), ${FILES} file(s) at once, --spread ${flags.spread}:`,
   );
   console.log(
-    "| concurrency per file | nodes | aggregate MB/s (median) | vs 1 node | server CPU s/GiB (all nodes) | finalize p50 ms | retried PUTs |",
+    "| concurrency per file | nodes | aggregate MB/s (median) | vs 1 node | server CPU s/GiB (all nodes) | finalize p50 ms | retried requests |",
   );
   console.log("|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of results) {
