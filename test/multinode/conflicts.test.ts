@@ -62,8 +62,7 @@ async function entriesAt(i: number, user: TestUser, path: string) {
 }
 
 describeCluster("write races over three nodes", () => {
-  // F1 (/work/wt/MULTINODE-FINDINGS.md): racing transactions of two nodes answer 500 database_error.
-  test.todo("a new file uploaded at one path on 3 nodes at once: one 200, two 409 Conflict naming the winner's revision, one row", async () => {
+  test("a new file uploaded at one path on 3 nodes at once: one 200, two 409 Conflict naming the winner's revision, one row", async () => {
     const user = newUser();
     for (let round = 0; round < 5; round++) {
       const path = `new/r${round}.bin`;
@@ -82,8 +81,7 @@ describeCluster("write races over three nodes", () => {
     }
   });
 
-  // F1 (/work/wt/MULTINODE-FINDINGS.md): racing transactions of two nodes answer 500 database_error.
-  test.todo("a stale base revision raced on 3 nodes: one 200 (revision 2), two 409 Conflict naming it", async () => {
+  test("a stale base revision raced on 3 nodes: one 200 (revision 2), two 409 Conflict naming it", async () => {
     const user = newUser();
     for (let round = 0; round < 5; round++) {
       const path = `stale/r${round}.bin`;
@@ -116,8 +114,7 @@ describeCluster("write races over three nodes", () => {
     }
   });
 
-  // F1 (/work/wt/MULTINODE-FINDINGS.md): racing transactions of two nodes answer 500 database_error.
-  test.todo("three sessions for one new path finalized on 3 nodes at once: one 200, two 409 Conflict naming the winner's revision", async () => {
+  test("three sessions for one new path finalized on 3 nodes at once: one 200, two 409 Conflict naming the winner's revision", async () => {
     for (let round = 0; round < 3; round++) {
       const user = newUser();
       const path = `sessions/r${round}.bin`;
@@ -137,8 +134,7 @@ describeCluster("write races over three nodes", () => {
     }
   });
 
-  // F1 (/work/wt/MULTINODE-FINDINGS.md): racing transactions of two nodes answer 500 database_error.
-  test.todo(`${3 * SESSION_LIMIT} session creates spread over 3 nodes at once: exactly ${SESSION_LIMIT} are 200, the rest 429 session_limit with Retry-After`, async () => {
+  test(`${3 * SESSION_LIMIT} session creates spread over 3 nodes at once: exactly ${SESSION_LIMIT} are 200, the rest 429 session_limit with Retry-After`, async () => {
     for (let round = 0; round < 3; round++) {
       const user = newUser();
       const answers = await Promise.all(

@@ -121,8 +121,7 @@ describeCluster("finalize of one session on three nodes", () => {
     for (const u of urls) expect(blake3Hex((await download(u, user, s.manifest)).body)).toBe(blake3Hex(ct));
   });
 
-  // F2 (/work/wt/MULTINODE-FINDINGS.md): start-up recovery resets every finalizing session.
-  test.todo("a node restarting while node 0 finalizes leaves the session finalizing: a chunk PUT and a finalize elsewhere are 409, node 0 commits (200) the bytes it verified", async () => {
+  test("a node restarting while node 0 finalizes leaves the session finalizing: a chunk PUT and a finalize elsewhere are 409, node 0 commits (200) the bytes it verified", async () => {
     const user = newUser();
     const urls = cluster.nodes.map((n) => n.url);
     const ct = randomBytes(96 * MiB);
