@@ -16,8 +16,13 @@
  * process keeps its state but does nothing until `thaw`), and started again (`start`) on the
  * same port and data directory, optionally with other variables. `output(i)` keeps everything
  * node i wrote over all its lives, so log events can be counted across restarts.
+ *
+ * Should the process that started the cluster die without `close()` (a bench or test run killed
+ * by a timeout), a detached watchdog SIGKILLs the nodes it left running.
  */
-import { rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { S3Config } from "../../src/config/config.ts";
 import { removeTestBucket, s3Env, s3TestConfig, testClient } from "./s3-server.ts";
@@ -109,6 +114,12 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     };
   });
   const earlier: string[][] = nodes.map(() => []);
+  // The running nodes' pids, for the watchdog (see the module comment).
+  const pidFile = join(tmpdir(), `esync-cluster-${process.pid}-${randomBytes(4).toString("hex")}.pids`);
+  const recordPids = () =>
+    writeFileSync(pidFile, nodes.flatMap((n) => (n.process ? [`${n.process.pid}\n`] : [])).join(""));
+  recordPids();
+  killNodesWhenGone(pidFile, [shared, ...nodes.map((n) => n.dataDir)]);
   const node = (i: number): ClusterNode => {
     const n = nodes[i];
     if (!n) throw new Error(`no node ${i} in a cluster of ${nodes.length}`);
@@ -122,6 +133,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const down = (i: number, proc: ServerProcess) => {
     earlier[i]?.push(proc.output());
     node(i).process = null;
+    recordPids();
   };
 
   const start = async (i: number, env: Record<string, string> = {}): Promise<ServerProcess> => {
@@ -135,6 +147,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       env: { ESYNC_LOG_LEVEL: "info", ...sharedEnv, ...opts.env, ...env },
     });
     n.process = proc;
+    recordPids();
     return proc;
   };
 
@@ -175,6 +188,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
           n.process = null;
         }),
       );
+      rmSync(pidFile, { force: true });
       for (const n of nodes) rmSync(n.dataDir, { recursive: true, force: true });
       rmSync(shared, { recursive: true, force: true });
       if (!opts.s3) await removeTestBucket(s3);
@@ -190,6 +204,29 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     throw e;
   }
   return cluster;
+}
+
+/**
+ * Starts a detached watchdog (outside the test runner's process tree) that waits for this process
+ * to exit, then SIGKILLs every pid listed in `pidFile` that still runs `src/main.ts`, and removes
+ * the file and the directories `dirs`. Nothing happens when `close()` removed the file first.
+ */
+function killNodesWhenGone(pidFile: string, dirs: string[]): void {
+  const script = `
+while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
+[ -f "$2" ] || exit 0
+while read -r pid; do
+  tr "\\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -q "src/main.ts" && kill -9 "$pid"
+done <"$2"
+rm -f "$2"
+shift 2
+rm -rf -- "$@"
+`;
+  Bun.spawn(["setsid", "-f", "bash", "-c", script, "watchdog", String(process.pid), pidFile, ...dirs], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "ignore",
+  }).unref();
 }
 
 /**
