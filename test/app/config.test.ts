@@ -1,6 +1,6 @@
 /**
- * The connection-defence settings of src/config/config.ts (issue 10, defect 2): defaults,
- * bounds, and a ConfigError naming the variable for a bad value.
+ * The connection-defence (issue 10, defect 2) and metadata database (issue 11) settings of
+ * src/config/config.ts: defaults, bounds, and a ConfigError naming the variable for a bad value.
  */
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
@@ -71,4 +71,29 @@ describe("finalize lease (issue 11)", () => {
   test("rejects ESYNC_FINALIZE_LEASE_SECONDS below 3 (it is renewed every third of it) with a ConfigError naming it", () => {
     expect(() => loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "2" })).toThrow(ConfigError);
   });
+});
+
+describe("metadata database settings", () => {
+  test("defaults: no database URL (SQLite), a PostgreSQL pool of 10", () => {
+    const c = loadConfig({});
+    expect([c.databaseUrl, c.databasePoolSize]).toEqual([null, 10]);
+  });
+
+  test("reads ESYNC_DATABASE_URL (postgres:// or postgresql://) and ESYNC_DATABASE_POOL_SIZE", () => {
+    expect(loadConfig({ ESYNC_DATABASE_URL: "postgres://u:p@db:5432/esync" }).databaseUrl).toBe(
+      "postgres://u:p@db:5432/esync",
+    );
+    const c = loadConfig({ ESYNC_DATABASE_URL: "postgresql://db/esync", ESYNC_DATABASE_POOL_SIZE: "3" });
+    expect([c.databaseUrl, c.databasePoolSize]).toEqual(["postgresql://db/esync", 3]);
+  });
+
+  for (const [name, value] of [
+    ["ESYNC_DATABASE_URL", "mysql://db/esync"],
+    ["ESYNC_DATABASE_URL", "/var/lib/esync.sqlite"],
+    ["ESYNC_DATABASE_POOL_SIZE", "0"],
+  ] as const) {
+    test(`rejects ${name}=${value} with a ConfigError naming it`, () => {
+      expect(() => loadConfig({ [name]: value })).toThrow(name);
+    });
+  }
 });

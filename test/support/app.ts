@@ -1,7 +1,13 @@
 /**
- * In-process test app: in-memory SQLite, a blob store, a manual clock, and helpers to call
+ * In-process test app: a metadata store, a blob store, a manual clock, and helpers to call
  * `app.handle` with JSON or raw bodies. Every answer is checked against its route's documented
  * statuses and response schemas (`checkAnswer`).
+ *
+ * The metadata store is the one `ESYNC_TEST_DATABASE` names (`testDatabase`): by default
+ * in-memory SQLite (or the file `ESYNC_DB_PATH` names); with `postgres`, a migrated, empty
+ * database of the test PostgreSQL server (`test/support/pg-server.ts`) lent to the app and
+ * emptied by `close`. A few are made ready when this module loads, so that `makeTestApp` stays
+ * synchronous.
  *
  * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
  * in a temporary directory; with `s3`, the S3 store on the real test server
@@ -13,7 +19,9 @@ import { rmSync } from "node:fs";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import type { Db } from "../../src/db/client.ts";
-import { openSqliteStore } from "../../src/db/sqlite/store.ts";
+import { connectPostgres } from "../../src/db/postgres/client.ts";
+import { PgMetadataStore } from "../../src/db/postgres/store.ts";
+import { openSqliteStore, sqliteDb } from "../../src/db/sqlite/store.ts";
 import type { MetadataStore } from "../../src/db/store.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
@@ -23,10 +31,11 @@ import { ManualClock } from "../../src/util/clock.ts";
 import { type Logger, silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 import { checkAnswer } from "./contract.ts";
+import { type PgLease, pgMigratedDatabase, testDatabase } from "./pg-server.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
 import { tempDir } from "./tmp.ts";
 
-export { testStorage };
+export { testDatabase, testStorage };
 
 /** Creates the bucket every S3 test app of this process shares (each under its own prefix). */
 async function createSharedBucket(): Promise<S3Config> {
@@ -43,6 +52,41 @@ async function createSharedBucket(): Promise<S3Config> {
 /** The shared bucket when the tests run on S3, else null. */
 const s3Bucket: S3Config | null = testStorage === "s3" ? await createSharedBucket() : null;
 
+/**
+ * Migrated, empty PostgreSQL databases for the next test apps (`ESYNC_TEST_DATABASE=postgres`):
+ * each app takes one and a replacement is prepared at once, so that a burst of `PG_READY` apps
+ * made without awaiting in between never waits.
+ */
+const PG_READY = 3;
+const pgReady: PgLease[] =
+  testDatabase === "postgres"
+    ? await Promise.all(Array.from({ length: PG_READY }, () => pgMigratedDatabase("http")))
+    : [];
+let pgRefillError: unknown = null;
+
+/** Prepares one more PostgreSQL database for `pgReady` in the background. */
+function refillPg(): void {
+  pgMigratedDatabase("http").then(
+    (lease) => void pgReady.push(lease),
+    (e: unknown) => {
+      pgRefillError = e;
+    },
+  );
+}
+
+/** A PostgreSQL store for a new test app, and the database lease to give back on close. */
+function takePgStore(): { store: PgMetadataStore; lease: PgLease } {
+  const lease = pgReady.shift();
+  if (!lease) {
+    throw new Error(
+      `no PostgreSQL test database ready: more than ${PG_READY} test apps were made without awaiting in between` +
+        (pgRefillError ? ` (preparing one failed: ${pgRefillError})` : ""),
+    );
+  }
+  refillPg();
+  return { store: new PgMetadataStore(connectPostgres(lease.url, { poolSize: 4 })), lease };
+}
+
 /** A parsed JSON answer body; tests assert its fields one by one, so it is deliberately untyped. */
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 export type JsonBody = any;
@@ -55,8 +99,11 @@ export interface TestApp {
   clock: ManualClock;
   /** The metadata store the app runs on. */
   store: MetadataStore;
-  /** The SQLite handle of `store`, for tests that inspect or damage rows directly. */
-  db: Db;
+  /**
+   * The SQLite handle of `store`, for tests that inspect or damage rows directly.
+   * @throws Error on PostgreSQL (`ESYNC_TEST_DATABASE=postgres`), where there is none.
+   */
+  readonly db: Db;
   blobs: BlobStore;
   services: ReturnType<typeof createApp>["services"];
   /** The app's metrics (a fresh registry, without the process metrics). */
@@ -96,7 +143,8 @@ export function makeTestApp(
     ...storageVars,
     ...env,
   });
-  const metadata = openSqliteStore(config.dbPath);
+  const pg = testDatabase === "postgres" && env.ESYNC_DB_PATH === undefined ? takePgStore() : null;
+  const metadata: MetadataStore = pg?.store ?? openSqliteStore(config.dbPath);
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
@@ -120,7 +168,11 @@ export function makeTestApp(
     config,
     clock,
     store: metadata,
-    db: metadata.db,
+    get db(): Db {
+      const db = sqliteDb(metadata);
+      if (!db) throw new Error("this test reads the SQLite database directly; the app runs on PostgreSQL");
+      return db;
+    },
     blobs: store,
     services,
     metrics,
@@ -140,6 +192,7 @@ export function makeTestApp(
       const closing = metadata.close();
       rmSync(dir, { recursive: true, force: true });
       await closing;
+      await pg?.lease.release();
       try {
         if (store.kind === "s3") await store.delete(await store.list(""));
       } finally {
