@@ -5,9 +5,12 @@
  * else the embedded SQLite file at `ESYNC_DB_PATH`. Nothing else branches on the dialect.
  */
 import type { Config } from "../config/config.ts";
+import { PgSearchIndex } from "../search/postgres-index.ts";
+import type { SearchIndex } from "../search/search-index.ts";
+import { SqliteSearchIndex } from "../search/sqlite-index.ts";
 import type { Logger } from "../util/log.ts";
-import { openPgMetadataStore } from "./postgres/store.ts";
-import { openSqliteStore } from "./sqlite/store.ts";
+import { openPgMetadataStore, pgDb } from "./postgres/store.ts";
+import { openSqliteStore, SqliteMetadataStore } from "./sqlite/store.ts";
 import type { MetadataStore } from "./store.ts";
 
 /**
@@ -19,4 +22,17 @@ export async function openMetadataStore(config: Config, log?: Logger): Promise<M
     return openPgMetadataStore(config.databaseUrl, log, { poolSize: config.databasePoolSize });
   }
   return openSqliteStore(config.dbPath, log);
+}
+
+/**
+ * The search index of `store`'s database: the tuned SQLite index (reading through the store's
+ * gate) or the PostgreSQL one.
+ * @throws Error for a store of neither kind.
+ */
+export function searchIndexOf(store: MetadataStore): SearchIndex {
+  if (store instanceof SqliteMetadataStore)
+    return new SqliteSearchIndex(store.db, { read: (fn) => store.read(fn) });
+  const pg = pgDb(store);
+  if (pg) return new PgSearchIndex(pg);
+  throw new Error(`no search index for a ${store.dialect} metadata store`);
 }

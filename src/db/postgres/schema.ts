@@ -8,8 +8,8 @@
  * default collation.
  *
  * The SQLite search index tables have no counterpart: on PostgreSQL, search reads `files`
- * through a `pg_trgm` GIN index on `search_name` and one b-tree per sort column ending in
- * `path_hash`. The counters `account_usage` and `usage_buckets` are kept by plpgsql triggers
+ * through a `pg_trgm` GIN index on the folded `search_name`, one b-tree per sort column ending
+ * in `path_hash` and one per directory (src/search/postgres-index.ts). The counters `account_usage` and `usage_buckets` are kept by plpgsql triggers
  * on `files` (drizzle/postgres/0001_counters.sql), as SQLite triggers keep them.
  * Migrations are generated from this file into `drizzle/postgres/` by `bun run db:generate:postgres`.
  */
@@ -87,16 +87,50 @@ export const files = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
-    // Search (`q`): trigram matches on the search name.
-    index("files_search_name_trgm").using("gin", sql`${t.searchName} gin_trgm_ops`),
-    // Search and browse pages: one per sort key (spec §4.9, extensions §1.7), `path_hash` last
-    // as the tiebreak, so that a page is read in index order.
-    index("files_by_file_name").on(t.owner, t.fileName, t.pathHash),
-    index("files_by_size").on(t.owner, t.sizeBytes, t.pathHash),
-    index("files_by_created").on(t.owner, t.createdAt, t.pathHash),
-    index("files_by_updated").on(t.owner, t.updatedAt, t.pathHash),
-    index("files_by_uploader").on(t.owner, t.uploadedBy, t.pathHash),
-    index("files_by_ext").on(t.owner, t.ext, t.pathHash),
+    // Search (`q`, src/search/postgres-index.ts): trigram matches on the folded search name
+    // (word-final ς read as σ, as `foldCase` folds `q`).
+    index("files_search_fold_trgm").using("gin", sql`replace(${t.searchName}, 'ς', 'σ') gin_trgm_ops`),
+    // Search and browse pages: one per sort key (spec §4.9, extensions §1.7), `path_hash` next
+    // as the tiebreak, so that a page is read in index order; nullable keys sort nulls first
+    // ascending (SQLite's order), and the same index read backwards gives descending nulls last.
+    // Then folder_hash (a page's keys) and the filtered columns, so that a walk skipping to an
+    // offset and testing file_type, size and date bounds reads the index only.
+    index("files_by_file_name").on(
+      t.owner,
+      t.fileName.asc().nullsFirst(),
+      t.pathHash,
+      t.folderHash,
+      t.ext,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    index("files_by_size").on(t.owner, t.sizeBytes, t.pathHash, t.folderHash, t.ext, t.createdAt),
+    index("files_by_created").on(t.owner, t.createdAt, t.pathHash, t.folderHash, t.ext, t.sizeBytes),
+    index("files_by_updated").on(
+      t.owner,
+      t.updatedAt,
+      t.pathHash,
+      t.folderHash,
+      t.ext,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    index("files_by_uploader").on(t.owner, t.uploadedBy.asc().nullsFirst(), t.pathHash, t.folderHash),
+    index("files_by_ext").on(
+      t.owner,
+      t.ext.asc().nullsFirst(),
+      t.pathHash,
+      t.folderHash,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    // Browse: the files directly in one directory of a folder (`search_entries.dir` on SQLite).
+    index("files_by_dir").on(
+      t.owner,
+      t.folderHash,
+      sql`btrim(regexp_replace(${t.relativePath}, '[^/]*$', ''), '/')`,
+      t.pathHash,
+    ),
   ],
 );
 
