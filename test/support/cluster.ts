@@ -7,10 +7,15 @@
  * The nodes are configured only through the documented `ESYNC_*` variables (README configuration
  * table), exactly as an operator would run them behind a load balancer.
  *
- * The shared metadata database is one SQLite file opened by every process (`ESYNC_DB_PATH`;
- * WAL works across the processes of one machine). That already exercises every cross-node rule
- * the database has to enforce, since no node can see another's memory. Node 0 starts first and
- * applies the migrations; the others start together once it answers.
+ * The shared metadata database (`ClusterOptions.database`, default `ESYNC_TEST_CLUSTER_DATABASE`
+ * or `postgres`):
+ * - `postgres`: a fresh database on the PostgreSQL test server (`test/support/pg-server.ts`),
+ *   `ESYNC_DATABASE_URL` for every node. All nodes start at once, so they race to migrate it
+ *   (one migrates under the advisory lock, the others wait).
+ * - `sqlite`: one SQLite file opened by every process (`ESYNC_DB_PATH`; WAL works across the
+ *   processes of one machine), for machines without PostgreSQL. It exercises the same cross-node
+ *   rules, since no node can see another's memory. Node 0 starts first and migrates; the others
+ *   start together once it answers.
  *
  * A node can be SIGKILLed (`kill`), stopped cleanly (`stop`), frozen (`freeze`: SIGSTOP, the
  * process keeps its state but does nothing until `thaw`), and started again (`start`) on the
@@ -25,9 +30,21 @@ import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { S3Config } from "../../src/config/config.ts";
+import { pgTestDatabase } from "./pg-server.ts";
 import { removeTestBucket, s3Env, s3TestConfig, testClient } from "./s3-server.ts";
 import { freePort, type ServerProcess, startServer } from "./server.ts";
 import { tempDir } from "./tmp.ts";
+
+/** The metadata database of a cluster (see the module comment). */
+export type ClusterDatabase = "postgres" | "sqlite";
+
+/** `ESYNC_TEST_CLUSTER_DATABASE`: `postgres` (default) or `sqlite`. */
+export const clusterDatabase: ClusterDatabase = (() => {
+  const v = process.env.ESYNC_TEST_CLUSTER_DATABASE || "postgres";
+  if (v !== "postgres" && v !== "sqlite")
+    throw new Error(`ESYNC_TEST_CLUSTER_DATABASE must be postgres or sqlite, got "${v}"`);
+  return v;
+})();
 
 /** Options of `startCluster`. */
 export interface ClusterOptions {
@@ -46,6 +63,8 @@ export interface ClusterOptions {
   s3?: S3Config;
   /** Extra flags for every node's `bun` runtime (e.g. `--smol`). */
   bunArgs?: string[];
+  /** The shared metadata database (default `clusterDatabase`). */
+  database?: ClusterDatabase;
 }
 
 /** One node of a cluster: its fixed address and data directory, and the process running now. */
@@ -65,6 +84,8 @@ export interface Cluster {
   readonly nodes: ClusterNode[];
   /** The shared bucket (and key prefix) every node stores blobs in. */
   readonly s3: S3Config;
+  /** Which metadata database the nodes share. */
+  readonly database: ClusterDatabase;
   /** The `ESYNC_*` variables every node gets (database and bucket), without per-node ones. */
   readonly sharedEnv: Record<string, string>;
   /** Base URL of node `i`. */
@@ -86,7 +107,10 @@ export interface Cluster {
   output(i: number): string;
   /** Every object key of the shared bucket, sorted. */
   listObjects(): Promise<string[]>;
-  /** Kills every node, deletes every node's data directory and the bucket (unless `opts.s3` gave it). */
+  /**
+   * Kills every node, deletes every node's data directory, the PostgreSQL database and the bucket
+   * (unless `opts.s3` gave it).
+   */
   close(): Promise<void>;
 }
 
@@ -98,10 +122,12 @@ export interface Cluster {
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   if (opts.nodes < 1) throw new Error("a cluster has at least one node");
   const s3 = opts.s3 ?? (await s3TestConfig(`mn-${opts.label}`, "esync"));
+  const database = opts.database ?? clusterDatabase;
   const shared = tempDir("esync-cluster-db-");
+  const pg = database === "postgres" ? await pgTestDatabase(`mn_${opts.label}`) : null;
   const sharedEnv: Record<string, string> = {
     ...s3Env(s3),
-    ESYNC_DB_PATH: join(shared, "esync.sqlite"),
+    ...(pg ? { ESYNC_DATABASE_URL: pg.url } : { ESYNC_DB_PATH: join(shared, "esync.sqlite") }),
   };
   const nodes: ClusterNode[] = [...Array(opts.nodes).keys()].map((index) => {
     const port = freePort();
@@ -154,6 +180,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const cluster: Cluster = {
     nodes,
     s3,
+    database,
     sharedEnv,
     url: (i) => node(i).url,
     async kill(i) {
@@ -192,13 +219,18 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       for (const n of nodes) rmSync(n.dataDir, { recursive: true, force: true });
       rmSync(shared, { recursive: true, force: true });
       if (!opts.s3) await removeTestBucket(s3);
+      await pg?.drop();
     },
   };
 
   try {
-    // Node 0 alone first: it creates the bucket and migrates the database the others then open.
-    await start(0);
-    await Promise.all(nodes.slice(1).map((n) => start(n.index)));
+    if (pg) {
+      await Promise.all(nodes.map((n) => start(n.index)));
+    } else {
+      // Node 0 alone first: it migrates the SQLite file the others then open.
+      await start(0);
+      await Promise.all(nodes.slice(1).map((n) => start(n.index)));
+    }
   } catch (e) {
     await cluster.close().catch(() => {});
     throw e;
