@@ -541,7 +541,7 @@ async function runLevel(concurrency: number, nodes: number | null = null): Promi
         benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
         rawMbps: rawSeconds === null ? null : (SIZE * FILES) / rawSeconds / 1e6,
         s3CpuS: s3Cpu0 !== null && s3Cpu1 !== null ? s3Cpu1 - s3Cpu0 : null,
-        rawS3CpuS: s3Cpu1 !== null && s3Cpu2 !== null ? s3Cpu2 - s3Cpu1 : null,
+        rawS3CpuS: rawSeconds !== null && s3Cpu1 !== null && s3Cpu2 !== null ? s3Cpu2 - s3Cpu1 : null,
         rawClientCpuS: rawSeconds === null ? null : (rawCpu.user + rawCpu.system) / 1e6,
         retries,
       };
