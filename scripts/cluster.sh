@@ -11,8 +11,7 @@
 #   --port     port of node 0; node i listens on FIRST_PORT + i (default 8080)
 #   --dir      state directory: databases, bucket data, node spools, logs
 #              (default $ESYNC_CLUSTER_DIR or /tmp/esync-cluster; wiped at start)
-#   --sqlite   one SQLite file shared by the nodes instead of PostgreSQL (same machine only;
-#              the default when this checkout's server has no PostgreSQL support yet)
+#   --sqlite   one SQLite file shared by the nodes instead of PostgreSQL (one machine only)
 #
 # The metadata database: PostgreSQL from scripts/pg/ (a throw-away cluster in DIR/pg), or the
 # server at ESYNC_DATABASE_URL when that is set. The bucket: a Ceph RGW from scripts/s3/ in
@@ -34,7 +33,7 @@ first_port=8080
 dir=${ESYNC_CLUSTER_DIR:-/tmp/esync-cluster}
 sqlite=0
 
-usage() { sed -n '6,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
@@ -87,11 +86,6 @@ fi
 [ "$cmd" = start ] || { echo "cluster: unknown command $cmd" >&2; usage; }
 
 command -v bun >/dev/null 2>&1 || die "bun is not installed (npm install -g bun)"
-# PostgreSQL only when this checkout's server reads ESYNC_DATABASE_URL.
-if [ "$sqlite" = 0 ] && ! grep -q ESYNC_DATABASE_URL "$ROOT/src/config/config.ts"; then
-  log "this server has no PostgreSQL support yet: the nodes share one SQLite file (--sqlite)"
-  sqlite=1
-fi
 if [ -f "$dir/cluster.pid" ] && kill -0 "$(cat "$dir/cluster.pid")" 2>/dev/null; then
   die "a cluster is already running from $dir (scripts/cluster.sh stop --dir $dir)"
 fi
@@ -155,7 +149,11 @@ else
     bash "$ROOT/scripts/pg/install.sh" >&2
   fi
   log "starting PostgreSQL in $dir/pg"
-  shared[ESYNC_DATABASE_URL]=$(bash "$ROOT/scripts/pg/start.sh" "$dir/pg" | tail -1)
+  admin_url=$(bash "$ROOT/scripts/pg/start.sh" "$dir/pg" | tail -1)
+  pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  "$pg_bin/psql" -q -v ON_ERROR_STOP=1 "$admin_url" -c "CREATE DATABASE esync" >&2 ||
+    die "could not create the database esync at $admin_url"
+  shared[ESYNC_DATABASE_URL]=${admin_url%/*}/esync
   db_text="PostgreSQL at ${shared[ESYNC_DATABASE_URL]}"
 fi
 
