@@ -4,6 +4,7 @@
  *
  *   bun bench/upload.ts [--size 1GiB] [--files 1] [--chunk-size 8MiB] [--concurrency 1,4,8]
  *                       [--repeat 1] [--storage disk|s3] [--fsync persist|object|off]
+ *                       [--nodes N [--spread chunk|session]]
  *                       [--server-env ESYNC_X=V ...] [--smol] [--server-bun-arg=--cpu-prof ...]
  *                       [--s3-cpus LIST --server-cpus LIST]
  *                       [--url http://127.0.0.1:8080 [--token T --owner SS58] [--pid PID]] [--out FILE]
@@ -46,6 +47,17 @@
  * ceiling measured in the same run; target ≥ 80% of it at c=4.
  * Prints a table and writes JSON to bench/results/upload-<time>.json (or `--out`).
  *
+ * `--nodes N` (N ≥ 2; S3 only, so `--storage s3` is implied) measures several nodes against one, on
+ * this machine: for each concurrency level, a cluster of 1 node and then one of N nodes
+ * (`test/support/cluster.ts`: server processes sharing one metadata database and the bucket)
+ * upload the same files, the bench acting as a round-robin load balancer. `--spread chunk` (the
+ * default) sends every request to the next node, as a balancer without affinity does (finalize
+ * then mostly reads chunks back: no node saw them all); `--spread session` sends all requests of
+ * one session to one node and the sessions round-robin. Reported per row: aggregate MB/s, and
+ * server CPU seconds per GiB summed over the nodes' processes; the 1-node row of each level is
+ * the baseline. A request answered 5xx or 429 is retried (as real clients do) and counted
+ * (`retries`).
+ *
  * `--compare` runs bench/compare.ts instead: esync, the ceiling and @tus/server, interleaved.
  */
 import { randomBytes } from "node:crypto";
@@ -67,6 +79,7 @@ import {
 import { loadConfig, type S3Config } from "../src/config/config.ts";
 import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
+import { type Cluster, startCluster } from "../test/support/cluster.ts";
 import { type DedicatedS3, s3Env, startDedicatedS3 } from "../test/support/s3-server.ts";
 import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
 
@@ -125,8 +138,19 @@ const { values: flags } = parseArgs({
     out: { type: "string" },
     "s3-cpus": { type: "string" },
     "server-cpus": { type: "string" },
+    nodes: { type: "string", default: "1" },
+    spread: { type: "string", default: "chunk" },
   },
 });
+const NODES = Number(flags.nodes);
+if (!Number.isInteger(NODES) || NODES < 1) throw new Error("--nodes must be a positive integer");
+if (flags.spread !== "chunk" && flags.spread !== "session")
+  throw new Error("--spread must be chunk or session");
+if (NODES > 1) {
+  if (flags.url) throw new Error("--nodes starts its own clusters: not with --url");
+  if (flags.storage !== "s3") console.log(`--nodes ${NODES}: the nodes share one bucket, so --storage s3`);
+  flags.storage = "s3";
+}
 const SIZE = parseSize(flags.size!);
 const FILES = Number(flags.files);
 const CHUNK = parseSize(flags["chunk-size"]!);
@@ -289,24 +313,42 @@ function manifest(): Record<string, unknown> {
 }
 
 // ---- one file ------------------------------------------------------------------------------
+/** Requests answered 5xx or 429 and retried, this run. */
+let retries = 0;
+
+/**
+ * `init` to `url` until it is not answered 5xx or 429 (each such answer counted in `retries`);
+ * `init.body` must be re-sendable. @returns the Success object. @throws on any other non-200.
+ */
 async function json(url: string, init: RequestInit): Promise<Record<string, string>> {
-  const r = await fetch(url, init);
-  const body = (await r.json()) as { Success: Record<string, string> };
-  if (r.status !== 200) throw new Error(`${init.method} ${url}: ${r.status} ${JSON.stringify(body)}`);
-  return body.Success;
+  for (;;) {
+    const r = await fetch(url, init);
+    const text = await r.text();
+    if (r.status === 200) return (JSON.parse(text) as { Success: Record<string, string> }).Success;
+    if (r.status < 500 && r.status !== 429) throw new Error(`${init.method} ${url}: ${r.status} ${text}`);
+    retries++;
+    await Bun.sleep(20);
+  }
 }
 
 /** What the bench is doing now, so RSS samples can be attributed: chunk PUTs or finalize. */
 let phase: "chunks" | "finalize" = "chunks";
 
-/** Uploads the payload once through a session; returns wall seconds and finalize ms. */
+/**
+ * Uploads the payload once through a session on the nodes `bases` (one URL: a single server):
+ * the session opened on `bases[first]`, then each request to the next node (`--spread chunk`) or
+ * all to that one (`--spread session`). Returns wall seconds and finalize ms.
+ */
 async function uploadOne(
-  base: string,
+  bases: string[],
   concurrency: number,
+  first = 0,
 ): Promise<{ seconds: number; finalizeMs: number }> {
   const t0 = performance.now();
   const count = Math.ceil(SIZE / CHUNK);
-  const s = await json(`${base}/upload/session`, {
+  let turn = first;
+  const node = () => bases[(flags.spread === "chunk" ? turn++ : first) % bases.length]!;
+  const s = await json(`${node()}/upload/session`, {
     method: "POST",
     headers: { authorization: auth, "content-type": "application/json" },
     body: JSON.stringify({
@@ -319,7 +361,7 @@ async function uploadOne(
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
-      await json(`${base}/upload/session/${s.session_id}/chunk/${i}`, {
+      await json(`${node()}/upload/session/${s.session_id}/chunk/${i}`, {
         method: "PUT",
         headers: { authorization: auth, "content-type": "application/octet-stream" },
         body: payload.subarray(i * CHUNK, Math.min(SIZE, (i + 1) * CHUNK)),
@@ -329,7 +371,7 @@ async function uploadOne(
   await Promise.all([...Array(concurrency)].map(worker));
   phase = "finalize";
   const f0 = performance.now();
-  await json(`${base}/upload/session/${s.session_id}/finalize`, {
+  await json(`${node()}/upload/session/${s.session_id}/finalize`, {
     method: "POST",
     headers: { authorization: auth, "content-length": "0" },
   });
@@ -341,6 +383,8 @@ async function uploadOne(
 // ---- a level -------------------------------------------------------------------------------
 interface LevelResult {
   concurrency: number;
+  /** Server processes (1 unless `--nodes`). */
+  nodes: number;
   runs: {
     mbps: number;
     seconds: number;
@@ -354,6 +398,8 @@ interface LevelResult {
     rawS3CpuS: number | null;
     /** S3 only: CPU seconds of this process's raw PUTs (the minio client alone). */
     rawClientCpuS: number | null;
+    /** Requests answered 5xx or 429 and retried. */
+    retries: number;
   }[];
   /** Median over runs. */
   mbps: number;
@@ -367,7 +413,7 @@ interface LevelResult {
   finalizeMsMax: number;
   peakRssMiB: number | null;
   sampledRssMiB: number | null;
-  /** Highest VmRSS sampled while chunks were uploading, and while finalize ran. */
+  /** Highest VmRSS of one server process sampled while chunks were uploading, and while finalize ran. */
   sampledRssChunksMiB: number | null;
   sampledRssFinalizeMiB: number | null;
 }
@@ -411,28 +457,54 @@ function serverEnv(): Record<string, string> {
   return s3 ? { ...env, ...s3Env(s3) } : env;
 }
 
-async function runLevel(concurrency: number): Promise<LevelResult> {
+/** CPU seconds used so far by all of `pids`, or null when one is unreadable. */
+async function cpuOf(pids: number[]): Promise<number | null> {
+  if (pids.length === 0) return null;
+  let sum = 0;
+  for (const p of pids) {
+    const c = await cpuSeconds(p);
+    if (c === null) return null;
+    sum += c;
+  }
+  return sum;
+}
+
+/**
+ * One concurrency level: against a server the bench starts (or `--url`), or with `nodes`, a
+ * cluster of that many nodes (`--nodes`), all its files uploaded at once.
+ */
+async function runLevel(concurrency: number, nodes: number | null = null): Promise<LevelResult> {
   let server: ServerProcess | null = null;
-  let base = flags.url?.replace(/\/+$/, "");
-  let pid = flags.pid ? Number(flags.pid) : null;
-  if (!base) {
-    server = await startServer({
-      env: serverEnv(),
-      bunArgs: [...(flags.smol ? ["--smol"] : []), ...(flags["server-bun-arg"] ?? [])],
+  let cluster: Cluster | null = null;
+  let bases = flags.url ? [flags.url.replace(/\/+$/, "")] : [];
+  let pids = flags.pid ? [Number(flags.pid)] : [];
+  const bunArgs = [...(flags.smol ? ["--smol"] : []), ...(flags["server-bun-arg"] ?? [])];
+  if (nodes !== null) {
+    if (!s3) throw new Error("--nodes needs S3");
+    cluster = await startCluster({
+      nodes,
+      label: "bench",
+      s3,
+      env: { ...serverEnv(), ESYNC_LOG_LEVEL: "warn" },
+      bunArgs,
     });
-    base = server.url;
-    pid = server.pid;
+    bases = cluster.nodes.map((n) => n.url);
+    pids = cluster.nodes.map((n) => n.process?.pid ?? 0);
+  } else if (bases.length === 0) {
+    server = await startServer({ env: serverEnv(), bunArgs });
+    bases = [server.url];
+    pids = [server.pid];
   }
   if (SERVER_CPUS !== null) {
-    if (pid) pin(pid, SERVER_CPUS);
+    for (const pid of pids) pin(pid, SERVER_CPUS);
     pin(process.pid, SERVER_CPUS);
   }
   const sampled = { chunks: 0, finalize: 0 };
   let sampling = true;
   const sampler = (async () => {
-    while (sampling && pid) {
+    while (sampling && pids.length > 0) {
       const at = phase;
-      sampled[at] = Math.max(sampled[at], (await currentRss(pid)) ?? 0);
+      for (const pid of pids) sampled[at] = Math.max(sampled[at], (await currentRss(pid)) ?? 0);
       await Bun.sleep(20);
     }
   })();
@@ -441,16 +513,24 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
     for (let r = 0; r < REPEAT; r++) {
       const s3Cpu0 = await s3Cpu();
       const t0 = performance.now();
-      const serverCpu0 = pid ? await cpuSeconds(pid) : null;
+      const serverCpu0 = await cpuOf(pids);
       const benchCpu0 = process.cpuUsage();
       const finalizeMs: number[] = [];
-      for (let f = 0; f < FILES; f++) finalizeMs.push((await uploadOne(base, concurrency)).finalizeMs);
+      retries = 0;
+      if (nodes !== null) {
+        const done = await Promise.all([...Array(FILES).keys()].map((f) => uploadOne(bases, concurrency, f)));
+        finalizeMs.push(...done.map((d) => d.finalizeMs));
+      } else {
+        for (let f = 0; f < FILES; f++) finalizeMs.push((await uploadOne(bases, concurrency)).finalizeMs);
+      }
       const seconds = (performance.now() - t0) / 1000;
-      const serverCpu1 = pid ? await cpuSeconds(pid) : null;
+      const serverCpu1 = await cpuOf(pids);
       const benchCpu = process.cpuUsage(benchCpu0);
       const s3Cpu1 = await s3Cpu();
       const rawCpu0 = process.cpuUsage();
-      const rawSeconds = s3 ? await rawPuts(s3, concurrency, `c${concurrency}-r${r}`) : null;
+      // With --nodes the baseline is the 1-node row, not the raw ceiling.
+      const rawSeconds =
+        s3 && nodes === null ? await rawPuts(s3, concurrency, `c${concurrency}-r${r}`) : null;
       const s3Cpu2 = await s3Cpu();
       const rawCpu = process.cpuUsage(rawCpu0);
       const run = {
@@ -461,34 +541,42 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
         benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
         rawMbps: rawSeconds === null ? null : (SIZE * FILES) / rawSeconds / 1e6,
         s3CpuS: s3Cpu0 !== null && s3Cpu1 !== null ? s3Cpu1 - s3Cpu0 : null,
-        rawS3CpuS: s3Cpu1 !== null && s3Cpu2 !== null ? s3Cpu2 - s3Cpu1 : null,
+        rawS3CpuS: rawSeconds !== null && s3Cpu1 !== null && s3Cpu2 !== null ? s3Cpu2 - s3Cpu1 : null,
         rawClientCpuS: rawSeconds === null ? null : (rawCpu.user + rawCpu.system) / 1e6,
+        retries,
       };
       runs.push(run);
       console.log(
-        `  c=${concurrency} run ${r + 1}/${REPEAT}: ${run.mbps.toFixed(0)} MB/s, finalize ${finalizeMs.map((x) => x.toFixed(0)).join("/")} ms, ` +
+        `  ${nodes === null ? "" : `${nodes} node${nodes > 1 ? "s" : ""}, `}c=${concurrency} run ${r + 1}/${REPEAT}: ${run.mbps.toFixed(0)} MB/s, finalize ${finalizeMs.map((x) => x.toFixed(0)).join("/")} ms, ` +
           `CPU s: server ${run.serverCpuS?.toFixed(2) ?? "n/a"}, bench ${run.benchCpuS.toFixed(2)} (wall ${seconds.toFixed(2)} s)` +
           (run.s3CpuS === null ? "" : `, S3 server ${run.s3CpuS.toFixed(2)}`) +
           (run.rawMbps === null ? "" : `; raw S3 PUT ${run.rawMbps.toFixed(0)} MB/s`) +
           (run.rawS3CpuS === null ? "" : ` (CPU s: S3 server ${run.rawS3CpuS.toFixed(2)}`) +
-          (run.rawClientCpuS === null ? "" : `, client ${run.rawClientCpuS.toFixed(2)})`),
+          (run.rawClientCpuS === null ? "" : `, client ${run.rawClientCpuS.toFixed(2)})`) +
+          (retries > 0 ? `; ${retries} requests retried (5xx/429)` : ""),
       );
     }
   } finally {
     sampling = false;
     await sampler;
   }
-  const peak = pid ? await peakRss(pid) : null;
+  let peak: number | null = null;
+  for (const pid of pids) {
+    const p = await peakRss(pid);
+    if (p !== null) peak = Math.max(peak ?? 0, p);
+  }
   if (server) {
     await server.stop();
     rmSync(server.dataDir, { recursive: true, force: true });
   }
+  await cluster?.close();
   if (s3) await emptyBucket(s3);
   const mbps = median(runs.map((r) => r.mbps));
   const rawMbps = s3 ? median(runs.map((r) => r.rawMbps ?? 0)) : null;
   const allFinalize = runs.flatMap((r) => r.finalizeMs);
   return {
     concurrency,
+    nodes: nodes ?? 1,
     runs,
     mbps,
     bestMbps: Math.max(...runs.map((r) => r.mbps)),
@@ -498,9 +586,9 @@ async function runLevel(concurrency: number): Promise<LevelResult> {
     finalizeMsP50: median(allFinalize),
     finalizeMsMax: Math.max(...allFinalize),
     peakRssMiB: peak === null ? null : peak / MiB,
-    sampledRssMiB: pid ? Math.max(sampled.chunks, sampled.finalize) / MiB : null,
-    sampledRssChunksMiB: pid ? sampled.chunks / MiB : null,
-    sampledRssFinalizeMiB: pid ? sampled.finalize / MiB : null,
+    sampledRssMiB: pids.length ? Math.max(sampled.chunks, sampled.finalize) / MiB : null,
+    sampledRssChunksMiB: pids.length ? sampled.chunks / MiB : null,
+    sampledRssFinalizeMiB: pids.length ? sampled.finalize / MiB : null,
   };
 }
 
@@ -511,7 +599,10 @@ console.log(
 );
 const results: LevelResult[] = [];
 try {
-  for (const c of LEVELS) results.push(await runLevel(c));
+  for (const c of LEVELS) {
+    if (NODES === 1) results.push(await runLevel(c));
+    else results.push(await runLevel(c, 1), await runLevel(c, NODES));
+  }
 } finally {
   if (rgw) await rgw.stop();
   if (rgwDir) rmSync(rgwDir, { recursive: true, force: true });
@@ -523,17 +614,33 @@ const cpuPerGiB = (r: LevelResult): number | null => {
   return median(cpu as number[]) / ((SIZE * FILES) / (1024 * MiB));
 };
 const fmt = (n: number | null, d = 0) => (n === null ? "n/a" : n.toFixed(d));
+const nodesCol = (text: string) => (NODES > 1 ? `| ${text} ` : "");
 console.log("");
 console.log(
-  "| concurrency | MB/s end to end (median) | best run MB/s | finalize p50 ms | finalize max ms | server CPU s/GiB | server VmHWM MiB | sampled RSS MiB: chunks / finalize |",
+  `${nodesCol("nodes")}| concurrency | MB/s end to end (median) | best run MB/s | finalize p50 ms | finalize max ms | server CPU s/GiB | server VmHWM MiB | sampled RSS MiB: chunks / finalize |`,
 );
-console.log("|---:|---:|---:|---:|---:|---:|---:|---:|");
+console.log(`${NODES > 1 ? "|---:" : ""}|---:|---:|---:|---:|---:|---:|---:|---:|`);
 for (const r of results) {
   console.log(
-    `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.bestMbps)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.finalizeMsMax)} | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.peakRssMiB)} | ${fmt(r.sampledRssChunksMiB)} / ${fmt(r.sampledRssFinalizeMiB)} |`,
+    `${nodesCol(String(r.nodes))}| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.bestMbps)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.finalizeMsMax)} | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.peakRssMiB)} | ${fmt(r.sampledRssChunksMiB)} / ${fmt(r.sampledRssFinalizeMiB)} |`,
   );
 }
-if (s3) {
+if (NODES > 1) {
+  console.log("");
+  console.log(
+    `${NODES} nodes against 1 on this machine (${navigator.hardwareConcurrency} CPUs), ${FILES} file(s) at once, --spread ${flags.spread}:`,
+  );
+  console.log(
+    "| concurrency per file | nodes | aggregate MB/s (median) | vs 1 node | server CPU s/GiB (all nodes) | finalize p50 ms | retried requests |",
+  );
+  console.log("|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) {
+    const one = results.find((x) => x.concurrency === r.concurrency && x.nodes === 1);
+    console.log(
+      `| ${r.concurrency} | ${r.nodes} | ${fmt(r.mbps)} | ${one ? fmt((r.mbps / one.mbps) * 100) : "n/a"}% | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.finalizeMsP50)} | ${r.runs.reduce((a, x) => a + x.retries, 0)} |`,
+    );
+  }
+} else if (s3) {
   console.log("");
   console.log(
     `S3 ${s3.endpoint}, bucket ${s3.bucket}${rgw ? " (Ceph RGW started by the bench)" : ""}; ${pinning}:`,
@@ -547,8 +654,10 @@ if (s3) {
       `| ${r.concurrency} | ${fmt(r.mbps)} | ${fmt(r.rawMbps)} | ${fmt(r.ratio === null ? null : r.ratio * 100)}% | ${fmt(cpuPerGiB(r), 2)} | ${fmt(r.finalizeMsP50)} | ${fmt(r.peakRssMiB)} |`,
     );
 }
-console.log(`baseline: ${s3 ? "the raw S3 PUT ceiling of the same run (above)" : BASELINE}`);
-const c4 = results.find((r) => r.concurrency === 4);
+console.log(
+  `baseline: ${NODES > 1 ? "the 1-node row of each level" : s3 ? "the raw S3 PUT ceiling of the same run (above)" : BASELINE}`,
+);
+const c4 = NODES === 1 ? results.find((r) => r.concurrency === 4) : undefined;
 if (c4?.ratio != null) {
   console.log(
     `target c=4 ≥ ${TARGET_S3_RATIO_C4 * 100}% of the raw S3 ceiling: ${c4.ratio >= TARGET_S3_RATIO_C4 ? "met" : "MISSED"} (${fmt(c4.ratio * 100)}%)`,
@@ -581,9 +690,11 @@ writeFileSync(
         fsync: flags.fsync ?? "default",
         url: flags.url ?? null,
         pinning: { s3Cpus: S3_CPUS, serverAndBenchCpus: SERVER_CPUS },
+        nodes: NODES,
+        spread: NODES > 1 ? flags.spread : null,
       },
       machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version },
-      baseline: s3 ? "raw S3 PUT ceiling of the same run" : BASELINE,
+      baseline: NODES > 1 ? "1 node, same level" : s3 ? "raw S3 PUT ceiling of the same run" : BASELINE,
       targets: s3
         ? { s3RatioAtC4: TARGET_S3_RATIO_C4 }
         : { mbpsAtC4: TARGET_MBPS_C4, peakRssMiB: TARGET_RSS_MIB },

@@ -3,7 +3,9 @@
 # missing, the project's packages, and the real S3 server (Ceph RGW from Debian packages; needs
 # root) that the S3 tests start themselves, then runs the suite in three passes:
 #   1. `bun test`: everything but the chaos suite, with the HTTP and end-to-end tests on the local
-#      disk store;
+#      disk store, and the multi-node tests (`test/multinode`: 3 server processes on one
+#      PostgreSQL database and one RGW bucket; ESYNC_TEST_CLUSTER_DATABASE=sqlite for one shared
+#      SQLite file instead);
 #   2. the S3 pass: `test/http` and `test/e2e` again with ESYNC_TEST_STORAGE=s3, every blob in a
 #      bucket of the real S3 server (test/e2e/s3-fault.test.ts is left out: it runs on S3, on an
 #      RGW of its own, in pass 1 already);
