@@ -6,7 +6,8 @@
  *
  * Where the blob goes (our decision): the manifest needs `ciphertext_hash` before the first
  * byte is sent, and the random base nonce makes every encryption different, so the blob is
- * kept rather than re-encrypted for sending. A blob of at most `memoryLimit` bytes (8 MiB, the
+ * kept rather than re-encrypted for sending. A plaintext of at most 1 MiB is read in one piece
+ * and encrypted in memory. A blob of at most `memoryLimit` bytes (8 MiB, the
  * single-shot limit) stays in memory; a larger one is written to a spill file (mode 0600) as it
  * is produced, and uploaded chunks are file-backed slices of it, read only as they are sent.
  * Encryption, at roughly 70–130 MB/s in pure JS, is the costly step, so doing it once and
@@ -18,7 +19,13 @@ import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
-import { ciphertextSize, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
+import {
+  ciphertextSize,
+  encryptBytes,
+  encryptStream,
+  type FrameEncryptor,
+  randomBaseNonce,
+} from "./frame.ts";
 import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher } from "./manifest.ts";
 
@@ -93,12 +100,17 @@ function fileBlob(meta: Omit<SealedBlob, "slice" | "dispose" | "spillPath">, pat
   };
 }
 
+/** Plaintexts up to this size are read in one piece and encrypted in memory: 1 MiB. */
+export const WHOLE_READ_BYTES = 1024 * 1024;
+
 /** Encrypts a file once, hashing as it goes; see the module note for where the blob is kept. */
 export async function sealFile(path: string, options: SealOptions): Promise<SealedBlob> {
   const before = await stat(path);
   const plaintextSize = before.size;
   const baseNonce = options.baseNonce ?? randomBaseNonce();
   const size = ciphertextSize(plaintextSize);
+  if (plaintextSize <= WHOLE_READ_BYTES && size <= (options.memoryLimit ?? DEFAULT_MEMORY_LIMIT))
+    return sealSmallFile(path, before, baseNonce, options);
   const salted = new SaltedHasher(options.ss58Address);
   let done = 0;
   const plain = tapStream(Bun.file(path).stream(), (chunk) => {
@@ -144,6 +156,35 @@ export async function sealFile(path: string, options: SealOptions): Promise<Seal
     saltedHash: salted.digest(),
   };
   return buffer ? memoryBlob(meta, buffer) : fileBlob(meta, spillPath as string);
+}
+
+/**
+ * `sealFile` of a small file: one read of the whole plaintext, encrypted and hashed in memory
+ * (the same blob the streaming path gives for the same base nonce).
+ */
+async function sealSmallFile(
+  path: string,
+  before: { size: number; mtimeMs: number },
+  baseNonce: Uint8Array,
+  options: SealOptions,
+): Promise<SealedBlob> {
+  options.signal?.throwIfAborted();
+  const plaintext = await Bun.file(path).bytes();
+  const after = await stat(path);
+  if (plaintext.byteLength !== before.size || after.size !== before.size || after.mtimeMs !== before.mtimeMs)
+    throw new FileChangedError(path);
+  const bytes = encryptBytes(options.key, plaintext, { baseNonce });
+  options.onProgress?.(plaintext.byteLength, plaintext.byteLength);
+  return memoryBlob(
+    {
+      baseNonce,
+      plaintextSize: plaintext.byteLength,
+      ciphertextSize: bytes.byteLength,
+      ciphertextHash: new Blake3().update(bytes).digestHex(),
+      saltedHash: new SaltedHasher(options.ss58Address).update(plaintext).digest(),
+    },
+    bytes,
+  );
 }
 
 /** Encrypts an in-memory plaintext (kept in memory whatever its size). */

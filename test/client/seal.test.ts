@@ -15,6 +15,7 @@ import {
   sealFile,
   toHex,
 } from "../../src/client/index.ts";
+import { WHOLE_READ_BYTES } from "../../src/client/seal.ts";
 
 const dir = await mkdtemp(join(tmpdir(), "esync-seal-"));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -108,6 +109,17 @@ describe("sealFile", () => {
       },
     });
     await expect(p).rejects.toThrow(/changed while/);
+  });
+
+  test("a file read in one piece (up to 1 MiB, empty included) and one streamed (above) seal to the blob the streaming encryptor gives", async () => {
+    for (const size of [0, 1, WHOLE_READ_BYTES, WHOLE_READ_BYTES + 1]) {
+      const { path, data } = await fileOf(`edge-${size}.bin`, size);
+      const a = await sealFile(path, { key: KEY, ss58Address: SS58 });
+      const b = await sealBytes(data, { key: KEY, ss58Address: SS58, baseNonce: a.baseNonce });
+      expect(toHex(await a.slice().bytes())).toBe(toHex(await b.slice().bytes()));
+      expect(a.ciphertextHash).toBe(b.ciphertextHash);
+      expect(toHex(a.saltedHash)).toBe(toHex(b.saltedHash));
+    }
   });
 
   test("sealBytes matches sealFile's hashes for the same nonce", async () => {
