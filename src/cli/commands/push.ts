@@ -9,8 +9,9 @@
  *    server has its path with the same `salted_hash` (which the client computes from the
  *    plaintext, complement §6), kind and permission bits (from the attributes); unchanged files
  *    are not sent. Every upload carries the file's attributes (README "File attributes").
- * 4. Upload the rest with `uploadFile`, `--jobs` files at a time, each with `--parallel`
- *    chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
+ * 4. Upload the rest with `uploadFile`, `--jobs` files at a time (8), of which at most
+ *    `LARGE_JOBS` (3) are large files (ciphertext over the single-shot limit, through a
+ *    session), each with `--parallel` chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
  *    the server's (rebased if the server moved on meanwhile).
  * 5. Sessions are remembered in `<config-dir>/uploads.json` with their encrypted spill files
  *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
@@ -28,7 +29,7 @@ import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
-import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import { type LocalEntry, markerPath, scanLocalTree } from "../../sync/local-tree.ts";
@@ -93,6 +94,9 @@ export function positiveInt(name: string, value: string, max = 64): number {
   return n;
 }
 
+/** Large files (sent through sessions, `--parallel` chunks each) uploaded at once, at most. */
+export const LARGE_JOBS = 3;
+
 /** Errors after which starting more files is pointless: no server, bad auth, server failing. */
 function isFatal(e: unknown): boolean {
   return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
@@ -128,7 +132,7 @@ export function registerPush(program: Command): void {
     .argument("<dir>", "local directory to push")
     .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
     .option("--create", "register the folder on the server if it does not exist yet")
-    .option("-j, --jobs <n>", "files uploaded at once", "3")
+    .option("-j, --jobs <n>", `files uploaded at once (at most ${LARGE_JOBS} of them over 8 MiB)`, "8")
     .option("--parallel <n>", "chunks of one file in flight", "4")
     .option(
       "--encrypt-workers <n>",
@@ -282,7 +286,6 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   let skippedTotal = 0;
   let filesDone = 0;
   let fatal = false;
-  let next = 0;
 
   const uploadOne = async (p: PlannedFile) => {
     const { file } = p;
@@ -373,8 +376,24 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     }
   };
 
+  // Small files fill every job; large ones take at most LARGE_JOBS of them. A job that finds
+  // only large files left while LARGE_JOBS are running ends: those jobs take the rest.
+  const large = todo.filter((p) => ciphertextSize(p.file.size) > SINGLE_SHOT_LIMIT);
+  const small = todo.filter((p) => ciphertextSize(p.file.size) <= SINGLE_SHOT_LIMIT);
+  const largeJobs = Math.min(jobs, LARGE_JOBS);
+  let largeRunning = 0;
   const worker = async () => {
-    while (!fatal && !ctx.signal.aborted && next < todo.length) await uploadOne(todo[next++] as PlannedFile);
+    while (!fatal && !ctx.signal.aborted) {
+      if (large.length > 0 && largeRunning < largeJobs) {
+        largeRunning++;
+        try {
+          await uploadOne(large.shift() as PlannedFile);
+        } finally {
+          largeRunning--;
+        }
+      } else if (small.length > 0) await uploadOne(small.shift() as PlannedFile);
+      else return;
+    }
   };
   try {
     await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
