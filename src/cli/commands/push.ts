@@ -36,6 +36,7 @@ import { type LocalEntry, markerPath, scanLocalTree } from "../../sync/local-tre
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { runJobs } from "../jobs.ts";
 import {
   CliError,
   describeError,
@@ -376,27 +377,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     }
   };
 
-  // Small files fill every job; large ones take at most LARGE_JOBS of them. A job that finds
-  // only large files left while LARGE_JOBS are running ends: those jobs take the rest.
   const large = todo.filter((p) => ciphertextSize(p.file.size) > SINGLE_SHOT_LIMIT);
   const small = todo.filter((p) => ciphertextSize(p.file.size) <= SINGLE_SHOT_LIMIT);
-  const largeJobs = Math.min(jobs, LARGE_JOBS);
-  let largeRunning = 0;
-  const worker = async () => {
-    while (!fatal && !ctx.signal.aborted) {
-      if (large.length > 0 && largeRunning < largeJobs) {
-        largeRunning++;
-        try {
-          await uploadOne(large.shift() as PlannedFile);
-        } finally {
-          largeRunning--;
-        }
-      } else if (small.length > 0) await uploadOne(small.shift() as PlannedFile);
-      else return;
-    }
-  };
   try {
-    await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
+    await runJobs(small, large, jobs, LARGE_JOBS, uploadOne, () => fatal || ctx.signal.aborted);
   } finally {
     progress.stop();
     pool?.close();
