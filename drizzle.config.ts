@@ -3,5 +3,5 @@ import { defineConfig } from "drizzle-kit";
 export default defineConfig({
   dialect: "sqlite",
   schema: "./src/db/schema.ts",
-  out: "./drizzle",
+  out: "./drizzle/sqlite",
 });

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config/config.ts";
-import { openDb } from "../src/db/client.ts";
+import { openSqliteStore } from "../src/db/sqlite/store.ts";
 import type { Manifest } from "../src/manifest/manifest.ts";
 import { buildServices } from "../src/services.ts";
 import { createBlobStore } from "../src/storage/index.ts";
@@ -30,10 +30,10 @@ try {
     ESYNC_DISK_FSYNC: "off",
     ESYNC_DEFAULT_QUOTA_BYTES: String(2 ** 50),
   });
-  const db = openDb(config.dbPath);
+  const store = openSqliteStore(config.dbPath);
   const s = buildServices({
     config,
-    db,
+    store,
     blobs: createBlobStore(config),
     clock: systemClock,
     log: silentLogger,
@@ -75,12 +75,12 @@ try {
   const revisions: Uint8Array[] = [];
   let t0 = performance.now();
   for (let i = 0; i < n; i++)
-    revisions.push(Uint8Array.from(s.files.commit(manifest(i, 1, null), blob(i)).revision_id));
+    revisions.push(Uint8Array.from((await s.files.commit(manifest(i, 1, null), blob(i))).revision_id));
   const insertUs = ((performance.now() - t0) * 1000) / n;
   t0 = performance.now();
-  for (let i = 0; i < n; i++) s.files.commit(manifest(i, 2, revisions[i]!), blob(n + i));
+  for (let i = 0; i < n; i++) await s.files.commit(manifest(i, 2, revisions[i]!), blob(n + i));
   const reviseUs = ((performance.now() - t0) * 1000) / n;
-  db.$client.close();
+  await store.close();
   console.log(`files ${n}: new file ${insertUs.toFixed(1)} µs, new revision ${reviseUs.toFixed(1)} µs`);
   const out = values.out ?? "bench/results/commit.json";
   writeFileSync(

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createApp } from "../src/app.ts";
 import { loadConfig } from "../src/config/config.ts";
-import { openDb } from "../src/db/client.ts";
+import { openSqliteStore } from "../src/db/sqlite/store.ts";
 import { Metrics } from "../src/metrics/metrics.ts";
 import { createBlobStore } from "../src/storage/index.ts";
 import { ManualClock } from "../src/util/clock.ts";
@@ -57,15 +57,15 @@ function build(withMetrics: boolean) {
     ESYNC_DISK_FSYNC: "off",
     ESYNC_MAX_SESSIONS_PER_USER: "100000",
   });
-  const db = openDb(config.dbPath);
+  const store = openSqliteStore(config.dbPath);
   const blobs = createBlobStore(config);
   const log = createLogger("info", () => {});
   const metrics = withMetrics ? new Metrics() : undefined;
-  const { handle } = createApp({ config, db, blobs, clock: new ManualClock(), log, metrics });
+  const { handle } = createApp({ config, store, blobs, clock: new ManualClock(), log, metrics });
   return {
     handle,
-    close() {
-      db.$client.close();
+    async close() {
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -142,8 +142,8 @@ for (let r = 0; r < ROUNDS; r++) {
     samples.chunk[name].push(await chunks(app, r));
   }
 }
-on.close();
-off.close();
+await on.close();
+await off.close();
 
 const rows = (["probe", "chunk"] as const).map((k) => {
   const a = median(samples[k].on);

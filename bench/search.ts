@@ -32,9 +32,9 @@ import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
 import { cryptoWaitReady, encodeAddress, sr25519PairFromSeed, sr25519Sign } from "@polkadot/util-crypto";
 import { openDb } from "../src/db/client.ts";
+import { SqliteFilesRepository as FilesRepository } from "../src/db/sqlite/files.ts";
+import { SqliteFoldersRepository as FoldersRepository } from "../src/db/sqlite/folders.ts";
 import { extensionOf, type FileRow, searchNameOf } from "../src/files/file-entry.ts";
-import { FilesRepository } from "../src/files/files.repository.ts";
-import { FoldersRepository } from "../src/folders/folders.repository.ts";
 import { parseSearchQuery } from "../src/search/search.query.ts";
 import { startServer } from "../test/support/server.ts";
 

@@ -1,7 +1,8 @@
 /**
  * @module server
- * Starts a complete server from a `Config`: database (migrated), blob store (checked), app,
- * start-up recovery (sessions left finalizing, spool files), the background sweeper, the HTTP
+ * Starts a complete server from a `Config`: metadata store (migrated), blob store (checked), app,
+ * start-up cleanup (spool files), the background sweeper (which also returns sessions whose
+ * finalize lease ran out, on this node or another), the HTTP
  * listener (Bun.serve), the metrics listener when `ESYNC_METRICS_PORT` is set, and the graceful
  * shutdown (`RunningServer.shutdown`). The listener also owns the connection-level defences of
  * issue 10: the header timeout, body timeouts handed to `src/http/body.ts`, closing the connection
@@ -12,7 +13,7 @@ import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
-import { openDb } from "./db/client.ts";
+import { openMetadataStore } from "./db/open.ts";
 import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
 import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
@@ -127,18 +128,17 @@ export async function startServer(
   config: Config,
   log: Logger = createLogger(config.logLevel),
 ): Promise<RunningServer> {
-  const db = openDb(config.dbPath, log);
+  const store = await openMetadataStore(config, log);
   const blobs = createBlobStore(config);
   try {
     await blobs.check();
   } catch (e) {
+    await store.close();
     throw new Error(`blob store (${config.storage}) unavailable at start-up: ${(e as Error).message}`);
   }
   await walletCryptoReady();
   const metrics = config.metrics ? new Metrics() : undefined;
-  const { services, handle } = createApp({ config, db, blobs, clock: systemClock, log, metrics });
-  const recovered = services.sessions.recover();
-  if (recovered > 0) log.warn("startup.sessions_recovered", { count: recovered });
+  const { services, handle } = createApp({ config, store, blobs, clock: systemClock, log, metrics });
   await services.singleUpload.resetSpool();
   if (config.insecureSs58Tokens) {
     log.warn("startup.insecure_tokens", {
@@ -181,7 +181,7 @@ export async function startServer(
     await sweeper.stop();
     await metricsServer?.stop(true);
     await blobs.close();
-    db.$client.close();
+    await store.close();
   };
   return {
     url,

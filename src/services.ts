@@ -1,40 +1,36 @@
 /**
  * @module services
- * Builds every repository and service from the injected clients (database, blob store, clock,
- * logger). HTTP controllers and workers receive this object; nothing constructs its own clients.
+ * Builds every service from the injected clients (metadata store, blob store, clock, logger).
+ * HTTP controllers and workers receive this object; nothing constructs its own clients.
  */
 import { join } from "node:path";
-import { ApiTokensRepository } from "./auth/api-tokens.repository.ts";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
 import { type ProfileRules, profileRules } from "./config/profile.ts";
-import type { Db } from "./db/client.ts";
-import { FilesRepository } from "./files/files.repository.ts";
+import { sqliteDb } from "./db/sqlite/store.ts";
+import type { MetadataStore } from "./db/store.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
-import { FolderEntriesRepository } from "./folders/folder-entries.repository.ts";
-import { FoldersRepository } from "./folders/folders.repository.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { Readiness } from "./health/readiness.ts";
 import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
-import { QuotaRepository } from "./quota/quota.repository.ts";
 import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { SearchRepository } from "./search/search.repository.ts";
 import { SearchService } from "./search/search.service.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
-import { SessionsRepository } from "./sessions/sessions.repository.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
-import { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
+import type { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
 
 /** The clients a service instance is built on. */
 export interface AppDeps {
   config: Config;
-  db: Db;
+  /** The metadata database (`openMetadataStore`). */
+  store: MetadataStore;
   blobs: BlobStore;
   clock: Clock;
   log: Logger;
@@ -67,47 +63,27 @@ export interface Services {
 export function buildServices(appDeps: AppDeps): Services {
   const { metrics } = appDeps;
   const deps = metrics ? { ...appDeps, blobs: new InstrumentedBlobStore(appDeps.blobs, metrics) } : appDeps;
-  const { config, db, blobs, clock, log } = deps;
-  const sessionsRepo = new SessionsRepository(db);
-  const deletions = new DeletionQueueRepository(db);
+  const { config, store, blobs, clock, log } = deps;
+  const { sessions: sessionsRepo, deletionQueue: deletions } = store.repos;
   metrics?.bindState({
     sessionsByState: () => sessionsRepo.countByState(),
     deletionQueue: () => deletions.stats(clock.now()),
   });
-  const foldersRepo = new FoldersRepository(db);
-  const filesRepo = new FilesRepository(db);
-  const quota = new QuotaService(new QuotaRepository(db), clock, config.defaultQuotaBytes);
-  const files = new FilesService(
-    db,
-    filesRepo,
-    foldersRepo,
-    deletions,
-    blobs,
-    clock,
-    quota,
-    config.blobGraceSeconds,
-  );
-  const searchRepo = new SearchRepository(db);
-  const entriesRepo = new FolderEntriesRepository(db);
+  const quota = new QuotaService(store.repos.quota, clock, config.defaultQuotaBytes);
+  const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds);
+  const searchDb = sqliteDb(store);
+  if (!searchDb) throw new Error("search needs the SQLite metadata store (SearchIndex: issue 11)");
+  const searchRepo = new SearchRepository(searchDb);
   const profile = profileRules(config.apiProfile);
   return {
     deps,
     profile,
-    auth: new AuthService(new ApiTokensRepository(db), clock, config.insecureSs58Tokens),
-    folders: new FoldersService(
-      db,
-      foldersRepo,
-      filesRepo,
-      deletions,
-      clock,
-      config.blobGraceSeconds,
-      entriesRepo,
-      {
-        upsert: profile.registerFolderUpsert,
-      },
-    ),
+    auth: new AuthService(store.repos.apiTokens, clock, config.insecureSs58Tokens),
+    folders: new FoldersService(store, clock, config.blobGraceSeconds, {
+      upsert: profile.registerFolderUpsert,
+    }),
     files,
-    sessions: new SessionEngine(db, sessionsRepo, deletions, files, blobs, clock, log, {
+    sessions: new SessionEngine(store, files, blobs, clock, log, {
       ttlSeconds: config.sessionTtlSeconds,
       onFinalize: (path, outcome, seconds) => metrics?.finalizeDuration.observe({ path, outcome }, seconds),
       maxSessionsPerUser: config.maxSessionsPerUser,
@@ -115,6 +91,7 @@ export function buildServices(appDeps: AppDeps): Services {
       lookaheadBytes: config.lookaheadBytes,
       maxInflightPerUser: config.maxInflightChunksPerUser,
       maxInflight: config.maxInflightChunks,
+      finalizeLeaseSeconds: config.finalizeLeaseSeconds,
     }),
     singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
@@ -124,9 +101,9 @@ export function buildServices(appDeps: AppDeps): Services {
     search: new SearchService(searchRepo, {}, (plan, seconds) =>
       metrics?.searchDuration.observe({ plan }, seconds),
     ),
-    browse: new BrowseService(searchRepo, entriesRepo),
-    readiness: new Readiness(db, blobs, log),
+    browse: new BrowseService(searchRepo, store.repos.folderEntries),
+    readiness: new Readiness(store, blobs, log),
     quota,
-    summaries: new SummariesService(db),
+    summaries: new SummariesService(store),
   };
 }

@@ -78,10 +78,10 @@ ${EXIT_HELP}`,
     .command("stats")
     .description("Accounts, folders, files and bytes stored, upload sessions by state, deletion queue")
     .option("--json", "print JSON")
-    .action((_o: unknown, cmd: Command) => {
+    .action(async (_o: unknown, cmd: Command) => {
       const db = openDb(loadConfig().dbPath);
       try {
-        const s = collectStats(db, systemClock.now());
+        const s = await collectStats(db, systemClock.now());
         console.log(cmd.optsWithGlobals().json ? JSON.stringify(s) : statsText(s));
       } finally {
         db.$client.close();

@@ -9,18 +9,18 @@ import { Command, InvalidArgumentError } from "commander";
 import { isSs58 } from "../auth/ss58.ts";
 import { formatSize } from "../cli/output.ts";
 import { loadConfig } from "../config/config.ts";
-import { openDb } from "../db/client.ts";
-import { QuotaRepository } from "../quota/quota.repository.ts";
+import { openMetadataStore } from "../db/open.ts";
 import { type QuotaInfo, QuotaService } from "../quota/quota.service.ts";
 import { systemClock } from "../util/clock.ts";
 
-function withService<T>(fn: (q: QuotaService) => T): T {
+/** Runs `fn` on the quota service of the configured database, closing the database after. */
+async function withService<T>(fn: (q: QuotaService) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const db = openDb(config.dbPath);
+  const store = await openMetadataStore(config);
   try {
-    return fn(new QuotaService(new QuotaRepository(db), systemClock, config.defaultQuotaBytes));
+    return await fn(new QuotaService(store.repos.quota, systemClock, config.defaultQuotaBytes));
   } finally {
-    db.$client.close();
+    await store.close();
   }
 }
 
@@ -62,10 +62,10 @@ export function quotaCommand(): Command {
     .argument("<ss58>", "account address", address)
     .argument("<bytes>", "whole bytes, 'unlimited' or 'default'", parseAllowance)
     .option("--json", "print JSON")
-    .action((owner: string, v: number | null | "default", _o: unknown, cmd: Command) => {
-      const i = withService((q) => {
-        if (v === "default") q.clearOverride(owner);
-        else q.setOverride(owner, v);
+    .action(async (owner: string, v: number | null | "default", _o: unknown, cmd: Command) => {
+      const i = await withService(async (q) => {
+        if (v === "default") await q.clearOverride(owner);
+        else await q.setOverride(owner, v);
         return q.info(owner);
       });
       console.log(cmd.optsWithGlobals().json ? JSON.stringify(infoJson(i)) : infoText(i));
@@ -75,8 +75,8 @@ export function quotaCommand(): Command {
     .description("Show an account's usage and allowance")
     .argument("<ss58>", "account address", address)
     .option("--json", "print JSON")
-    .action((owner: string, _o: unknown, cmd: Command) => {
-      const i = withService((q) => q.info(owner));
+    .action(async (owner: string, _o: unknown, cmd: Command) => {
+      const i = await withService((q) => q.info(owner));
       console.log(cmd.optsWithGlobals().json ? JSON.stringify(infoJson(i)) : infoText(i));
     });
   return quota;

@@ -1,13 +1,14 @@
 /**
  * @module admin/stats
  * The numbers `esync-admin stats` prints, read from the database: accounts, folders, files and
- * their bytes, upload sessions by state, the blob deletion queue and API tokens.
+ * their bytes, upload sessions by state, the blob deletion queue and API tokens. Reads the
+ * embedded SQLite database directly (a tool of the single-process deployment).
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { apiTokens, files, folders } from "../db/schema.ts";
-import { SessionsRepository } from "../sessions/sessions.repository.ts";
-import { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
+import { SqliteDeletionQueueRepository } from "../db/sqlite/deletion-queue.ts";
+import { SqliteSessionsRepository } from "../db/sqlite/sessions.ts";
 
 /** What `collectStats` reports. Sizes are bytes, ages seconds. */
 export interface Stats {
@@ -27,7 +28,7 @@ export interface Stats {
 }
 
 /** Reads the statistics at `now` (Unix seconds). */
-export function collectStats(db: Db, now: number): Stats {
+export async function collectStats(db: Db, now: number): Promise<Stats> {
   const accounts =
     db.$client
       .query<{ n: number }, []>(
@@ -51,8 +52,8 @@ export function collectStats(db: Db, now: number): Stats {
         sql`${apiTokens.revokedAt} is null and (${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > ${now})`,
       )
       .get()?.n ?? 0;
-  const byState = new SessionsRepository(db).countByState();
-  const queue = new DeletionQueueRepository(db).stats(now);
+  const byState = await new SqliteSessionsRepository(db).countByState();
+  const queue = await new SqliteDeletionQueueRepository(db).stats(now);
   return {
     accounts,
     folders: folderCount,

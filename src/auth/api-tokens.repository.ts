@@ -1,37 +1,24 @@
-/** @module auth/api-tokens.repository  Queries on `api_tokens` (complement §3.2). */
-import { and, desc, eq, isNull } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { apiTokens } from "../db/schema.ts";
+/**
+ * @module auth/api-tokens.repository
+ * The contract of the queries on `api_tokens` (complement §3.2). Implementations:
+ * `src/db/sqlite/api-tokens.ts`, `src/db/postgres/api-tokens.ts`.
+ */
+import type { apiTokens } from "../db/schema.ts";
 
-/** A stored API token row (the token itself is never stored, only its SHA-256 hex). */
+/** A stored API token row (the token itself is never stored, only its SHA-256 hex). Times Unix seconds. */
 export type ApiTokenRow = typeof apiTokens.$inferSelect;
 
-/** Repository of issued API tokens. */
-export class ApiTokensRepository {
-  constructor(private readonly db: Db) {}
+/** Queries on issued API tokens. Every method returns a Promise. */
+export interface ApiTokensRepository {
+  /** The row whose `token_sha256` equals `sha256Hex` (64 lowercase hex), or undefined. */
+  findBySha(sha256Hex: string): Promise<ApiTokenRow | undefined>;
 
-  /** Row whose `token_sha256` equals `sha256Hex`, or undefined. */
-  findBySha(sha256Hex: string): ApiTokenRow | undefined {
-    return this.db.select().from(apiTokens).where(eq(apiTokens.tokenSha256, sha256Hex)).get();
-  }
-
-  insert(row: ApiTokenRow): void {
-    this.db.insert(apiTokens).values(row).run();
-  }
+  /** Inserts a token row. @throws the dialect's unique-violation error on a duplicate id or hash. */
+  insert(row: ApiTokenRow): Promise<void>;
 
   /** All tokens, newest first, optionally of one owner. */
-  list(owner?: string): ApiTokenRow[] {
-    const q = this.db.select().from(apiTokens);
-    return (owner ? q.where(eq(apiTokens.owner, owner)) : q).orderBy(desc(apiTokens.createdAt)).all();
-  }
+  list(owner?: string): Promise<ApiTokenRow[]>;
 
-  /** Marks token `id` revoked at `now`; returns false when there is no such unrevoked token. */
-  revoke(id: string, now: number): boolean {
-    const r = this.db
-      .update(apiTokens)
-      .set({ revokedAt: now })
-      .where(and(eq(apiTokens.id, id), isNull(apiTokens.revokedAt)))
-      .run();
-    return changes(r) > 0;
-  }
+  /** Marks token `id` revoked at `now`; false when there is no such unrevoked token. */
+  revoke(id: string, now: number): Promise<boolean>;
 }

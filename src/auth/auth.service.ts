@@ -86,7 +86,7 @@ export class AuthService {
       throw refused("wallet_token_invalid", "Invalid or expired wallet-signed token");
     }
     if (token.length <= 512) {
-      const row = this.tokens.findBySha(sha256Hex(token));
+      const row = await this.tokens.findBySha(sha256Hex(token));
       if (row) {
         if (row.revokedAt !== null) throw refused("api_token_revoked", "API token revoked");
         if (row.expiresAt !== null && now >= row.expiresAt)
@@ -107,7 +107,7 @@ export class AuthService {
   }
 
   /** Issues an API token for `owner` (an SS58 address), optionally expiring after `ttlSeconds`. */
-  issue(owner: string, label: string | null, ttlSeconds: number | null): IssuedToken {
+  async issue(owner: string, label: string | null, ttlSeconds: number | null): Promise<IssuedToken> {
     if (!isSs58(owner)) throw new Error(`not an SS58 address: ${owner}`);
     const now = this.clock.now();
     const token = `${API_TOKEN_PREFIX}${randomToken(32)}`;
@@ -120,17 +120,17 @@ export class AuthService {
       expiresAt: ttlSeconds === null ? null : now + ttlSeconds,
       revokedAt: null,
     };
-    this.tokens.insert(row);
+    await this.tokens.insert(row);
     return { id: row.id, token, owner, label, expiresAt: row.expiresAt };
   }
 
   /** Lists issued tokens (never the token strings). */
-  list(owner?: string): ApiTokenRow[] {
+  list(owner?: string): Promise<ApiTokenRow[]> {
     return this.tokens.list(owner);
   }
 
   /** Revokes token `id`; false when no such unrevoked token exists. */
-  revoke(id: string): boolean {
+  revoke(id: string): Promise<boolean> {
     return this.tokens.revoke(id, this.clock.now());
   }
 }

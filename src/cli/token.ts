@@ -9,11 +9,10 @@
  *   revoke <id>
  */
 import { Command, InvalidArgumentError } from "commander";
-import { ApiTokensRepository } from "../auth/api-tokens.repository.ts";
 import { AuthService } from "../auth/auth.service.ts";
 import { isSs58 } from "../auth/ss58.ts";
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { openDb } from "../db/client.ts";
+import { openMetadataStore } from "../db/open.ts";
 import { systemClock } from "../util/clock.ts";
 
 /**
@@ -33,10 +32,14 @@ export function parseDuration(v: string): number {
   return seconds;
 }
 
-function service(): AuthService {
-  const config = loadConfig();
-  const db = openDb(config.dbPath);
-  return new AuthService(new ApiTokensRepository(db), systemClock, false);
+/** Runs `fn` on the token service of the configured database, closing the database after. */
+async function withService<T>(fn: (auth: AuthService) => Promise<T>): Promise<T> {
+  const store = await openMetadataStore(loadConfig());
+  try {
+    return await fn(new AuthService(store.repos.apiTokens, systemClock, false));
+  } finally {
+    await store.close();
+  }
 }
 
 const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
@@ -66,9 +69,9 @@ export function tokenCommand(): Command {
       parseDuration,
     )
     .option("--json", "print JSON")
-    .action((o: { owner: string; label?: string; expiresIn?: number }, cmd: Command) => {
+    .action(async (o: { owner: string; label?: string; expiresIn?: number }, cmd: Command) => {
       if (!isSs58(o.owner)) throw new InvalidArgumentError(`--owner is not an SS58 address: ${o.owner}`);
-      const t = service().issue(o.owner, o.label ?? null, o.expiresIn ?? null);
+      const t = await withService((auth) => auth.issue(o.owner, o.label ?? null, o.expiresIn ?? null));
       if (wantsJson(cmd))
         console.log(
           JSON.stringify({
@@ -90,8 +93,8 @@ export function tokenCommand(): Command {
     .description("List issued tokens (never the token strings)")
     .option("--owner <ss58>", "only tokens of this address")
     .option("--json", "print JSON")
-    .action((o: { owner?: string }, cmd: Command) => {
-      const rows = service().list(o.owner);
+    .action(async (o: { owner?: string }, cmd: Command) => {
+      const rows = await withService((auth) => auth.list(o.owner));
       if (wantsJson(cmd)) {
         console.log(
           JSON.stringify(
@@ -125,8 +128,8 @@ export function tokenCommand(): Command {
     .description("Revoke a token by id; requests with it get 401 from then on")
     .argument("<id>", "token id from `token list`")
     .option("--json", "print JSON")
-    .action((id: string, _o: unknown, cmd: Command) => {
-      if (!service().revoke(id)) throw new Error(`no active token with id ${id}`);
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      if (!(await withService((auth) => auth.revoke(id)))) throw new Error(`no active token with id ${id}`);
       if (wantsJson(cmd)) console.log(JSON.stringify({ id, revoked: true }));
       else console.log(`revoked ${id}`);
     });

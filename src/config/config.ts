@@ -40,6 +40,12 @@ export interface Config {
   diskFsync: "object" | "persist" | "off";
   /** Idle lifetime of an upload session in seconds (`ESYNC_SESSION_TTL_SECONDS`, default 86400). */
   sessionTtlSeconds: number;
+  /**
+   * Lease of a running finalize, seconds (`ESYNC_FINALIZE_LEASE_SECONDS`, default 60): renewed
+   * every third of it while the finalize runs; once it runs out (the node died), any node's
+   * sweeper returns the session to `receiving`.
+   */
+  finalizeLeaseSeconds: number;
   /** Interval of the background sweep (expired sessions, blob deletions), seconds (`ESYNC_SWEEP_INTERVAL_SECONDS`, default 60). */
   sweepIntervalSeconds: number;
   /**
@@ -195,6 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     blobDir: str(env, "ESYNC_BLOB_DIR", `${dataDir}/blobs`),
     diskFsync: oneOf(env, "ESYNC_DISK_FSYNC", "persist", ["object", "persist", "off"] as const),
     sessionTtlSeconds: int(env, "ESYNC_SESSION_TTL_SECONDS", 86400, 1, 365 * 86400),
+    finalizeLeaseSeconds: int(env, "ESYNC_FINALIZE_LEASE_SECONDS", 60, 3, 86400),
     sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
     blobGraceSeconds: int(env, "ESYNC_BLOB_GRACE_SECONDS", 3600, 0, 30 * 86400),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),

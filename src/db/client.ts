@@ -1,7 +1,7 @@
 /**
  * @module db/client
  * Opens the SQLite metadata database (WAL, foreign keys, busy timeout) and applies the
- * migrations in `drizzle/` with Drizzle's bun:sqlite migrator.
+ * migrations in `drizzle/sqlite/` with Drizzle's bun:sqlite migrator.
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -15,10 +15,10 @@ import * as schema from "./schema.ts";
 /** The Drizzle database handle used by every repository. */
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
-/** Folder holding the generated SQL migrations (repository root `drizzle/`). */
-export const MIGRATIONS_DIR = join(import.meta.dir, "..", "..", "drizzle");
+/** Folder holding the generated SQLite migrations (repository root `drizzle/sqlite/`). */
+export const MIGRATIONS_DIR = join(import.meta.dir, "..", "..", "drizzle", "sqlite");
 
-/** Migrations in `drizzle/` not yet applied to `sqlite` (by count: the migrator applies them in order). */
+/** Migrations in `drizzle/sqlite/` not yet applied to `sqlite` (by count: the migrator applies them in order). */
 function pendingMigrations(sqlite: Database): number {
   const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as {
     entries: unknown[];

@@ -2,7 +2,7 @@
  * @module db/schema
  * Drizzle schema of the metadata database (SQLite). Times are Unix seconds, sizes bytes.
  * Byte arrays (`path_hash`, `salted_hash`, `revision_id`, `encrypted_path`) are BLOBs.
- * Migrations are generated from this file into `drizzle/` by `bun run db:generate`.
+ * Migrations are generated from this file into `drizzle/sqlite/` by `bun run db:generate`.
  */
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -80,7 +80,7 @@ export const files = sqliteTable(
   },
   (t) => [
     // Search and browse indexes live on the compact `search_entries` table that triggers keep in
-    // step with this one (drizzle/0002_search_index.sql, src/search/README in search.repository.ts).
+    // step with this one (drizzle/sqlite/0002_search_index.sql, src/search/README in search.repository.ts).
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
   ],
 );
@@ -103,6 +103,12 @@ export const uploadSessions = sqliteTable(
     state: text("state", { enum: ["receiving", "finalizing", "finalized"] }).notNull(),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    /**
+     * While `finalizing`: Unix second the finalizing node's lease runs out (it renews it while it
+     * hashes); null in every other state. Any node's sweeper returns a session whose lease ran out
+     * to `receiving`. The value also fences the finalize that set it: its end transition requires it.
+     */
+    finalizingUntil: integer("finalizing_until"),
     /** UploadResult JSON once finalized. */
     result: text("result"),
   },
@@ -136,6 +142,11 @@ export const blobDeletions = sqliteTable(
     notBefore: integer("not_before").notNull(),
     attempts: integer("attempts").notNull().default(0),
     lastError: text("last_error"),
+    /**
+     * Unix second until which a sweeper that claimed the row is deleting its objects (no other
+     * sweeper claims it before then); null when unclaimed.
+     */
+    leasedUntil: integer("leased_until"),
   },
   (t) => [index("blob_deletions_due").on(t.notBefore)],
 );
@@ -174,7 +185,7 @@ export const folderEntries = sqliteTable(
 
 /**
  * Per-account totals of live files (plaintext bytes), kept exact by triggers on `files` in the
- * transaction of every write, replace, rename and delete (drizzle/0010): the quota's usage and
+ * transaction of every write, replace, rename and delete (drizzle/sqlite/0010): the quota's usage and
  * `/get_user_summary` read one row instead of scanning.
  */
 export const accountUsage = sqliteTable("account_usage", {
@@ -197,7 +208,7 @@ export const quotaOverrides = sqliteTable("quota_overrides", {
 
 /**
  * Per-folder counts and plaintext bytes of live files by summary bucket (extensions.md §1.4), kept
- * exact by triggers on `files` (drizzle/0011): `kind` `type` with the file_type category of the
+ * exact by triggers on `files` (drizzle/sqlite/0011): `kind` `type` with the file_type category of the
  * file name's extension (`other` without a file name or a listed extension), `kind` `source` with
  * the manifest `source` (`desktop`, `console`, `mobile`, else `other`). Rows that drop to 0 stay.
  */

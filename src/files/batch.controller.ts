@@ -34,10 +34,10 @@ export function batchController(s: Services) {
     .derive(authenticated(s))
     .post(
       "/delete_files",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const r = s.files.removeMany(owner, body.folder_hash, body.file_ids);
+        const r = await s.files.removeMany(owner, body.folder_hash, body.file_ids);
         return success({
           ...(body.quiet ? {} : { deleted: r.deleted }),
           errors: r.errors,
@@ -57,7 +57,7 @@ export function batchController(s: Services) {
     )
     .post(
       "/rename_files",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
         if (body.renames.length > MAX_BATCH_RENAME)
@@ -85,7 +85,7 @@ export function batchController(s: Services) {
             "invalid_manifest",
             "signature does not verify the rename declaration against signing_key",
           );
-        const r = s.files.renameMany(owner, body.folder_hash, entries);
+        const r = await s.files.renameMany(owner, body.folder_hash, entries);
         return success({
           status: "ok",
           renamed_count: r.successes.length,
@@ -111,9 +111,9 @@ export function batchController(s: Services) {
     )
     .post(
       "/register_relative_paths/:ss58/:folder_hash",
-      ({ caller, params, body }) => {
+      async ({ caller, params, body }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
+        return success(await s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
       },
       {
         parse: jsonBody(s, "invalid_manifest", MAX_RELATIVE_PATHS_BODY_BYTES, "batch_too_large"),

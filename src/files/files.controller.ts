@@ -96,11 +96,11 @@ export function filesController(s: Services) {
     )
     .get(
       "/get_state/:ss58/:folder_hash",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
         const offset = query.offset ?? 0;
         const limit = !query.limit ? STATE_DEFAULT_LIMIT : Math.min(query.limit, STATE_MAX_LIMIT);
-        const { rows, total } = s.files.state(params.ss58, params.folder_hash, offset, limit);
+        const { rows, total } = await s.files.state(params.ss58, params.folder_hash, offset, limit);
         return success({
           ss58_address: params.ss58,
           folder_hash: params.folder_hash,
@@ -121,10 +121,10 @@ export function filesController(s: Services) {
     )
     .delete(
       "/delete/:ss58/:folder_hash/:file_id",
-      ({ caller, params }) => {
+      async ({ caller, params }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
         const pathHash = Buffer.from(params.file_id, "hex");
-        s.files.remove(params.ss58, params.folder_hash, pathHash);
+        await s.files.remove(params.ss58, params.folder_hash, pathHash);
         return success({
           status: "deleted",
           file_id: toHex(pathHash),
@@ -166,7 +166,7 @@ async function download(
   request: Request,
 ): Promise<Response> {
   AuthService.requireOwner(caller, params.ss58, "this address");
-  const row = s.files.file(params.ss58, params.folder_hash, Buffer.from(params.file_id, "hex"));
+  const row = await s.files.file(params.ss58, params.folder_hash, Buffer.from(params.file_id, "hex"));
   const size = row.ciphertextSize;
   const etag = revisionEtag(toHex(row.revisionId));
   const conditions = parsePreconditions({

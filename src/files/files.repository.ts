@@ -1,156 +1,64 @@
 /**
  * @module files/files.repository
- * Queries on `files`. Writes happen inside the transactions of `FilesService`.
+ * The contract of the queries on `files` (one row per live file). Writes run inside the
+ * transactions of `FilesService`. Implementations: `src/db/sqlite/files.ts`,
+ * `src/db/postgres/files.ts`. Times are Unix seconds, sizes bytes.
  */
-import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { files } from "../db/schema.ts";
 import type { FileRow } from "./file-entry.ts";
 
-/** The primary-key condition of one file row. */
-function fileKey(owner: string, folderHash: string, pathHash: Uint8Array) {
-  return and(
-    eq(files.owner, owner),
-    eq(files.folderHash, folderHash),
-    eq(files.pathHash, Buffer.from(pathHash)),
-  );
-}
+/** The path metadata and revision a rename writes (`FilesRepository.rekey`). */
+export type RekeyColumns = Pick<
+  FileRow,
+  | "pathHash"
+  | "encryptedPath"
+  | "fileName"
+  | "relativePath"
+  | "searchName"
+  | "ext"
+  | "revisionSeq"
+  | "revisionId"
+  | "updatedAt"
+>;
 
-/** Key columns of a file row (the conflict target of `upsert`). */
-const KEY_COLUMNS = ["owner", "folderHash", "pathHash"] as const;
+/** The plaintext path columns of a relative-path back-fill (`FilesRepository.setPath`). */
+export type PathColumns = Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">;
 
-/**
- * The upsert of one file row, prepared once: every column a named placeholder, and on conflict
- * every non-key column set from the new row (`excluded`). Preparing it per call would compile
- * the statement and the search-index triggers it fires every time (about 0.9 ms a write).
- */
-function prepareUpsert(db: Db) {
-  type Column = keyof typeof files.$inferInsert;
-  const columns = Object.keys(getTableColumns(files)) as Column[];
-  const values = Object.fromEntries(columns.map((c) => [c, sql.placeholder(c)])) as Record<
-    Column,
-    Placeholder
-  >;
-  const set = Object.fromEntries(
-    columns
-      .filter((c) => !(KEY_COLUMNS as readonly string[]).includes(c))
-      .map((c) => [c, sql.raw(`excluded.${files[c].name}`)]),
-  );
-  return db
-    .insert(files)
-    .values(values)
-    .onConflictDoUpdate({ target: KEY_COLUMNS.map((c) => files[c]), set })
-    .prepare();
-}
-
-/** Repository of file rows. */
-export class FilesRepository {
-  private readonly upsertStatement: ReturnType<typeof prepareUpsert>;
-
-  constructor(private readonly db: Db) {
-    this.upsertStatement = prepareUpsert(db);
-  }
-
-  get(owner: string, folderHash: string, pathHash: Uint8Array): FileRow | undefined {
-    return this.db
-      .select()
-      .from(files)
-      .where(fileKey(owner, folderHash, pathHash))
-      .get();
-  }
+/** Queries on file rows, keyed by (owner, folder_hash, path_hash). Every method returns a Promise. */
+export interface FilesRepository {
+  /** The row at the key, or undefined. */
+  get(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow | undefined>;
 
   /** Inserts or replaces the row at (owner, folder_hash, path_hash). */
-  upsert(row: FileRow): void {
-    this.upsertStatement.run(row);
-  }
+  upsert(row: FileRow): Promise<void>;
 
   /** Deletes one row; true when it existed. */
-  remove(owner: string, folderHash: string, pathHash: Uint8Array): boolean {
-    const r = this.db
-      .delete(files)
-      .where(fileKey(owner, folderHash, pathHash))
-      .run();
-    return changes(r) > 0;
-  }
+  remove(owner: string, folderHash: string, pathHash: Uint8Array): Promise<boolean>;
 
   /**
    * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
    * (rename, extensions §1.2); every other column stays. True when the row existed.
+   * @throws the dialect's unique-violation error when a row exists at `row.pathHash` (callers
+   *   check first, under `SessionsRepository.lockOwner`).
    */
-  rekey(
-    owner: string,
-    folderHash: string,
-    oldPathHash: Uint8Array,
-    row: Pick<
-      FileRow,
-      | "pathHash"
-      | "encryptedPath"
-      | "fileName"
-      | "relativePath"
-      | "searchName"
-      | "ext"
-      | "revisionSeq"
-      | "revisionId"
-      | "updatedAt"
-    >,
-  ): boolean {
-    return (
-      changes(
-        this.db
-          .update(files)
-          .set(row)
-          .where(fileKey(owner, folderHash, oldPathHash))
-          .run(),
-      ) > 0
-    );
-  }
+  rekey(owner: string, folderHash: string, oldPathHash: Uint8Array, row: RekeyColumns): Promise<boolean>;
 
   /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
-  setPath(
-    owner: string,
-    folderHash: string,
-    pathHash: Uint8Array,
-    cols: Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">,
-  ): void {
-    this.db
-      .update(files)
-      .set(cols)
-      .where(fileKey(owner, folderHash, pathHash))
-      .run();
-  }
+  setPath(owner: string, folderHash: string, pathHash: Uint8Array, cols: PathColumns): Promise<void>;
 
   /** Blob ids of every file of a folder. */
-  blobIdsOfFolder(owner: string, folderHash: string): string[] {
-    return this.db
-      .select({ blobId: files.blobId })
-      .from(files)
-      .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash)))
-      .all()
-      .map((r) => r.blobId);
-  }
+  blobIdsOfFolder(owner: string, folderHash: string): Promise<string[]>;
 
   /** Deletes every file of a folder; returns how many. */
-  removeFolder(owner: string, folderHash: string): number {
-    return changes(
-      this.db
-        .delete(files)
-        .where(and(eq(files.owner, owner), eq(files.folderHash, folderHash)))
-        .run(),
-    );
-  }
+  removeFolder(owner: string, folderHash: string): Promise<number>;
 
-  /** A page of a folder's files in `path_hash` order, and the folder's total file count. */
-  page(owner: string, folderHash: string, offset: number, limit: number): { rows: FileRow[]; total: number } {
-    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
-    const rows = this.db
-      .select()
-      .from(files)
-      .where(where)
-      .orderBy(asc(files.pathHash))
-      .limit(limit)
-      .offset(offset)
-      .all();
-    const total = this.db.select({ n: sql<number>`count(*)` }).from(files).where(where).get()?.n ?? 0;
-    return { rows, total };
-  }
+  /**
+   * A page of a folder's files in `path_hash` order (bytewise), `offset` rows skipped, at most
+   * `limit` rows, and the folder's total file count.
+   */
+  page(
+    owner: string,
+    folderHash: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ rows: FileRow[]; total: number }>;
 }

@@ -5,9 +5,8 @@
  * lifecycle through the deletion queue.
  */
 
-import type { Db } from "../db/client.ts";
+import type { MetadataStore, Repositories } from "../db/store.ts";
 import { type ConflictDetails, fail } from "../errors/errors.ts";
-import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
@@ -16,9 +15,7 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
-import type { FilesRepository } from "./files.repository.ts";
 import { isRelativePath, lastSegment } from "./paths.ts";
 
 export type { UploadResult } from "../wire/types.ts";
@@ -86,10 +83,7 @@ export interface Download {
 /** Rules of file writes, reads and deletes. */
 export class FilesService {
   constructor(
-    private readonly db: Db,
-    private readonly filesRepo: FilesRepository,
-    private readonly foldersRepo: FoldersRepository,
-    private readonly deletions: DeletionQueueRepository,
+    private readonly store: MetadataStore,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
     private readonly quota: QuotaService,
@@ -102,8 +96,8 @@ export class FilesService {
    * commit checks them again).
    * @throws as `checkRevision`.
    */
-  precheck(m: Manifest): void {
-    this.checkRevision(m, this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash));
+  async precheck(m: Manifest): Promise<void> {
+    this.checkRevision(m, await this.store.repos.files.get(m.ss58Address, m.folderHash, m.pathHash));
   }
 
   /**
@@ -138,17 +132,25 @@ export class FilesService {
 
   /**
    * Refuses, before any bytes are received, a write of `m` that would grow its owner past the
-   * allowance (session create; the commit checks again in its transaction).
+   * allowance (session create, in its transaction `tx`; the commit checks again in its own).
    * @throws AppError `drive_quota_exceeded` (402).
    */
-  requireQuota(m: Manifest): void {
-    const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
-    this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
+  async requireQuota(m: Manifest, tx: Repositories): Promise<void> {
+    const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
+    await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
   }
 
-  /** The current revision at a path, as carried by the Conflict envelope (null/0 when no file). */
-  currentRevision(owner: string, folderHash: string, pathHash: Uint8Array): ConflictDetails {
-    const current = this.filesRepo.get(owner, folderHash, pathHash);
+  /**
+   * The current revision at a path, as carried by the Conflict envelope (null/0 when no file),
+   * read through `repos` (a transaction's inside one).
+   */
+  async currentRevision(
+    owner: string,
+    folderHash: string,
+    pathHash: Uint8Array,
+    repos: Repositories = this.store.repos,
+  ): Promise<ConflictDetails> {
+    const current = await repos.files.get(owner, folderHash, pathHash);
     return {
       currentRevisionId: current ? new Uint8Array(current.revisionId) : null,
       currentRevisionSeq: current?.revisionSeq ?? 0,
@@ -156,27 +158,28 @@ export class FilesService {
   }
 
   /**
-   * Records a verified blob as the new revision of the manifest's file, in the caller's
-   * transaction or a new one: revision checks, the quota check of the growth over the replaced
-   * row, row upsert, folder counters, and the replaced revision's blob queued for deletion after
-   * the grace period. `also` runs in the same transaction (finalize marks its session there).
-   * With `intent`, the write intent of the blob (`DeletionQueueRepository.reserve`) is claimed in
-   * the same transaction.
+   * Records a verified blob as the new revision of the manifest's file, in one transaction under
+   * the owner's lock (`lockOwner`): revision checks, the quota check of the growth over the
+   * replaced row, row upsert, folder counters, and the replaced revision's blob queued for
+   * deletion after the grace period. `also` runs in the same transaction (finalize marks its
+   * session there). With `intent`, the write intent of the blob (`DeletionQueueRepository.reserve`)
+   * is claimed in the same transaction.
    * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance;
    *   `storage_unavailable` (503) when the intent's lease ran out.
    */
   commit(
     m: Manifest,
     blob: StoredBlob,
-    also?: (result: UploadResult) => void,
+    also?: (result: UploadResult, tx: Repositories) => Promise<void>,
     intent?: number,
-  ): UploadResult {
-    return this.db.transaction(() => {
+  ): Promise<UploadResult> {
+    return this.store.transaction(async (tx) => {
       const now = this.clock.now();
-      const current = this.filesRepo.get(m.ss58Address, m.folderHash, m.pathHash);
+      await tx.sessions.lockOwner(m.ss58Address);
+      const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
       this.checkRevision(m, current);
-      this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0));
-      if (intent !== undefined && !this.deletions.claim(intent, now))
+      await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
+      if (intent !== undefined && !(await tx.deletionQueue.claim(intent, now)))
         throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
       const revisionId = Buffer.from(randomHex(32), "hex");
       const searchName = searchNameOf(m.fileName, m.relativePath);
@@ -210,8 +213,8 @@ export class FilesService {
         // Every write path has checked that the token's account is the manifest's owner.
         uploadedBy: m.ss58Address,
       };
-      this.filesRepo.upsert(row);
-      this.foldersRepo.applyFileChange(
+      await tx.files.upsert(row);
+      await tx.folders.applyFileChange(
         m.ss58Address,
         m.folderHash,
         current ? 0 : 1,
@@ -219,7 +222,7 @@ export class FilesService {
         now,
       );
       if (current && current.blobId !== blob.blobId)
-        this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
+        await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
       const result: UploadResult = {
         upload_id: row.uploadId,
         timestamp: now,
@@ -227,7 +230,7 @@ export class FilesService {
         created_at: row.createdAt,
         updated_at: row.updatedAt,
       };
-      also?.(result);
+      await also?.(result, tx);
       return result;
     });
   }
@@ -240,15 +243,15 @@ export class FilesService {
    * `path_mismatch` (a different path is never overwritten), `database_error`.
    * @throws AppError `batch_too_large` (400) over `MAX_PATH_BATCH` entries.
    */
-  registerRelativePaths(
+  async registerRelativePaths(
     owner: string,
     folderHash: string,
     entries: readonly { path_hash: string; relative_path: string }[],
-  ): RelativePathsOutcome {
+  ): Promise<RelativePathsOutcome> {
     if (entries.length > MAX_PATH_BATCH)
       throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${entries.length}`);
     const out: RelativePathsOutcome = { updated: 0, skipped: 0, errors: [] };
-    this.db.transaction((tx) => {
+    await this.store.transaction(async (tx) => {
       for (const e of entries) {
         const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
           out.errors.push({ path_hash: e.path_hash, reason });
@@ -258,23 +261,24 @@ export class FilesService {
         }
         try {
           const pathHash = Buffer.from(e.path_hash, "hex");
-          const row = this.filesRepo.get(owner, folderHash, pathHash);
-          if (!row) failed("not_found");
-          else if (row.relativePath === e.relative_path) out.skipped++;
-          else if (row.relativePath !== null) failed("path_mismatch");
-          else {
+          const outcome = await tx.savepoint(async (sp) => {
+            const row = await sp.files.get(owner, folderHash, pathHash);
+            if (!row) return "not_found";
+            if (row.relativePath === e.relative_path) return "skipped";
+            if (row.relativePath !== null) return "path_mismatch";
             const fileName = row.fileName ?? lastSegment(e.relative_path);
             const searchName = searchNameOf(fileName, e.relative_path);
-            tx.transaction(() =>
-              this.filesRepo.setPath(owner, folderHash, pathHash, {
-                relativePath: e.relative_path,
-                fileName,
-                searchName,
-                ext: extensionOf(searchName),
-              }),
-            );
-            out.updated++;
-          }
+            await sp.files.setPath(owner, folderHash, pathHash, {
+              relativePath: e.relative_path,
+              fileName,
+              searchName,
+              ext: extensionOf(searchName),
+            });
+            return "updated";
+          });
+          if (outcome === "updated") out.updated++;
+          else if (outcome === "skipped") out.skipped++;
+          else failed(outcome);
         } catch {
           failed("database_error");
         }
@@ -289,32 +293,19 @@ export class FilesService {
     folderHash: string,
     offset: number,
     limit: number,
-  ): { rows: FileRow[]; total: number } {
-    return this.filesRepo.page(owner, folderHash, offset, limit);
+  ): Promise<{ rows: FileRow[]; total: number }> {
+    return this.store.repos.files.page(owner, folderHash, offset, limit);
   }
 
   /**
    * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period.
    * @throws AppError `not_found` when there is no such file.
    */
-  remove(owner: string, folderHash: string, pathHash: Uint8Array): void {
-    this.db.transaction(() => {
-      if (!this.removeRow(owner, folderHash, pathHash, this.clock.now()))
+  async remove(owner: string, folderHash: string, pathHash: Uint8Array): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      if (!(await removeRow(tx, owner, folderHash, pathHash, this.clock.now(), this.graceSeconds)))
         throw fail("not_found", "No file with this file_id in this folder");
     });
-  }
-
-  /**
-   * Deletes one file inside the caller's transaction: row, folder counters, and its blob queued
-   * for deletion after the grace period. False when there is no such file.
-   */
-  private removeRow(owner: string, folderHash: string, pathHash: Uint8Array, now: number): boolean {
-    const current = this.filesRepo.get(owner, folderHash, pathHash);
-    if (!current) return false;
-    this.filesRepo.remove(owner, folderHash, pathHash);
-    this.foldersRepo.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-    this.deletions.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
-    return true;
   }
 
   /**
@@ -324,7 +315,11 @@ export class FilesService {
    * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do.
    * @throws AppError `batch_too_large` (400) over `MAX_BATCH_DELETE` ids.
    */
-  removeMany(owner: string, folderHash: string, fileIds: readonly string[]): BatchDeleteOutcome {
+  async removeMany(
+    owner: string,
+    folderHash: string,
+    fileIds: readonly string[],
+  ): Promise<BatchDeleteOutcome> {
     if (fileIds.length > MAX_BATCH_DELETE)
       throw fail(
         "batch_too_large",
@@ -332,7 +327,7 @@ export class FilesService {
       );
     const out: BatchDeleteOutcome = { deleted: [], errors: [], filesDeleted: 0 };
     const seen = new Set<string>();
-    this.db.transaction((tx) => {
+    await this.store.transaction(async (tx) => {
       const now = this.clock.now();
       for (const id of fileIds) {
         const key = id.toLowerCase();
@@ -343,8 +338,8 @@ export class FilesService {
           continue;
         }
         try {
-          const removed = tx.transaction(() =>
-            this.removeRow(owner, folderHash, Buffer.from(key, "hex"), now),
+          const removed = await tx.savepoint((sp) =>
+            removeRow(sp, owner, folderHash, Buffer.from(key, "hex"), now, this.graceSeconds),
           );
           out.deleted.push({ file_id: id, status: removed ? "deleted" : "already_deleted" });
           if (removed) out.filesDeleted++;
@@ -363,32 +358,29 @@ export class FilesService {
    * `revision_id`; ciphertext, `created_at`, sizes and the uploader stay. Failures: `not_found`,
    * `target_exists`, `revision_mismatch`, `database_error`. The caller has verified the signature.
    */
-  renameMany(owner: string, folderHash: string, renames: readonly RenameEntry[]): BatchRenameOutcome {
+  async renameMany(
+    owner: string,
+    folderHash: string,
+    renames: readonly RenameEntry[],
+  ): Promise<BatchRenameOutcome> {
     const out: BatchRenameOutcome = { successes: [], failures: [] };
-    this.db.transaction((tx) => {
+    await this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
       for (const r of renames) {
         const failed = (reason: RenameFailureReason) =>
           out.failures.push({ oldPathHash: r.oldPathHash, reason });
         try {
-          const current = this.filesRepo.get(owner, folderHash, r.oldPathHash);
-          if (!current) {
-            failed("not_found");
-            continue;
-          }
-          if (!Buffer.from(current.revisionId).equals(Buffer.from(r.baseRevisionId))) {
-            failed("revision_mismatch");
-            continue;
-          }
-          if (this.filesRepo.get(owner, folderHash, r.newPathHash)) {
-            failed("target_exists");
-            continue;
-          }
-          const revisionId = Buffer.from(randomHex(32), "hex");
-          const searchName = searchNameOf(r.fileName, r.relativePath);
-          const revisionSeq = current.revisionSeq + 1;
-          tx.transaction(() => {
-            this.filesRepo.rekey(owner, folderHash, r.oldPathHash, {
+          const done = await tx.savepoint(async (sp) => {
+            const current = await sp.files.get(owner, folderHash, r.oldPathHash);
+            if (!current) return "not_found" as const;
+            if (!Buffer.from(current.revisionId).equals(Buffer.from(r.baseRevisionId)))
+              return "revision_mismatch" as const;
+            if (await sp.files.get(owner, folderHash, r.newPathHash)) return "target_exists" as const;
+            const revisionId = Buffer.from(randomHex(32), "hex");
+            const searchName = searchNameOf(r.fileName, r.relativePath);
+            const revisionSeq = current.revisionSeq + 1;
+            await sp.files.rekey(owner, folderHash, r.oldPathHash, {
               pathHash: Buffer.from(r.newPathHash),
               encryptedPath: Buffer.from(r.encryptedPath),
               fileName: r.fileName,
@@ -399,14 +391,17 @@ export class FilesService {
               revisionId,
               updatedAt: now,
             });
-            this.foldersRepo.applyFileChange(owner, folderHash, 0, 0, now);
+            await sp.folders.applyFileChange(owner, folderHash, 0, 0, now);
+            return { revisionId, revisionSeq };
           });
-          out.successes.push({
-            oldPathHash: r.oldPathHash,
-            newPathHash: r.newPathHash,
-            revisionId,
-            revisionSeq,
-          });
+          if (typeof done === "string") failed(done);
+          else
+            out.successes.push({
+              oldPathHash: r.oldPathHash,
+              newPathHash: r.newPathHash,
+              revisionId: done.revisionId,
+              revisionSeq: done.revisionSeq,
+            });
         } catch {
           failed("database_error");
         }
@@ -419,8 +414,8 @@ export class FilesService {
    * The current row of a file, for `/download` (complement §5).
    * @throws AppError `not_found` when there is no such file.
    */
-  file(owner: string, folderHash: string, pathHash: Uint8Array): FileRow {
-    const row = this.filesRepo.get(owner, folderHash, pathHash);
+  async file(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow> {
+    const row = await this.store.repos.files.get(owner, folderHash, pathHash);
     if (!row) throw fail("not_found", "No file with this file_id in this folder");
     return row;
   }
@@ -462,6 +457,26 @@ async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStrea
     },
     { highWaterMark: 0 },
   );
+}
+
+/**
+ * Deletes one file inside the transaction `tx`: row, folder counters, and its blob queued for
+ * deletion `graceSeconds` after `now`. False when there is no such file.
+ */
+async function removeRow(
+  tx: Repositories,
+  owner: string,
+  folderHash: string,
+  pathHash: Uint8Array,
+  now: number,
+  graceSeconds: number,
+): Promise<boolean> {
+  const current = await tx.files.get(owner, folderHash, pathHash);
+  if (!current) return false;
+  await tx.files.remove(owner, folderHash, pathHash);
+  await tx.folders.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
+  await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + graceSeconds);
+  return true;
 }
 
 /** `X-Revision-Id` value: the revision id as lowercase hex. */

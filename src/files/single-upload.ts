@@ -121,11 +121,11 @@ export class SingleUploadService {
         );
       }
       // Reject revision conflicts before moving any bytes into the blob store.
-      this.files.precheck(manifest);
+      await this.files.precheck(manifest);
       const blobId = randomHex(16);
       const gen = randomHex(6);
       const key = chunkKey(blobId, 0, gen);
-      const intent = this.deletions.reserve(blobPrefix(blobId), this.clock.now());
+      const intent = await this.deletions.reserve(blobPrefix(blobId), this.clock.now());
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
         await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size);
@@ -136,7 +136,7 @@ export class SingleUploadService {
         throw storageFailure(e, "The blob store failed to store the ciphertext; retry");
       }
       try {
-        return this.files.commit(
+        return await this.files.commit(
           manifest,
           {
             blobId,
@@ -165,10 +165,10 @@ export class SingleUploadService {
    * at once when the store allows it (else the sweeper does it).
    */
   private async discard(intent: number, blobId: string): Promise<void> {
-    this.deletions.release(intent, blobPrefix(blobId), this.clock.now());
+    await this.deletions.release(intent, blobPrefix(blobId), this.clock.now());
     try {
       await this.blobs.deletePrefix(blobPrefix(blobId));
-      this.deletions.done(intent);
+      await this.deletions.done(intent);
     } catch (e) {
       this.log.warn("upload.discard_failed", { blob: blobId, error: e as Error });
     }

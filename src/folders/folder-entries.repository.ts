@@ -1,85 +1,27 @@
 /**
  * @module folders/folder-entries.repository
- * Queries on `folder_entries`: the explicit directories of a folder (extensions.md §1.5).
+ * The contract of the queries on `folder_entries`: the explicit directories of a folder
+ * (extensions.md §1.5). Paths are folder-relative, NFC, without leading or trailing `/`.
+ * Implementations: `src/db/sqlite/folder-entries.ts`, `src/db/postgres/folder-entries.ts`.
  */
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { folderEntries } from "../db/schema.ts";
 
-/** Repository of folder entries. */
-export class FolderEntriesRepository {
-  constructor(private readonly db: Db) {}
+/** Queries on folder entries. Every method returns a Promise. */
+export interface FolderEntriesRepository {
+  /** Every directory path of a folder, in bytewise (SQLite BINARY, PostgreSQL `COLLATE "C"`) order. */
+  list(owner: string, folderHash: string): Promise<string[]>;
 
-  /** Every directory path of a folder, in BINARY order. */
-  list(owner: string, folderHash: string): string[] {
-    return this.db
-      .select({ p: folderEntries.relativePath })
-      .from(folderEntries)
-      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
-      .orderBy(asc(folderEntries.relativePath))
-      .all()
-      .map((r) => r.p);
-  }
-
-  /** Inserts the paths that are not there yet (existing rows are left as they are). */
-  add(owner: string, folderHash: string, paths: readonly string[], now: number): void {
-    if (paths.length === 0) return;
-    this.db
-      .insert(folderEntries)
-      .values(paths.map((relativePath) => ({ owner, folderHash, relativePath, createdAt: now })))
-      .onConflictDoNothing()
-      .run();
-  }
+  /** Inserts the paths that are not there yet (existing rows are left as they are); `now` Unix seconds. */
+  add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void>;
 
   /** Deletes exactly the named paths; returns how many existed. */
-  remove(owner: string, folderHash: string, paths: readonly string[]): number {
-    if (paths.length === 0) return 0;
-    return changes(
-      this.db
-        .delete(folderEntries)
-        .where(
-          and(
-            eq(folderEntries.owner, owner),
-            eq(folderEntries.folderHash, folderHash),
-            inArray(folderEntries.relativePath, [...paths]),
-          ),
-        )
-        .run(),
-    );
-  }
+  remove(owner: string, folderHash: string, paths: readonly string[]): Promise<number>;
 
   /** Deletes every entry of a folder. */
-  removeFolder(owner: string, folderHash: string): void {
-    this.db
-      .delete(folderEntries)
-      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
-      .run();
-  }
+  removeFolder(owner: string, folderHash: string): Promise<void>;
 
   /**
-   * The names of the entries directly inside `path` (`""` = the folder root): the next path
-   * segment of every entry at or below `path/`.
+   * The distinct names of the entries directly inside `path` (`""` = the folder root): the next
+   * path segment of every entry below `path/`, in no particular order.
    */
-  childNames(owner: string, folderHash: string, path: string): string[] {
-    const prefix = path === "" ? "" : `${path}/`;
-    const rows = this.db
-      .select({ p: folderEntries.relativePath })
-      .from(folderEntries)
-      .where(
-        and(
-          eq(folderEntries.owner, owner),
-          eq(folderEntries.folderHash, folderHash),
-          prefix === ""
-            ? sql`1`
-            : sql`${folderEntries.relativePath} > ${prefix} AND ${folderEntries.relativePath} < ${`${path}0`}`,
-        ),
-      )
-      .all();
-    const names = new Set<string>();
-    for (const { p } of rows) {
-      const rest = p.slice(prefix.length);
-      if (rest !== "") names.add(rest.split("/")[0]!);
-    }
-    return [...names];
-  }
+  childNames(owner: string, folderHash: string, path: string): Promise<string[]>;
 }

@@ -29,10 +29,10 @@ export function foldersController(s: Services) {
     .derive(authenticated(s))
     .post(
       "/register_folder",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        s.folders.register(owner, body.folder_hash, body.label, body.device_name ?? null);
+        await s.folders.register(owner, body.folder_hash, body.label, body.device_name ?? null);
         return success({ status: "registered" });
       },
       {
@@ -44,9 +44,12 @@ export function foldersController(s: Services) {
     )
     .get(
       "/list_folders/:base_address",
-      ({ caller, params }) => {
+      async ({ caller, params }) => {
         AuthService.requireOwner(caller, params.base_address, "base_address");
-        return success({ base_address: params.base_address, folders: s.folders.list(params.base_address) });
+        return success({
+          base_address: params.base_address,
+          folders: await s.folders.list(params.base_address),
+        });
       },
       {
         params: ListFoldersParams,
@@ -56,10 +59,10 @@ export function foldersController(s: Services) {
     )
     .delete(
       "/unregister_folder",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const deleted = s.folders.unregister(owner, body.folder_hash);
+        const deleted = await s.folders.unregister(owner, body.folder_hash);
         return success({ status: "unregistered", files_deleted: deleted });
       },
       {
@@ -71,9 +74,11 @@ export function foldersController(s: Services) {
     )
     .get(
       "/list_folder_entries/:ss58/:folder_hash",
-      ({ caller, params }) => {
+      async ({ caller, params }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return Response.json({ relative_paths: s.folders.listEntries(params.ss58, params.folder_hash) });
+        return Response.json({
+          relative_paths: await s.folders.listEntries(params.ss58, params.folder_hash),
+        });
       },
       {
         params: FolderParams,
@@ -83,10 +88,10 @@ export function foldersController(s: Services) {
     )
     .post(
       "/register_folder_entries",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const count = s.folders.registerEntries(owner, body.folder_hash, body.relative_paths);
+        const count = await s.folders.registerEntries(owner, body.folder_hash, body.relative_paths);
         return success({ status: "registered", count });
       },
       {
@@ -102,10 +107,10 @@ export function foldersController(s: Services) {
     )
     .delete(
       "/unregister_folder_entries",
-      ({ caller, body }) => {
+      async ({ caller, body }) => {
         const owner = bodyAddress(body);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const count = s.folders.unregisterEntries(owner, body.folder_hash, body.relative_paths);
+        const count = await s.folders.unregisterEntries(owner, body.folder_hash, body.relative_paths);
         return success({ status: "unregistered", count });
       },
       {

@@ -1,66 +1,26 @@
 /**
  * @module folders/folders.repository
- * Queries on `folders`: registrations (label non-null) and the per-folder counters
- * (`file_count`, `total_bytes`, `updated_at`) that file writes keep in the same transaction.
+ * The contract of the queries on `folders`: registrations (label non-null) and the per-folder
+ * counters (`file_count`, `total_bytes` in plaintext bytes, `updated_at` Unix seconds) that file
+ * writes keep in the same transaction. Implementations: `src/db/sqlite/folders.ts`,
+ * `src/db/postgres/folders.ts`.
  */
-import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { folders } from "../db/schema.ts";
+import type { folders } from "../db/schema.ts";
 
 /** A `folders` row. */
 export type FolderRow = typeof folders.$inferSelect;
 
-/** The counter upsert of `applyFileChange`, prepared once (placeholders; adds the new row's deltas). */
-function prepareCounterUpsert(db: Db) {
-  return db
-    .insert(folders)
-    .values({
-      owner: sql.placeholder("owner"),
-      folderHash: sql.placeholder("folderHash"),
-      updatedAt: sql.placeholder("now"),
-      fileCount: sql.placeholder("dCount"),
-      totalBytes: sql.placeholder("dBytes"),
-    })
-    .onConflictDoUpdate({
-      target: [folders.owner, folders.folderHash],
-      set: {
-        fileCount: sql`${folders.fileCount} + excluded.file_count`,
-        totalBytes: sql`${folders.totalBytes} + excluded.total_bytes`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-    })
-    .prepare();
-}
+/** Queries on folder registrations and counters. Every method returns a Promise. */
+export interface FoldersRepository {
+  /** The row of (owner, folderHash), registered or not, or undefined. */
+  get(owner: string, folderHash: string): Promise<FolderRow | undefined>;
 
-/** Repository of folder registrations and counters. */
-export class FoldersRepository {
-  private readonly counterUpsert: ReturnType<typeof prepareCounterUpsert>;
-
-  constructor(private readonly db: Db) {
-    this.counterUpsert = prepareCounterUpsert(db);
-  }
-
-  get(owner: string, folderHash: string): FolderRow | undefined {
-    return this.db
-      .select()
-      .from(folders)
-      .where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash)))
-      .get();
-  }
-
-  /** Registered folders of `owner`, oldest registration first. */
-  listRegistered(owner: string): FolderRow[] {
-    return this.db
-      .select()
-      .from(folders)
-      .where(and(eq(folders.owner, owner), isNotNull(folders.label)))
-      .orderBy(asc(folders.createdAt), asc(folders.folderHash))
-      .all();
-  }
+  /** Registered folders of `owner`, oldest registration first (then by folder hash). */
+  listRegistered(owner: string): Promise<FolderRow[]>;
 
   /**
    * Registers a folder: inserts the row, or labels an existing unregistered one (files were
-   * uploaded before registration). Returns false when it is already registered.
+   * uploaded before registration). Returns false, changing nothing, when it is already registered.
    */
   register(
     owner: string,
@@ -68,29 +28,20 @@ export class FoldersRepository {
     label: string,
     deviceName: string | null,
     now: number,
-  ): boolean {
-    const r = this.db
-      .insert(folders)
-      .values({ owner, folderHash, label, deviceName, createdAt: now, updatedAt: now })
-      .onConflictDoUpdate({
-        target: [folders.owner, folders.folderHash],
-        set: { label, deviceName, createdAt: now },
-        setWhere: sql`${folders.label} IS NULL`,
-      })
-      .run();
-    return changes(r) > 0;
-  }
+  ): Promise<boolean>;
 
-  /** Applies a file change to the counters: `dCount` files and `dBytes` plaintext bytes. */
-  applyFileChange(owner: string, folderHash: string, dCount: number, dBytes: number, now: number): void {
-    this.counterUpsert.run({ owner, folderHash, dCount, dBytes, now });
-  }
+  /**
+   * Applies a file change to the counters: `dCount` files and `dBytes` plaintext bytes (either
+   * may be negative), `updated_at = now`; creates the (unregistered) row when missing.
+   */
+  applyFileChange(
+    owner: string,
+    folderHash: string,
+    dCount: number,
+    dBytes: number,
+    now: number,
+  ): Promise<void>;
 
   /** Deletes the folder row. */
-  remove(owner: string, folderHash: string): void {
-    this.db
-      .delete(folders)
-      .where(and(eq(folders.owner, owner), eq(folders.folderHash, folderHash)))
-      .run();
-  }
+  remove(owner: string, folderHash: string): Promise<void>;
 }

@@ -3,17 +3,14 @@
  * The folder registry (spec §3.2, §4.1–4.3).
  */
 
-import type { Db } from "../db/client.ts";
+import type { MetadataStore } from "../db/store.ts";
 import { fail } from "../errors/errors.ts";
-import type { FilesRepository } from "../files/files.repository.ts";
 import { isRelativePath } from "../files/paths.ts";
 import { blobPrefix } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { RemoteFolderInfo } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
-import type { FolderEntriesRepository } from "./folder-entries.repository.ts";
-import type { FolderRow, FoldersRepository } from "./folders.repository.ts";
+import type { FolderRow } from "./folders.repository.ts";
 
 export type { RemoteFolderInfo } from "../wire/types.ts";
 
@@ -32,14 +29,10 @@ function toInfo(r: FolderRow): RemoteFolderInfo {
 /** Folder registry rules. */
 export class FoldersService {
   constructor(
-    private readonly db: Db,
-    private readonly folders: FoldersRepository,
-    private readonly files: FilesRepository,
-    private readonly deletions: DeletionQueueRepository,
+    private readonly store: MetadataStore,
     private readonly clock: Clock,
     /** Seconds removed files' objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
     private readonly graceSeconds: number,
-    private readonly entries: FolderEntriesRepository,
     private readonly opts: { upsert: boolean } = { upsert: false },
   ) {}
 
@@ -49,15 +42,19 @@ export class FoldersService {
    * §9 item 4).
    * @throws AppError `conflict` (409) when it is already registered (base profile).
    */
-  register(owner: string, folderHash: string, label: string, deviceName: string | null): void {
-    if (!this.folders.register(owner, folderHash, label, deviceName, this.clock.now()) && !this.opts.upsert) {
+  async register(owner: string, folderHash: string, label: string, deviceName: string | null): Promise<void> {
+    const now = this.clock.now();
+    if (
+      !(await this.store.repos.folders.register(owner, folderHash, label, deviceName, now)) &&
+      !this.opts.upsert
+    ) {
       throw fail("conflict", "A folder with this folder_hash is already registered for this user");
     }
   }
 
   /** Registered folders with counters (spec §4.2). */
-  list(owner: string): RemoteFolderInfo[] {
-    return this.folders.listRegistered(owner).map(toInfo);
+  async list(owner: string): Promise<RemoteFolderInfo[]> {
+    return (await this.store.repos.folders.listRegistered(owner)).map(toInfo);
   }
 
   /**
@@ -65,23 +62,24 @@ export class FoldersService {
    * @returns the number of files deleted.
    * @throws AppError `not_found` (404) when no folder is registered at this hash.
    */
-  unregister(owner: string, folderHash: string): number {
-    return this.db.transaction(() => {
-      const row = this.folders.get(owner, folderHash);
+  unregister(owner: string, folderHash: string): Promise<number> {
+    return this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(owner);
+      const row = await tx.folders.get(owner, folderHash);
       if (!row || row.label === null)
         throw fail("not_found", "No folder is registered at this folder_hash for this user");
-      const blobIds = this.files.blobIdsOfFolder(owner, folderHash);
-      const deleted = this.files.removeFolder(owner, folderHash);
-      this.deletions.enqueue(blobIds.map(blobPrefix), this.clock.now() + this.graceSeconds);
-      this.folders.remove(owner, folderHash);
-      this.entries.removeFolder(owner, folderHash);
+      const blobIds = await tx.files.blobIdsOfFolder(owner, folderHash);
+      const deleted = await tx.files.removeFolder(owner, folderHash);
+      await tx.deletionQueue.enqueue(blobIds.map(blobPrefix), this.clock.now() + this.graceSeconds);
+      await tx.folders.remove(owner, folderHash);
+      await tx.folderEntries.removeFolder(owner, folderHash);
       return deleted;
     });
   }
 
   /** Every registered directory of a folder (extensions §1.5), in BINARY order. */
-  listEntries(owner: string, folderHash: string): string[] {
-    return this.entries.list(owner, folderHash);
+  listEntries(owner: string, folderHash: string): Promise<string[]> {
+    return this.store.repos.folderEntries.list(owner, folderHash);
   }
 
   /**
@@ -89,9 +87,9 @@ export class FoldersService {
    * @returns how many of the named entries are now present (distinct paths).
    * @throws AppError `batch_too_large` (over `MAX_PATH_BATCH`), `invalid_manifest` (an invalid path).
    */
-  registerEntries(owner: string, folderHash: string, paths: readonly string[]): number {
+  async registerEntries(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
     const unique = checkedPaths(paths);
-    this.entries.add(owner, folderHash, unique, this.clock.now());
+    await this.store.repos.folderEntries.add(owner, folderHash, unique, this.clock.now());
     return unique.length;
   }
 
@@ -100,13 +98,13 @@ export class FoldersService {
    * @returns how many entries were removed.
    * @throws as `registerEntries`.
    */
-  unregisterEntries(owner: string, folderHash: string, paths: readonly string[]): number {
-    return this.entries.remove(owner, folderHash, checkedPaths(paths));
+  async unregisterEntries(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
+    return this.store.repos.folderEntries.remove(owner, folderHash, checkedPaths(paths));
   }
 
   /** Label of a folder, `""` when unregistered (for search hits). */
-  labelOf(owner: string, folderHash: string): string {
-    return this.folders.get(owner, folderHash)?.label ?? "";
+  async labelOf(owner: string, folderHash: string): Promise<string> {
+    return (await this.store.repos.folders.get(owner, folderHash))?.label ?? "";
   }
 }
 

@@ -3,8 +3,7 @@
  * Whether this process should receive new traffic (extensions §2.2): ready when the database
  * answers and the blob store is reachable, and not while it drains for shutdown.
  */
-import { sql } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
+import type { MetadataStore } from "../db/store.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import type { Logger } from "../util/log.ts";
 
@@ -23,7 +22,7 @@ export class Readiness {
   private drainingSince: number | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: MetadataStore,
     private readonly blobs: BlobStore,
     private readonly log: Logger,
   ) {}
@@ -42,7 +41,7 @@ export class Readiness {
   async report(): Promise<ReadinessReport> {
     let database: CheckResult = "ok";
     try {
-      this.db.run(sql`select 1`);
+      await this.store.ping();
     } catch (e) {
       database = "error";
       this.log.warn("readiness.database_failed", { error: e as Error });

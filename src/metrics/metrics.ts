@@ -19,9 +19,9 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** What `Metrics` reads from the database on every scrape. */
 export interface MetricsStateSource {
   /** Number of stored upload sessions per state (`receiving`, `finalizing`, `finalized`). */
-  sessionsByState(): Record<string, number>;
+  sessionsByState(): Promise<Record<string, number>>;
   /** Rows of the blob deletion queue, and seconds since the oldest due row became due (0 when none). */
-  deletionQueue(): { depth: number; oldestDueAgeSeconds: number };
+  deletionQueue(): Promise<{ depth: number; oldestDueAgeSeconds: number }>;
 }
 
 /** The instruments, and the registry `GET /metrics` renders. */
@@ -163,33 +163,35 @@ export class Metrics {
       help: "Stored upload sessions by state (read from the database on scrape)",
       labelNames: ["state"] as const,
       registers,
-      collect() {
+      async collect() {
         if (!self.source) return;
+        const counts = await self.source.sessionsByState();
         this.reset();
-        const counts = self.source.sessionsByState();
         for (const state of ["receiving", "finalizing", "finalized"]) this.set({ state }, counts[state] ?? 0);
       },
     });
-    // One query per scrape: the depth gauge (registered, so collected, first) reads the queue and
-    // keeps the age for the gauge after it.
-    let oldestDueAge = 0;
+    // One query per scrape: the depth gauge (registered, so collected, first) starts the read and
+    // the age gauge after it awaits the same one.
+    let queue: ReturnType<MetricsStateSource["deletionQueue"]> | null = null;
     new Gauge({
       name: "esync_deletion_queue_depth",
       help: "Rows in the blob deletion queue (read from the database on scrape)",
       registers,
-      collect() {
+      async collect() {
         if (!self.source) return;
-        const q = self.source.deletionQueue();
-        oldestDueAge = q.oldestDueAgeSeconds;
-        this.set(q.depth);
+        queue = self.source.deletionQueue();
+        this.set((await queue).depth);
       },
     });
     new Gauge({
       name: "esync_deletion_queue_oldest_due_age_seconds",
       help: "Seconds since the oldest due row of the deletion queue became due; 0 when none is due",
       registers,
-      collect() {
-        if (self.source) this.set(oldestDueAge);
+      async collect() {
+        if (!self.source) return;
+        const q = await (queue ?? self.source.deletionQueue());
+        queue = null;
+        this.set(q.oldestDueAgeSeconds);
       },
     });
   }

@@ -14,10 +14,11 @@
  *   gives. Not repairable.
  * - `counter_mismatch`: a folder's `file_count`/`total_bytes` differ from its files, or are
  *   negative or not integers (also a folder row missing for files). Repair: recomputed.
- * - `stuck_session`: a session in the internal `finalizing` state whose claim ran out (the
- *   finalize transition sets `expires_at` one session lifetime ahead; a live finalize ends
- *   before that, and start-up recovery returns sessions a crash left behind). Repair: returned to
- *   `receiving` for one more session lifetime, chunks intact.
+ * - `stuck_session`: a session in the internal `finalizing` state whose finalize lease
+ *   (`finalizing_until`) ran out, or that has none (left by a version without leases). A live
+ *   finalize renews its lease, and every node's sweeper returns sessions whose lease ran out, so
+ *   this is found only between sweeps or when no server runs. Repair: returned to `receiving` for
+ *   one more session lifetime, chunks intact.
  *
  * The store is listed before the database is read (in one read transaction), so that an object
  * a running server writes meanwhile is already covered by its write intent when the rows are read.
@@ -104,7 +105,7 @@ interface StuckRow {
   session_id: string;
   owner: string;
   folder_hash: string;
-  expires_at: number;
+  finalizing_until: number | null;
 }
 
 /** Sizes of `keys`, 32 requests at a time. */
@@ -261,13 +262,16 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   const now = clock.now();
   const stuck = sqlite
     .query<StuckRow, [number]>(
-      "SELECT session_id, owner, folder_hash, expires_at FROM upload_sessions WHERE state = 'finalizing' AND expires_at <= ?",
+      "SELECT session_id, owner, folder_hash, finalizing_until FROM upload_sessions WHERE state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?)",
     )
     .all(now);
   for (const s of stuck) {
     const problem: FsckProblem = {
       kind: "stuck_session",
-      detail: `session ${s.session_id} (${s.owner}) has been finalizing with no live claim since ${new Date(s.expires_at * 1000).toISOString()}`,
+      detail:
+        s.finalizing_until === null
+          ? `session ${s.session_id} (${s.owner}) is finalizing without a lease`
+          : `session ${s.session_id} (${s.owner}) has been finalizing with no live lease since ${new Date(s.finalizing_until * 1000).toISOString()}`,
       session_id: s.session_id,
       owner: s.owner,
       folder_hash: s.folder_hash,
@@ -276,7 +280,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
     if (repair) {
       const changed = sqlite
         .query(
-          "UPDATE upload_sessions SET state = 'receiving', expires_at = ? WHERE session_id = ? AND state = 'finalizing' AND expires_at <= ?",
+          "UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, expires_at = ? WHERE session_id = ? AND state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?)",
         )
         .run(now + ttl, s.session_id, now).changes;
       problem.repaired = changed > 0;

@@ -14,10 +14,10 @@ import { CanUploadBody, CanUploadResult } from "../wire/schemas.ts";
 export function quotaController(s: Services) {
   return new Elysia({ name: "quota" }).derive(authenticated(s)).post(
     "/can_upload",
-    ({ caller, body }) => {
+    async ({ caller, body }) => {
       const owner = bodyAddress(body);
       AuthService.requireOwner(caller, owner, "ss58_address");
-      const ok = s.quota.fits(owner, body.size_bytes);
+      const ok = await s.quota.fits(owner, body.size_bytes);
       return Response.json({ result: ok, error: ok ? null : "drive_quota_exceeded" });
     },
     {

@@ -1,66 +1,26 @@
 /**
  * @module quota/quota.repository
- * Queries on `account_usage` (per-account totals the triggers on `files` keep exact) and
- * `quota_overrides` (per-account allowances).
+ * The contract of the queries on `account_usage` (per-account totals of live files, kept exact in
+ * each write's transaction: triggers on SQLite and PostgreSQL) and `quota_overrides` (per-account
+ * allowances). Bytes are plaintext bytes, times Unix seconds. Implementations:
+ * `src/db/sqlite/quota.ts`, `src/db/postgres/quota.ts`.
  */
-import { eq, sql } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
-import { accountUsage, quotaOverrides } from "../db/schema.ts";
+import type { accountUsage } from "../db/schema.ts";
 
 /** An `account_usage` row. */
 export type AccountUsageRow = typeof accountUsage.$inferSelect;
 
-/** The two reads of every write's quota check, prepared once (building them costs more than running them). */
-function prepareReads(db: Db) {
-  return {
-    usage: db
-      .select()
-      .from(accountUsage)
-      .where(eq(accountUsage.owner, sql.placeholder("owner")))
-      .prepare(),
-    override: db
-      .select({ quotaBytes: quotaOverrides.quotaBytes })
-      .from(quotaOverrides)
-      .where(eq(quotaOverrides.owner, sql.placeholder("owner")))
-      .prepare(),
-  };
-}
-
-/** Repository of usage totals and allowance overrides. */
-export class QuotaRepository {
-  private readonly reads: ReturnType<typeof prepareReads>;
-
-  constructor(private readonly db: Db) {
-    this.reads = prepareReads(db);
-  }
-
+/** Queries on usage totals and allowance overrides. Every method returns a Promise. */
+export interface QuotaRepository {
   /** The account's totals, or undefined when it never stored a file. */
-  usage(owner: string): AccountUsageRow | undefined {
-    return this.reads.usage.get({ owner });
-  }
+  usage(owner: string): Promise<AccountUsageRow | undefined>;
 
   /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */
-  override(owner: string): { quotaBytes: number | null } | undefined {
-    return this.reads.override.get({ owner });
-  }
+  override(owner: string): Promise<{ quotaBytes: number | null } | undefined>;
 
-  /** Sets (inserts or replaces) an override. */
-  setOverride(owner: string, quotaBytes: number | null, now: number): void {
-    this.db
-      .insert(quotaOverrides)
-      .values({ owner, quotaBytes, updatedAt: now })
-      .onConflictDoUpdate({ target: quotaOverrides.owner, set: { quotaBytes, updatedAt: now } })
-      .run();
-  }
+  /** Sets (inserts or replaces) an override; `quotaBytes` null = unlimited. */
+  setOverride(owner: string, quotaBytes: number | null, now: number): Promise<void>;
 
   /** Removes an override; true when there was one. */
-  clearOverride(owner: string): boolean {
-    return (
-      (
-        this.db.delete(quotaOverrides).where(eq(quotaOverrides.owner, owner)).run() as unknown as {
-          changes: number;
-        }
-      ).changes > 0
-    );
-  }
+  clearOverride(owner: string): Promise<boolean>;
 }

@@ -4,9 +4,10 @@
  * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
  * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers). Writes
  * are charged only their growth over the row they replace, checked inside the committing
- * transaction, so that two racing writes cannot both slip under the limit (SQLite serialises
- * writers; the check and the write are one transaction).
+ * transaction (with its repository, under `SessionsRepository.lockOwner`), so that two racing
+ * writes cannot both slip under the limit on any node.
  */
+
 import { fail } from "../errors/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import type { QuotaRepository } from "./quota.repository.ts";
@@ -31,10 +32,10 @@ export class QuotaService {
     private readonly defaultQuotaBytes: number | null,
   ) {}
 
-  /** The account's usage and allowance. */
-  info(owner: string): QuotaInfo {
-    const usage = this.repo.usage(owner);
-    const override = this.repo.override(owner);
+  /** The account's usage and allowance, read through `repo` (a transaction's, or the store's). */
+  async info(owner: string, repo: QuotaRepository = this.repo): Promise<QuotaInfo> {
+    const usage = await repo.usage(owner);
+    const override = await repo.override(owner);
     return {
       owner,
       usedBytes: usage?.totalBytes ?? 0,
@@ -45,22 +46,22 @@ export class QuotaService {
   }
 
   /** Whether `growthBytes` more (negative or zero: always) fit in the account's allowance now. */
-  fits(owner: string, growthBytes: number): boolean {
+  async fits(owner: string, growthBytes: number, repo: QuotaRepository = this.repo): Promise<boolean> {
     if (growthBytes <= 0) return true;
-    const override = this.repo.override(owner);
+    const override = await repo.override(owner);
     const quotaBytes = override ? override.quotaBytes : this.defaultQuotaBytes;
     if (quotaBytes === null) return true;
-    return (this.repo.usage(owner)?.totalBytes ?? 0) + growthBytes <= quotaBytes;
+    return ((await repo.usage(owner))?.totalBytes ?? 0) + growthBytes <= quotaBytes;
   }
 
   /**
    * Refuses a write that would grow the account past its allowance. Call inside the transaction
-   * that commits the write.
+   * that commits the write, with its repository, after `lockOwner(owner)`.
    * @throws AppError `drive_quota_exceeded` (402, flat body; extensions §1.3).
    */
-  require(owner: string, growthBytes: number): void {
-    if (this.fits(owner, growthBytes)) return;
-    const { usedBytes, quotaBytes } = this.info(owner);
+  async require(owner: string, growthBytes: number, repo: QuotaRepository = this.repo): Promise<void> {
+    if (await this.fits(owner, growthBytes, repo)) return;
+    const { usedBytes, quotaBytes } = await this.info(owner, repo);
     throw fail(
       "drive_quota_exceeded",
       `This write needs ${growthBytes} more bytes; ${usedBytes} of the allowance of ${quotaBytes} bytes are in use`,
@@ -68,12 +69,12 @@ export class QuotaService {
   }
 
   /** Sets the account's allowance override (bytes; null = unlimited). */
-  setOverride(owner: string, quotaBytes: number | null): void {
-    this.repo.setOverride(owner, quotaBytes, this.clock.now());
+  setOverride(owner: string, quotaBytes: number | null): Promise<void> {
+    return this.repo.setOverride(owner, quotaBytes, this.clock.now());
   }
 
   /** Removes the account's override (the default applies again); true when there was one. */
-  clearOverride(owner: string): boolean {
+  clearOverride(owner: string): Promise<boolean> {
     return this.repo.clearOverride(owner);
   }
 }

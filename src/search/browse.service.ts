@@ -38,13 +38,15 @@ export class BrowseService {
   ) {}
 
   /** Lists one directory of `owner`'s folder `folderHash` (the caller has checked ownership). */
-  browse(owner: string, folderHash: string, query: BrowseQuery): BrowseResult {
+  async browse(owner: string, folderHash: string, query: BrowseQuery): Promise<BrowseResult> {
+    // A folder_hash filter naming another folder than the path's lists nothing (never widens).
+    const elsewhere = query.folderHash !== null && query.folderHash !== folderHash;
+    const filtering = query.exts !== null || query.q !== null || query.uploader !== null;
+    const entryNames =
+      filtering || elsewhere ? [] : await this.entries.childNames(owner, folderHash, query.path);
     return this.repo.snapshot(() => {
       const { path, offset, limit } = query;
-      // A folder_hash filter naming another folder than the path's lists nothing (never widens).
-      const elsewhere = query.folderHash !== null && query.folderHash !== folderHash;
       const oid = elsewhere ? null : this.repo.ownerId(owner);
-      const filtering = query.exts !== null || query.q !== null || query.uploader !== null;
       const prefix = path === "" ? "" : `${path}/`;
       const folders: BrowseFolderEntry[] = [];
       if (!filtering) {
@@ -57,7 +59,7 @@ export class BrowseService {
             });
         // Explicit directories (extensions §1.5) without files below them, once by name.
         const derived = new Set(folders.map((f) => f.name));
-        for (const name of elsewhere ? [] : this.entries.childNames(owner, folderHash, path))
+        for (const name of entryNames)
           if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });
         folders.sort(byName);
       }

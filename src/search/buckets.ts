@@ -1,6 +1,6 @@
 /**
  * @module search/buckets
- * The histogram buckets of `search_stats` (drizzle/0002_search_index.sql): for each owner, ext and
+ * The histogram buckets of `search_stats` (drizzle/sqlite/0002_search_index.sql): for each owner, ext and
  * bucket, how many files there are. Search sums whole buckets for `total_count` and for jumping
  * to a deep offset, and scans the index only inside the (at most two) buckets a bound cuts.
  *
@@ -87,7 +87,7 @@ export const ALL_EXTS = "*";
 export const NO_EXT = "";
 
 /**
- * The size × creation-time grid (`search_stats` dim 7, drizzle/0003_search_grid.sql): cells of
+ * The size × creation-time grid (`search_stats` dim 7, drizzle/sqlite/0003_search_grid.sql): cells of
  * one size fine bucket (dim 2) by 2^21 seconds (about 24 days) of `created_at`, numbered
  * date-major: `(created_at >> 21) * 4096 + sizeFine(size_bytes)`. Fine size buckets are below
  * 1700, so the low 12 bits of a cell are its size bucket and the rest its date bucket (bucket

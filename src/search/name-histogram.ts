@@ -1,7 +1,7 @@
 /**
  * @module search/name-histogram
  * Deep offsets in `file_name` order without walking the name index from one end, from the
- * `search_names` buckets (drizzle/0004_search_names.sql): the rows without a name (which sort
+ * `search_names` buckets (drizzle/sqlite/0004_search_names.sql): the rows without a name (which sort
  * first), then `file_name` counted by its first 2, 4, 6, 8, 11, 14 and 20 characters. Prefixes
  * sort as the index does (BINARY), so the rows before a bucket are the sum of the buckets before
  * it; each level narrows the bucket holding the wanted position to its children at the next

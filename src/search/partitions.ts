@@ -1,6 +1,6 @@
 /**
  * @module search/partitions
- * The layout of `search_entries.id`, which is also the FTS rowid (drizzle/0008_search_partitions.sql):
+ * The layout of `search_entries.id`, which is also the FTS rowid (drizzle/sqlite/0008_search_partitions.sql):
  *
  *     id = ((oid << 16 | class << 13 | date bucket) << 23) + sequence
  *

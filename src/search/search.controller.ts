@@ -73,10 +73,10 @@ export function searchController(s: Services) {
     })
     .get(
       "/browse/:ss58/:folder_hash",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         const q = browseQueryOf(query, s.profile);
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.browse.browse(params.ss58, params.folder_hash, q));
+        return success(await s.browse.browse(params.ss58, params.folder_hash, q));
       },
       {
         params: FolderParams,

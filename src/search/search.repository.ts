@@ -1,6 +1,6 @@
 /**
  * @module search/search.repository
- * The queries of search and browse, on the tables of drizzle/0002_search_index.sql:
+ * The queries of search and browse, on the tables of drizzle/sqlite/0002_search_index.sql:
  *
  * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
  *   size, times). `id` is partitioned (`partitions.ts`): one owner's rows are one id range, and so

@@ -24,7 +24,7 @@ import { type Blake3, createBlake3 } from "../util/blake3.ts";
 /** Where a catch-up finds recorded chunks. */
 export interface RecordedChunks {
   /** Generation recorded for chunk `index` of the session, or null when not (yet) received. */
-  recordedGen(index: number): string | null;
+  recordedGen(index: number): Promise<string | null>;
   /** Streams the stored object of chunk `index`, generation `gen`. */
   open(index: number, gen: string): Promise<ReadableStream<Uint8Array>>;
 }
@@ -95,6 +95,8 @@ interface State {
   busy: boolean;
   /** The running catch-up, if any. */
   catchUp: Promise<void> | null;
+  /** A chunk was recorded while the catch-up was looking up the next one: look again. */
+  recheck: boolean;
 }
 
 /** Running in-order hashes of live sessions in this process. */
@@ -145,7 +147,15 @@ export class IngestHashes {
           }
         }
       }
-      st = { hasher: createBlake3(), held: new Map(), next: 0, gens: [], busy: false, catchUp: null };
+      st = {
+        hasher: createBlake3(),
+        held: new Map(),
+        next: 0,
+        gens: [],
+        busy: false,
+        catchUp: null,
+        recheck: false,
+      };
       this.states.set(sessionId, st);
     }
     return st;
@@ -236,36 +246,49 @@ export class IngestHashes {
   /** Starts a catch-up for the session unless one is running or a tap is feeding. */
   private advance(sessionId: string, chunks: RecordedChunks): void {
     const st = this.state(sessionId);
-    if (st.busy) return;
-    st.busy = true;
+    if (st.catchUp || st.busy) {
+      st.recheck = true;
+      return;
+    }
     st.catchUp = (async () => {
       try {
         for (;;) {
           if (this.states.get(sessionId) !== st) return;
-          const gen = chunks.recordedGen(st.next);
-          if (gen === null) return;
-          const held = st.held.get(st.next);
+          st.recheck = false;
+          const index = st.next;
+          // The look-up leaves the hasher free: a tap for `index` may start meanwhile.
+          const gen = await chunks.recordedGen(index);
+          if (this.states.get(sessionId) !== st) return;
+          if (st.busy) return; // a tap is feeding; its `recorded` starts the next catch-up
+          if (st.next !== index) continue; // a tap fed `index` meanwhile
+          if (gen === null) {
+            if (st.recheck) continue;
+            return;
+          }
+          st.busy = true;
+          const held = st.held.get(index);
           const fromMemory = held?.gen === gen;
           if (held) {
-            st.held.delete(st.next);
+            st.held.delete(index);
             if (fromMemory) st.hasher.update(held.data);
             this.unreserve(held.data);
           }
           if (!fromMemory) {
-            const reader = (await chunks.open(st.next, gen)).getReader();
+            const reader = (await chunks.open(index, gen)).getReader();
             for (;;) {
               const { done, value } = await reader.read();
               if (done) break;
               st.hasher.update(value);
             }
           }
-          st.gens[st.next] = gen;
-          st.next++;
+          st.gens[index] = gen;
+          st.next = index + 1;
+          st.busy = false;
         }
       } catch {
+        st.busy = false;
         this.drop(sessionId, st);
       } finally {
-        st.busy = false;
         st.catchUp = null;
       }
     })();

@@ -6,10 +6,16 @@
  * gone (404). Chunk i is streamed straight from the request into the blob store as object
  * `<blob>/<i>.<gen>` with a fresh `gen` per upload; only after the bytes are stored is the chunk
  * recorded, and only if the session is still `receiving`. Finalize moves the session to
- * `finalizing` atomically (so exactly one concurrent finalize proceeds and no chunk can be
- * recorded after the snapshot), hashes the recorded chunk objects in order, then commits the
- * file and the `finalized` state in one transaction. Any failure returns it to `receiving`
- * with its chunks intact.
+ * `finalizing` atomically under a lease (`finalizing_until`, renewed while it hashes), so exactly
+ * one concurrent finalize on any node proceeds and no chunk can be recorded after the snapshot;
+ * it hashes the recorded chunk objects in order, then commits the file and the `finalized` state
+ * in one transaction, provided it still holds its lease. Any failure returns it to `receiving`
+ * with its chunks intact; so does any node's sweeper once the lease of a finalize whose node died
+ * has run out.
+ *
+ * State kept in this process is an optimisation only: the running ingest hash (a finalize on a
+ * node that saw none or only some of the chunks reads the rest back: the full BLAKE3 pass) and
+ * the in-flight chunk limits (per node).
  *
  * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
  * session is deleted or expires unfinalized). Each chunk PUT also records a write intent for its
@@ -18,7 +24,7 @@
  * reclaims.
  */
 
-import type { Db } from "../db/client.ts";
+import type { MetadataStore, Repositories } from "../db/store.ts";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
@@ -36,7 +42,6 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
 import type { SessionStatus } from "../wire/types.ts";
-import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import { InflightLimiter } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
@@ -62,6 +67,11 @@ export interface SessionEngineOptions {
   maxInflightPerUser: number;
   /** Chunk PUTs in flight over all users (429 `too_many_requests` beyond). */
   maxInflight: number;
+  /**
+   * Seconds a finalize holds its session (`finalizing_until`) before any node's sweeper may
+   * return it to `receiving`; the finalize renews the lease every third of it while it runs.
+   */
+  finalizeLeaseSeconds: number;
 }
 
 /**
@@ -100,9 +110,7 @@ export class SessionEngine {
   private readonly ingest: IngestHashes;
 
   constructor(
-    private readonly db: Db,
-    private readonly sessions: SessionsRepository,
-    private readonly deletions: DeletionQueueRepository,
+    private readonly store: MetadataStore,
     private readonly files: FilesService,
     private readonly blobs: BlobStore,
     private readonly clock: Clock,
@@ -123,7 +131,10 @@ export class SessionEngine {
    *   `forbidden` (403: manifest owner is not `caller`), `drive_quota_exceeded` (402: the file's
    *   growth over the row it replaces exceeds the allowance), `session_limit` (429 with Retry-After).
    */
-  create(caller: string, input: CreateSessionInput): { session_id: string; expires_at: number } {
+  async create(
+    caller: string,
+    input: CreateSessionInput,
+  ): Promise<{ session_id: string; expires_at: number }> {
     const { chunk_count: count, chunk_size: size, ciphertext_size: total } = input;
     if (input.manifest === undefined || input.manifest === null)
       throw fail("invalid_manifest", "manifest is required");
@@ -147,10 +158,11 @@ export class SessionEngine {
     if (manifest.ss58Address !== caller)
       throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
 
-    return this.db.transaction(() => {
-      this.files.requireQuota(manifest);
+    return this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(caller);
+      await this.files.requireQuota(manifest, tx);
       const now = this.clock.now();
-      const live = this.sessions.liveCount(caller, now);
+      const live = await tx.sessions.liveCount(caller, now);
       if (live.n >= this.opts.maxSessionsPerUser) {
         const retryAfter = Math.max(1, (live.earliest ?? now + 60) - now);
         throw fail("session_limit", `At most ${this.opts.maxSessionsPerUser} live upload sessions per user`, {
@@ -171,9 +183,10 @@ export class SessionEngine {
         state: "receiving",
         createdAt: now,
         expiresAt: now + this.opts.ttlSeconds,
+        finalizingUntil: null,
         result: null,
       };
-      this.sessions.insert(row);
+      await tx.sessions.insert(row);
       this.log.info("session.created", {
         session: row.sessionId,
         owner: caller,
@@ -184,9 +197,12 @@ export class SessionEngine {
     });
   }
 
-  /** Loads a live session owned by `caller`. @throws 404 `not_found`, 403 `forbidden`. */
-  private owned(caller: string, sessionId: string): SessionRow {
-    const s = this.sessions.get(sessionId);
+  /**
+   * Loads a live session owned by `caller` (through `tx`, locked, when given).
+   * @throws 404 `not_found`, 403 `forbidden`.
+   */
+  private async owned(caller: string, sessionId: string, tx?: Repositories): Promise<SessionRow> {
+    const s = tx ? await tx.sessions.getForUpdate(sessionId) : await this.store.repos.sessions.get(sessionId);
     if (!s || s.expiresAt <= this.clock.now())
       throw fail("not_found", "No such upload session (never existed, expired or deleted)");
     if (s.owner !== caller) throw fail("forbidden", "The token does not own this upload session");
@@ -214,7 +230,7 @@ export class SessionEngine {
     body: ReadableStream<Uint8Array> | null | OpenChunkBody,
     declaredLength: number | null,
   ): Promise<{ chunk_index: number }> {
-    const s = this.owned(caller, sessionId);
+    const s = await this.owned(caller, sessionId);
     if (index >= s.chunkCount) {
       throw fail(
         "invalid_manifest",
@@ -263,7 +279,8 @@ export class SessionEngine {
     const sessionId = s.sessionId;
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
-    const intent = this.deletions.reserve(key, this.clock.now());
+    const deletions = this.store.repos.deletionQueue;
+    const intent = await deletions.reserve(key, this.clock.now());
     const tap = this.ingest.tap(sessionId, index, length);
     try {
       const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
@@ -271,7 +288,7 @@ export class SessionEngine {
     } catch (e) {
       tap?.fail();
       // A failed `put` leaves no object (the BlobStore contract), so the intent is simply dropped.
-      this.deletions.done(intent);
+      await deletions.done(intent);
       const client = clientFailure();
       // A limit or timeout of the guarded body (400/408) is already the answer.
       if (client?.error instanceof AppError) throw client.error;
@@ -290,32 +307,34 @@ export class SessionEngine {
         );
       // The session was deleted or expired while the body streamed (its objects were being
       // deleted under the write): that is the session's 404, not a store failure.
-      if (!this.isLive(sessionId))
+      if (!(await this.isLive(sessionId)))
         throw fail("not_found", "The upload session expired or was deleted during the upload");
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
       throw storageFailure(e, "The blob store failed to store the chunk; retry");
     }
-    const outcome = this.db.transaction(() => {
+    const outcome = await this.store.transaction(async (tx) => {
       const now = this.clock.now();
-      const cur = this.sessions.get(sessionId);
+      // Locked: a finalize's receiving → finalizing waits for this transaction, so no chunk is
+      // recorded after a finalize took its snapshot.
+      const cur = await tx.sessions.getForUpdate(sessionId);
       if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
-        this.deletions.release(intent, key, now);
+        await tx.deletionQueue.release(intent, key, now);
         return cur && cur.expiresAt > now ? cur.state : "gone";
       }
-      if (!this.deletions.claim(intent, now)) {
-        this.deletions.release(intent, key, now);
+      if (!(await tx.deletionQueue.claim(intent, now))) {
+        await tx.deletionQueue.release(intent, key, now);
         return "lease_lost";
       }
-      const prev = this.sessions.chunk(sessionId, index);
-      if (prev) this.deletions.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
-      this.sessions.putChunk({
+      const prev = await tx.sessions.chunk(sessionId, index);
+      if (prev) await tx.deletionQueue.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
+      await tx.sessions.putChunk({
         sessionId,
         chunkIndex: index,
         gen,
         size: length,
         receivedAt: now,
       });
-      this.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
+      await tx.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
       return "stored";
     });
     if (outcome === "stored") {
@@ -335,15 +354,16 @@ export class SessionEngine {
   }
 
   /** True while session `sessionId` exists and has not expired. */
-  private isLive(sessionId: string): boolean {
-    const cur = this.sessions.get(sessionId);
+  private async isLive(sessionId: string): Promise<boolean> {
+    const cur = await this.store.repos.sessions.get(sessionId);
     return cur !== undefined && cur.expiresAt > this.clock.now();
   }
 
   /** How the ingest hasher reads a session's recorded chunks back from the store. */
   private recordedChunks(s: SessionRow): RecordedChunks {
     return {
-      recordedGen: (i) => (i < s.chunkCount ? (this.sessions.chunk(s.sessionId, i)?.gen ?? null) : null),
+      recordedGen: async (i) =>
+        i < s.chunkCount ? ((await this.store.repos.sessions.chunk(s.sessionId, i))?.gen ?? null) : null,
       open: (i, gen) => this.blobs.get(chunkKey(s.blobId, i, gen)),
     };
   }
@@ -352,18 +372,18 @@ export class SessionEngine {
    * Progress of a session (spec §4.6); refreshes the expiry of a receiving session.
    * @throws AppError 404, 403.
    */
-  status(caller: string, sessionId: string): SessionStatus {
-    const s = this.owned(caller, sessionId);
+  async status(caller: string, sessionId: string): Promise<SessionStatus> {
+    const s = await this.owned(caller, sessionId);
     let expiresAt = s.expiresAt;
     if (s.state !== "finalized") {
       expiresAt = this.clock.now() + this.opts.ttlSeconds;
-      this.sessions.setExpiry(sessionId, expiresAt);
+      await this.store.repos.sessions.setExpiry(sessionId, expiresAt);
     }
     return {
       session_id: s.sessionId,
       state: s.state === "finalized" ? "finalized" : "receiving",
       total_chunks: s.chunkCount,
-      chunks_received: this.sessions.chunkIndices(sessionId),
+      chunks_received: await this.store.repos.sessions.chunkIndices(sessionId),
       expires_at: expiresAt,
       ciphertext_hash: s.ciphertextHash,
     };
@@ -378,37 +398,47 @@ export class SessionEngine {
    *   missing chunks or hash mismatch); `stale_sequence` (400); `storage_inconsistency` (500).
    */
   async finalize(caller: string, sessionId: string): Promise<UploadResult> {
-    const s = this.owned(caller, sessionId);
+    const s = await this.owned(caller, sessionId);
+    const sessions = this.store.repos.sessions;
     // Every 409 from finalize uses the Conflict envelope (complement §1), with the current revision.
-    const conflict = (message: string) =>
-      fail("conflict", message, { conflict: this.files.currentRevision(s.owner, s.folderHash, s.pathHash) });
+    const conflict = async (message: string, repos: Repositories = this.store.repos) =>
+      fail("conflict", message, {
+        conflict: await this.files.currentRevision(s.owner, s.folderHash, s.pathHash, repos),
+      });
     if (s.state !== "receiving") {
-      throw conflict(
+      throw await conflict(
         s.state === "finalized"
           ? "The session is already finalized"
           : "The session is being finalized by another request",
       );
     }
     // A finalize refused for missing chunks changes nothing (not even expires_at).
-    const received = this.sessions.chunkIndices(sessionId);
+    const received = await sessions.chunkIndices(sessionId);
     if (received.length !== s.chunkCount) throw missingChunks(s.chunkCount, received);
     const now = this.clock.now();
-    if (
-      !this.sessions.transition(sessionId, "receiving", "finalizing", {
-        expiresAt: now + this.opts.ttlSeconds,
-      })
-    ) {
-      throw conflict("The session is being finalized by another request");
+    const lease = new FinalizeLease(
+      sessions,
+      sessionId,
+      now + this.opts.finalizeLeaseSeconds,
+      this.opts.finalizeLeaseSeconds,
+      this.clock,
+      this.log,
+    );
+    if (!(await sessions.beginFinalizing(sessionId, lease.until, now + this.opts.ttlSeconds))) {
+      throw await conflict("The session is being finalized by another request");
     }
+    lease.startRenewing();
     // A finalize refused for the client's reason (4xx) leaves the session as it found it; after a
     // server-side failure (5xx) the session gets a fresh lifetime for the retry it was told to make.
-    const backToReceiving = (e: unknown) =>
-      this.sessions.transition(sessionId, "finalizing", "receiving", {
+    const backToReceiving = async (e: unknown) => {
+      await lease.stopRenewing();
+      await sessions.endFinalizing(sessionId, lease.until, "receiving", {
         expiresAt:
           e instanceof AppError && e.status < 500 ? s.expiresAt : this.clock.now() + this.opts.ttlSeconds,
       });
+    };
     try {
-      const chunks = this.sessions.chunks(sessionId);
+      const chunks = await sessions.chunks(sessionId);
       if (chunks.length !== s.chunkCount)
         throw missingChunks(
           s.chunkCount,
@@ -429,7 +459,7 @@ export class SessionEngine {
       const observe = (outcome: FinalizeOutcome) =>
         this.opts.onFinalize?.(path, outcome, (performance.now() - started) / 1000);
       try {
-        // Chunks hashed while the upload ran are not read again; only the rest is.
+        // Chunks hashed while the upload ran (on this node) are not read again; only the rest is.
         const pre = await this.ingest.take(sessionId, layout.gens);
         actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
         if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
@@ -461,18 +491,17 @@ export class SessionEngine {
           "The blob store failed to make the chunks durable; retry finalize",
         );
       }
-      const result = this.files.commit(
+      await lease.stopRenewing();
+      const result = await this.files.commit(
         manifest,
         { ...layout, ciphertextHash: actual, chunkHashes: null },
-        (r) => {
-          if (
-            !this.sessions.transition(sessionId, "finalizing", "finalized", {
-              result: JSON.stringify(r),
-              expiresAt: this.clock.now() + this.opts.ttlSeconds,
-            })
-          ) {
-            throw conflict("The session changed during finalize");
-          }
+        async (r, tx) => {
+          const ended = await tx.sessions.endFinalizing(sessionId, lease.until, "finalized", {
+            result: JSON.stringify(r),
+            expiresAt: this.clock.now() + this.opts.ttlSeconds,
+          });
+          // The lease ran out and a sweeper gave the session back (chunks may have changed since).
+          if (!ended) throw await conflict("The session changed during finalize", tx);
         },
       );
       observe("ok");
@@ -484,7 +513,7 @@ export class SessionEngine {
       });
       return result;
     } catch (e) {
-      backToReceiving(e);
+      await backToReceiving(e);
       throw e;
     }
   }
@@ -494,46 +523,102 @@ export class SessionEngine {
    * a finalized session's objects belong to the file and stay.
    * @throws AppError 404, 403; `conflict` (409) while a finalize is running.
    */
-  abort(caller: string, sessionId: string): { deleted: true } {
-    this.db.transaction(() => {
-      const s = this.owned(caller, sessionId);
+  async abort(caller: string, sessionId: string): Promise<{ deleted: true }> {
+    await this.store.transaction(async (tx) => {
+      const s = await this.owned(caller, sessionId, tx);
       if (s.state === "finalizing")
         throw fail("conflict", "The session is being finalized; try again when it completes");
-      this.sessions.remove(sessionId);
-      this.ingest.forget(sessionId);
-      if (s.state === "receiving") this.deletions.enqueue([blobPrefix(s.blobId)], this.clock.now());
+      await tx.sessions.remove(sessionId);
+      if (s.state === "receiving") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
     });
+    this.ingest.forget(sessionId);
     this.log.info("session.deleted", { session: sessionId });
     return { deleted: true };
   }
 
   /**
-   * Garbage-collects sessions idle past `expires_at` (spec §3.1): rows deleted, chunk objects of
-   * unfinalized ones queued for deletion. Returns how many sessions were collected.
+   * Garbage-collects sessions (spec §3.1): first returns to `receiving` every session whose
+   * finalize lease ran out (its node died or stalled), then deletes the rows of sessions idle
+   * past `expires_at` and queues the chunk objects of unfinalized ones for deletion. Safe to run
+   * on every node at once: each expired session is collected by one of them.
+   * @returns how many sessions were collected (deleted).
    */
-  sweepExpired(batch = 500): number {
+  async sweepExpired(batch = 500): Promise<number> {
+    const now = this.clock.now();
+    const released = await this.store.repos.sessions.releaseExpiredFinalizing(
+      now,
+      now + this.opts.ttlSeconds,
+    );
+    if (released > 0) this.log.warn("session.finalize_lease_expired", { count: released });
     let total = 0;
     for (;;) {
-      const n = this.db.transaction(() => {
+      const { seen, removed } = await this.store.transaction(async (tx) => {
         const now = this.clock.now();
-        const rows = this.sessions.expired(now, batch);
+        const rows = await tx.sessions.expired(now, batch);
+        const removed: string[] = [];
         for (const s of rows) {
-          this.sessions.remove(s.sessionId);
-          this.ingest.forget(s.sessionId);
-          if (s.state !== "finalized") this.deletions.enqueue([blobPrefix(s.blobId)], now);
+          if (!(await tx.sessions.remove(s.sessionId))) continue;
+          removed.push(s.sessionId);
+          if (s.state !== "finalized") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], now);
         }
-        return rows.length;
+        return { seen: rows.length, removed };
       });
-      total += n;
-      if (n < batch) break;
+      for (const id of removed) this.ingest.forget(id);
+      total += removed.length;
+      if (seen < batch) break;
     }
     if (total > 0) this.log.info("session.expired", { count: total });
     return total;
   }
+}
 
-  /** Start-up recovery: sessions a crash left `finalizing` return to `receiving`. */
-  recover(): number {
-    return this.sessions.resetFinalizing(this.clock.now() + this.opts.ttlSeconds);
+/**
+ * The lease of one running finalize: `until` (Unix seconds) is the value of the session's
+ * `finalizing_until` this finalize set, renewed every third of the lease while it hashes.
+ */
+class FinalizeLease {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private renewing: Promise<void> | null = null;
+
+  constructor(
+    private readonly sessions: SessionsRepository,
+    private readonly sessionId: string,
+    /** The lease this finalize holds now (its fencing value). */
+    public until: number,
+    private readonly seconds: number,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** Renews the lease every `seconds / 3` until `stopRenewing`. */
+  startRenewing(): void {
+    this.timer = setInterval(
+      () => {
+        this.renewing ??= this.renew().finally(() => {
+          this.renewing = null;
+        });
+      },
+      (this.seconds * 1000) / 3,
+    );
+    this.timer.unref?.();
+  }
+
+  private async renew(): Promise<void> {
+    const until = this.clock.now() + this.seconds;
+    if (until <= this.until) return;
+    try {
+      if (await this.sessions.renewFinalizing(this.sessionId, this.until, until)) this.until = until;
+      else this.log.warn("finalize.lease_lost", { session: this.sessionId });
+    } catch (e) {
+      this.log.warn("finalize.lease_renew_failed", { session: this.sessionId, error: e as Error });
+    }
+  }
+
+  /** Stops renewing and waits for a renewal in flight, so that `until` is final. */
+  async stopRenewing(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.renewing;
   }
 }
 

@@ -49,8 +49,8 @@ export function sessionsController(s: Services) {
     .derive(authenticated(s))
     .post(
       "/upload/session",
-      ({ caller, body }) => {
-        const r = s.sessions.create(caller, {
+      async ({ caller, body }) => {
+        const r = await s.sessions.create(caller, {
           manifest: body.manifest,
           chunk_count: body.chunk_count,
           chunk_size: body.chunk_size,
@@ -96,7 +96,7 @@ export function sessionsController(s: Services) {
     )
     .get(
       "/upload/session/:session_id/status",
-      ({ caller, params }) => success(s.sessions.status(caller, params.session_id)),
+      async ({ caller, params }) => success(await s.sessions.status(caller, params.session_id)),
       {
         params: SessionParams,
         response: responses(SessionStatus, [401, 403, 404, 500]),
@@ -115,7 +115,7 @@ export function sessionsController(s: Services) {
     )
     .delete(
       "/upload/session/:session_id",
-      ({ caller, params }) => success(s.sessions.abort(caller, params.session_id)),
+      async ({ caller, params }) => success(await s.sessions.abort(caller, params.session_id)),
       {
         parse: rawBody(),
         params: SessionParams,

@@ -1,176 +1,107 @@
 /**
  * @module sessions/sessions.repository
- * Queries on `upload_sessions` and `session_chunks`. All session state that matters lives
- * here (not in process memory), so any API node can serve any request of a session.
+ * The contract of the upload-session queries (`upload_sessions`, `session_chunks`). All session
+ * state that matters lives here, not in process memory, so that any API node can serve any request
+ * of a session. Implementations: `src/db/sqlite/sessions.ts`, `src/db/postgres/sessions.ts`.
+ * Times are Unix seconds.
  */
-import { and, asc, eq, gt, inArray, lte, ne, sql } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { sessionChunks, uploadSessions } from "../db/schema.ts";
+import type { sessionChunks, uploadSessions } from "../db/schema.ts";
 
-/** An `upload_sessions` row. */
+/** An `upload_sessions` row (byte columns as `Buffer`, times Unix seconds). */
 export type SessionRow = typeof uploadSessions.$inferSelect;
 /** A `session_chunks` row. */
 export type ChunkRow = typeof sessionChunks.$inferSelect;
+/** A session state. */
+export type SessionState = SessionRow["state"];
 
-/** Repository of upload sessions and their received chunks. */
-export class SessionsRepository {
+/** Queries on upload sessions and their received chunks. Every method returns a Promise. */
+export interface SessionsRepository {
+  /** Inserts a new session row. */
+  insert(row: SessionRow): Promise<void>;
+
+  /** The session, or undefined when there is no such row (expired rows are returned until swept). */
+  get(sessionId: string): Promise<SessionRow | undefined>;
+
   /**
-   * The statements every chunk PUT runs (and the ingest hasher's look-up), prepared once instead
-   * of building the Drizzle query on every call (docs/benchmarks.md has the saving).
+   * The session, locked until the calling transaction ends (PostgreSQL `SELECT … FOR UPDATE`;
+   * SQLite: a plain read, the transaction already excludes every other writer). Call inside a
+   * transaction, before deciding on the row's state (a chunk record, a delete).
    */
-  private readonly hot;
+  getForUpdate(sessionId: string): Promise<SessionRow | undefined>;
 
-  constructor(private readonly db: Db) {
-    const id = sql.placeholder("sessionId");
-    const index = sql.placeholder("index");
-    this.hot = {
-      get: db.select().from(uploadSessions).where(eq(uploadSessions.sessionId, id)).prepare(),
-      chunk: db
-        .select()
-        .from(sessionChunks)
-        .where(and(eq(sessionChunks.sessionId, id), eq(sessionChunks.chunkIndex, index)))
-        .prepare(),
-      setExpiry: db
-        .update(uploadSessions)
-        .set({ expiresAt: sql`${sql.placeholder("expiresAt")}` })
-        .where(eq(uploadSessions.sessionId, id))
-        .prepare(),
-      putChunk: db
-        .insert(sessionChunks)
-        .values({
-          sessionId: id,
-          chunkIndex: index,
-          gen: sql.placeholder("gen"),
-          size: sql.placeholder("size"),
-          receivedAt: sql.placeholder("receivedAt"),
-        })
-        .onConflictDoUpdate({
-          target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
-          set: {
-            gen: sql`excluded.gen`,
-            size: sql`excluded.size`,
-            receivedAt: sql`excluded.received_at`,
-          },
-        })
-        .prepare(),
-    };
-  }
-
-  insert(row: SessionRow): void {
-    this.db.insert(uploadSessions).values(row).run();
-  }
+  /**
+   * Serialises, until the calling transaction ends, every transaction that takes the same lock
+   * for `owner` (PostgreSQL `pg_advisory_xact_lock`; SQLite: nothing to do, `BEGIN IMMEDIATE`
+   * already serialises writers). Taken by the rules that read and then write one owner's rows:
+   * the per-user session limit, the quota check and the revision (conflict) checks of a commit.
+   * Call inside a transaction, before the reads the rule depends on.
+   */
+  lockOwner(owner: string): Promise<void>;
 
   /** Number of stored sessions per state (metrics, admin stats). */
-  countByState(): Record<string, number> {
-    const rows = this.db
-      .select({ state: uploadSessions.state, n: sql<number>`count(*)` })
-      .from(uploadSessions)
-      .groupBy(uploadSessions.state)
-      .all();
-    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
-  }
+  countByState(): Promise<Record<string, number>>;
 
-  get(sessionId: string): SessionRow | undefined {
-    return this.hot.get.get({ sessionId });
-  }
+  /**
+   * Live sessions of `owner` (not finalized and `expires_at > now`), and the earliest expiry
+   * among them (Unix seconds; null when none).
+   */
+  liveCount(owner: string, now: number): Promise<{ n: number; earliest: number | null }>;
 
-  /** Live (not expired) sessions of `owner` that are not finalized, and the earliest expiry among them. */
-  liveCount(owner: string, now: number): { n: number; earliest: number | null } {
-    const r = this.db
-      .select({ n: sql<number>`count(*)`, earliest: sql<number | null>`min(${uploadSessions.expiresAt})` })
-      .from(uploadSessions)
-      .where(
-        and(
-          eq(uploadSessions.owner, owner),
-          ne(uploadSessions.state, "finalized"),
-          gt(uploadSessions.expiresAt, now),
-        ),
-      )
-      .get();
-    return { n: r?.n ?? 0, earliest: r?.earliest ?? null };
-  }
+  /**
+   * `receiving` → `finalizing` with the lease `finalizingUntil` (Unix seconds) and a new
+   * `expiresAt`. False when the session was not `receiving` (another finalize won, or it is gone).
+   */
+  beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean>;
 
-  /** Moves `state` from `from` to `to` (and sets extra columns); false when the session was not in `from`. */
-  transition(
+  /**
+   * Extends the lease of the finalize holding `lease` to `until`. False when the session is no
+   * longer `finalizing` under that lease (the lease ran out and a sweeper took the session back).
+   */
+  renewFinalizing(sessionId: string, lease: number, until: number): Promise<boolean>;
+
+  /**
+   * Ends the finalize holding `lease`: `finalizing` → `to` (lease cleared) with the extra columns
+   * `set`. False when the session is no longer `finalizing` under that lease, in which case
+   * nothing changes.
+   */
+  endFinalizing(
     sessionId: string,
-    from: SessionRow["state"],
-    to: SessionRow["state"],
-    set: Partial<SessionRow> = {},
-  ): boolean {
-    const r = this.db
-      .update(uploadSessions)
-      .set({ ...set, state: to })
-      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, from)))
-      .run();
-    return changes(r) > 0;
-  }
+    lease: number,
+    to: "receiving" | "finalized",
+    set: Partial<Pick<SessionRow, "expiresAt" | "result">>,
+  ): Promise<boolean>;
 
-  setExpiry(sessionId: string, expiresAt: number): void {
-    this.hot.setExpiry.run({ sessionId, expiresAt });
-  }
+  /**
+   * Returns every `finalizing` session whose lease ran out (`finalizing_until <= now`, or null:
+   * left by a version without leases) to `receiving` with `expires_at = expiresAt` and the lease
+   * cleared (the node that finalized it died or stalled).
+   * @returns how many sessions were returned.
+   */
+  releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number>;
 
-  /** Deletes the session and its chunk rows. */
-  remove(sessionId: string): void {
-    this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId)).run();
-    this.db.delete(uploadSessions).where(eq(uploadSessions.sessionId, sessionId)).run();
-  }
+  /** Sets `expires_at` (Unix seconds). */
+  setExpiry(sessionId: string, expiresAt: number): Promise<void>;
 
-  chunk(sessionId: string, index: number): ChunkRow | undefined {
-    return this.hot.chunk.get({ sessionId, index });
-  }
+  /** Deletes the session and its chunk rows; true when the session row existed. */
+  remove(sessionId: string): Promise<boolean>;
+
+  /** The chunk row at `index`, or undefined when that chunk was not received. */
+  chunk(sessionId: string, index: number): Promise<ChunkRow | undefined>;
 
   /** Records (or replaces) the chunk at `row.chunkIndex`. */
-  putChunk(row: ChunkRow): void {
-    this.hot.putChunk.run({
-      sessionId: row.sessionId,
-      index: row.chunkIndex,
-      gen: row.gen,
-      size: row.size,
-      receivedAt: row.receivedAt,
-    });
-  }
+  putChunk(row: ChunkRow): Promise<void>;
 
   /** Received chunks in index order. */
-  chunks(sessionId: string): ChunkRow[] {
-    return this.db
-      .select()
-      .from(sessionChunks)
-      .where(eq(sessionChunks.sessionId, sessionId))
-      .orderBy(asc(sessionChunks.chunkIndex))
-      .all();
-  }
+  chunks(sessionId: string): Promise<ChunkRow[]>;
 
   /** Received chunk indices in ascending order. */
-  chunkIndices(sessionId: string): number[] {
-    return this.db
-      .select({ i: sessionChunks.chunkIndex })
-      .from(sessionChunks)
-      .where(eq(sessionChunks.sessionId, sessionId))
-      .orderBy(asc(sessionChunks.chunkIndex))
-      .all()
-      .map((r) => r.i);
-  }
+  chunkIndices(sessionId: string): Promise<number[]>;
 
-  /** Sessions idle past their expiry at `now`, excluding ones being finalized. */
-  expired(now: number, limit: number): SessionRow[] {
-    return this.db
-      .select()
-      .from(uploadSessions)
-      .where(
-        and(lte(uploadSessions.expiresAt, now), inArray(uploadSessions.state, ["receiving", "finalized"])),
-      )
-      .limit(limit)
-      .all();
-  }
-
-  /** Start-up recovery: sessions left `finalizing` by a crash go back to `receiving`. */
-  resetFinalizing(expiresAt: number): number {
-    return changes(
-      this.db
-        .update(uploadSessions)
-        .set({ state: "receiving", expiresAt })
-        .where(eq(uploadSessions.state, "finalizing"))
-        .run(),
-    );
-  }
+  /**
+   * Up to `limit` sessions idle past their expiry at `now` (`expires_at <= now`) in state
+   * `receiving` or `finalized`; `finalizing` ones are never returned. Inside a transaction the
+   * rows are locked for it and rows another transaction holds are skipped (PostgreSQL
+   * `FOR UPDATE SKIP LOCKED`), so concurrent sweepers collect disjoint sets.
+   */
+  expired(now: number, limit: number): Promise<SessionRow[]>;
 }

@@ -18,9 +18,9 @@ export function summariesController(s: Services) {
     .derive(authenticated(s))
     .get(
       "/get_user_summary/:ss58",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.summaries.user(params.ss58, query.folder_hash ?? null));
+        return success(await s.summaries.user(params.ss58, query.folder_hash ?? null));
       },
       {
         ...hooks,
@@ -30,9 +30,9 @@ export function summariesController(s: Services) {
     )
     .get(
       "/get_file_type_summary/:ss58",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.summaries.fileTypes(params.ss58, query.folder_hash ?? null));
+        return success(await s.summaries.fileTypes(params.ss58, query.folder_hash ?? null));
       },
       {
         ...hooks,
@@ -45,9 +45,9 @@ export function summariesController(s: Services) {
     )
     .get(
       "/get_source_summary/:ss58",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.summaries.sources(params.ss58, query.folder_hash ?? null));
+        return success(await s.summaries.sources(params.ss58, query.folder_hash ?? null));
       },
       {
         ...hooks,

@@ -1,6 +1,8 @@
 /**
  * @module workers/deletion-queue.repository
- * The persisted blob deletion queue (`blob_deletions`), which is also the write-intent log.
+ * The contract of the persisted blob deletion queue (`blob_deletions`), which is also the
+ * write-intent log. Implementations: `src/db/sqlite/deletion-queue.ts`,
+ * `src/db/postgres/deletion-queue.ts`. Times are Unix seconds.
  *
  * - Deletions: producers call `enqueue` inside the transaction that stops referencing the
  *   objects, so nothing is deleted before the row that replaces it is committed, and a crash
@@ -10,11 +12,12 @@
  *   a row queuing the object's deletion one lease ahead. The transaction that starts referencing
  *   the object cancels the row (`claim`); a failed write `release`s it (due now). A crash at any
  *   instruction therefore leaves every stored byte either referenced by a committed row or queued
- *   for deletion, and the sweeper reclaims it once the lease ends.
+ *   for deletion, and a sweeper reclaims it once the lease ends.
+ * - Sweepers (one per node) take due rows with `claimDue`, which leases them for a while so that
+ *   no other sweeper takes the same row; then delete the objects, then the row (`done`), or
+ *   postpone it (`failed`). A sweeper that dies leaves its rows to be claimed again after the lease.
  */
-import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
-import { changes, type Db } from "../db/client.ts";
-import { blobDeletions } from "../db/schema.ts";
+import type { blobDeletions } from "../db/schema.ts";
 
 /** A queued deletion: `target` is an object key or a prefix ending in `/`. */
 export type DeletionRow = typeof blobDeletions.$inferSelect;
@@ -25,111 +28,54 @@ export type DeletionRow = typeof blobDeletions.$inferSelect;
  */
 export const WRITE_INTENT_LEASE_SECONDS = 6 * 3600;
 
-/** Repository of the deletion queue. */
-export class DeletionQueueRepository {
-  constructor(private readonly db: Db) {}
+/** Seconds a sweeper holds the rows it claimed (`claimDue`) before another sweeper may take them. */
+export const DELETION_CLAIM_LEASE_SECONDS = 600;
 
+/** Queries on the deletion queue. Every method returns a Promise. */
+export interface DeletionQueueRepository {
   /** Queues deletion of object keys or prefixes, due at `notBefore` (Unix seconds). */
-  enqueue(targets: string[], notBefore: number): void {
-    if (targets.length === 0) return;
-    this.db
-      .insert(blobDeletions)
-      .values(targets.map((target) => ({ target, notBefore })))
-      .run();
-  }
+  enqueue(targets: string[], notBefore: number): Promise<void>;
 
   /**
    * Records the intent to write `target` (an object key or a blob prefix): queues its deletion
    * at `now + WRITE_INTENT_LEASE_SECONDS`. Call (committed) before the first byte is stored.
-   * @returns the intent id for `claim`/`release`.
+   * @returns the intent id for `claim`/`release`/`done`.
    */
-  reserve(target: string, now: number): number {
-    const row = this.db
-      .insert(blobDeletions)
-      .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS })
-      .returning({ id: blobDeletions.id })
-      .get();
-    return row.id;
-  }
+  reserve(target: string, now: number): Promise<number>;
 
   /**
    * Cancels the intent `id` because the objects are now referenced; call inside the transaction
-   * that references them. False when the lease already ran out (the sweeper may be deleting the
-   * objects): the caller must then not reference them.
+   * that references them. False when the lease already ran out or a sweeper claimed the row (it
+   * may be deleting the objects): the caller must then not reference them.
    */
-  claim(id: number, now: number): boolean {
-    return (
-      changes(
-        this.db
-          .delete(blobDeletions)
-          .where(and(eq(blobDeletions.id, id), gt(blobDeletions.notBefore, now)))
-          .run(),
-      ) > 0
-    );
-  }
+  claim(id: number, now: number): Promise<boolean>;
 
   /**
    * A write failed or was refused: the objects of intent `id` (`target`) are due for deletion at
-   * `now`. When the lease had run out and the sweeper already processed the row (possibly before
-   * the bytes landed), the deletion is queued again.
+   * `now`. When the row is gone or a sweeper holds it (it may have deleted the objects before the
+   * bytes landed), a new deletion of `target` due now is queued.
    */
-  release(id: number, target: string, now: number): void {
-    const r = this.db.update(blobDeletions).set({ notBefore: now }).where(eq(blobDeletions.id, id)).run();
-    if (changes(r) === 0) this.enqueue([target], now);
-  }
-
-  /** Up to `limit` rows due at `now`, oldest first. */
-  due(now: number, limit: number): DeletionRow[] {
-    return this.db
-      .select()
-      .from(blobDeletions)
-      .where(lte(blobDeletions.notBefore, now))
-      .orderBy(asc(blobDeletions.id))
-      .limit(limit)
-      .all();
-  }
-
-  /** Every queued target (deletions and write intents), for fsck. */
-  targets(): string[] {
-    return this.db
-      .select({ target: blobDeletions.target })
-      .from(blobDeletions)
-      .all()
-      .map((r) => r.target);
-  }
-
-  /** Removes a processed row. */
-  done(id: number): void {
-    this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
-  }
-
-  /** Records a failed attempt and postpones the row to `retryAt`. */
-  failed(id: number, retryAt: number, error: string): void {
-    this.db
-      .update(blobDeletions)
-      .set({
-        attempts: sql`${blobDeletions.attempts} + 1`,
-        notBefore: retryAt,
-        lastError: error.slice(0, 500),
-      })
-      .where(eq(blobDeletions.id, id))
-      .run();
-  }
+  release(id: number, target: string, now: number): Promise<void>;
 
   /**
-   * Rows in the queue, and seconds since the oldest due row became due at `now` (Unix seconds;
-   * 0 when no row is due): how far the sweeper is behind.
+   * Claims up to `limit` rows due at `now` (`not_before <= now`) that no sweeper holds (or whose
+   * claim lease ran out), oldest first, leasing them until `leaseUntil`. Concurrent callers, on
+   * any node, get disjoint rows (PostgreSQL `FOR UPDATE SKIP LOCKED`; SQLite: one writer).
    */
-  stats(now: number): { depth: number; oldestDueAgeSeconds: number } {
-    const r = this.db
-      .select({
-        depth: sql<number>`count(*)`,
-        oldestDue: sql<
-          number | null
-        >`min(case when ${blobDeletions.notBefore} <= ${now} then ${blobDeletions.notBefore} end)`,
-      })
-      .from(blobDeletions)
-      .get();
-    return { depth: r?.depth ?? 0, oldestDueAgeSeconds: r?.oldestDue == null ? 0 : now - r.oldestDue };
-  }
+  claimDue(now: number, limit: number, leaseUntil: number): Promise<DeletionRow[]>;
+
+  /** Removes a processed row (or drops an intent whose write stored nothing). */
+  done(id: number): Promise<void>;
+
+  /** Records a failed attempt, releases the claim and postpones the row to `retryAt`; `error` is cut to 500 characters. */
+  failed(id: number, retryAt: number, error: string): Promise<void>;
+
+  /** Every queued target (deletions and write intents), for fsck. */
+  targets(): Promise<string[]>;
+
+  /**
+   * Rows in the queue, and seconds since the oldest due row became due at `now` (0 when no row is
+   * due): how far the sweepers are behind.
+   */
+  stats(now: number): Promise<{ depth: number; oldestDueAgeSeconds: number }>;
 }

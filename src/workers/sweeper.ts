@@ -1,9 +1,12 @@
 /**
  * @module workers/sweeper
- * Background collection: expired upload sessions (spec §3.1) and the blob deletion queue. Runs
- * every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time; failures are retried with backoff.
+ * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1) and
+ * the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
+ * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with
+ * a lease (`claimDue`), so each object is deleted by one sweeper.
  */
 import type { Services } from "../services.ts";
+import { DELETION_CLAIM_LEASE_SECONDS } from "./deletion-queue.repository.ts";
 
 /** Seconds before a failed deletion is retried: 10 s doubling per attempt, at most 1 h. */
 function backoff(attempts: number): number {
@@ -23,17 +26,18 @@ export class Sweeper {
    */
   async runOnce(): Promise<{ sessions: number; deletions: number }> {
     const { blobs, clock, log } = this.s.deps;
-    const sessions = this.s.sessions.sweepExpired();
+    const sessions = await this.s.sessions.sweepExpired();
     let deletions = 0;
     for (;;) {
-      const due = this.s.deletions.due(clock.now(), 100);
+      const now = clock.now();
+      const due = await this.s.deletions.claimDue(now, 100, now + DELETION_CLAIM_LEASE_SECONDS);
       if (due.length === 0) break;
       await Promise.all(
         due.map(async (row) => {
           try {
             if (row.target.endsWith("/")) await blobs.deletePrefix(row.target);
             else await blobs.delete([row.target]);
-            this.s.deletions.done(row.id);
+            await this.s.deletions.done(row.id);
             deletions++;
           } catch (e) {
             log.warn("blob.delete_failed", {
@@ -41,7 +45,7 @@ export class Sweeper {
               attempts: row.attempts + 1,
               error: e as Error,
             });
-            this.s.deletions.failed(
+            await this.s.deletions.failed(
               row.id,
               clock.now() + backoff(row.attempts),
               String((e as Error)?.message ?? e),

@@ -67,6 +67,8 @@ const dataDir = mkdtempSync(join(tmpdir(), "esync-chaos-kill-"));
 const env = {
   ESYNC_SWEEP_INTERVAL_SECONDS: "1",
   ESYNC_BLOB_GRACE_SECONDS: "0",
+  // A session cut mid-finalize stays `finalizing` until its lease runs out and a sweep returns it.
+  ESYNC_FINALIZE_LEASE_SECONDS: "3",
   ESYNC_LOG_LEVEL: "error",
   // A session whose create committed just before a kill is unknown to the client and stays
   // open until its TTL: the per-user limit must not turn those into failures of later rounds.
@@ -261,6 +263,25 @@ test(
       }
     };
 
+    /**
+     * Finalizes a resumed session. One the kill cut mid-finalize answers 409 "being finalized"
+     * until its finalize lease (3 s) runs out and a sweep (every second) returns it to receiving:
+     * retried for up to 10 s, after which it counts as stuck.
+     */
+    const finalizeOnceReleased = async (client: Slot["client"], sid: string) => {
+      for (const deadline = Date.now() + 10_000; ; ) {
+        try {
+          return await client.finalize(sid);
+        } catch (e) {
+          if (!/being finalized/.test((e as Error).message) || Date.now() > deadline) {
+            if (/being finalized/.test((e as Error).message)) stuck++;
+            throw e;
+          }
+          await Bun.sleep(250);
+        }
+      }
+    };
+
     /** After a restart: resumes cut sessions, then checks every slot against the server. */
     const verify = async (round: number) => {
       for (const p of pending) {
@@ -282,7 +303,7 @@ test(
           const missing = [...Array(n).keys()].filter((i) => !have.has(i));
           try {
             await p.slot.client.putChunks(p.sid, p.ciphertext, p.chunkSize, missing, 3);
-            await p.slot.client.finalize(p.sid);
+            await finalizeOnceReleased(p.slot.client, p.sid);
             resumed++;
           } catch (e) {
             unexpected.push(`round ${round}: resume of ${p.sid}: ${(e as Error).message}`);

@@ -230,7 +230,7 @@ describe("wallet-signed sig1 tokens", () => {
 describe("issued API tokens", () => {
   test("resolve to their owner (200) and are stored only as a hash", async () => {
     const u = newUser();
-    const issued = t.services.auth.issue(u.address, "ci", null);
+    const issued = await t.services.auth.issue(u.address, "ci", null);
     expectSuccess(await listFolders(bearer(issued.token), u.address), ["base_address", "folders"]);
     const dump = JSON.stringify((await snapshot(t)).rows.api_tokens);
     expect(dump).not.toContain(issued.token);
@@ -239,21 +239,21 @@ describe("issued API tokens", () => {
   test("return 403 forbidden for another address", async () => {
     const a = newUser();
     const b = newUser();
-    const issued = t.services.auth.issue(a.address, null, null);
+    const issued = await t.services.auth.issue(a.address, null, null);
     expectError(await listFolders(bearer(issued.token), b.address), 403, "forbidden");
   });
 
   test("return 401 once revoked", async () => {
     const u = newUser();
-    const issued = t.services.auth.issue(u.address, null, null);
+    const issued = await t.services.auth.issue(u.address, null, null);
     expect((await listFolders(bearer(issued.token), u.address)).status).toBe(200);
-    expect(t.services.auth.revoke(issued.id)).toBe(true);
+    expect(await t.services.auth.revoke(issued.id)).toBe(true);
     expectError(await listFolders(bearer(issued.token), u.address), 401, "unauthorized");
   });
 
   test("return 401 once expired", async () => {
     const u = newUser();
-    const issued = t.services.auth.issue(u.address, null, 60);
+    const issued = await t.services.auth.issue(u.address, null, 60);
     expect((await listFolders(bearer(issued.token), u.address)).status).toBe(200);
     t.clock.advance(60);
     expectError(await listFolders(bearer(issued.token), u.address), 401, "unauthorized");
@@ -261,7 +261,7 @@ describe("issued API tokens", () => {
 
   test("return 401 for a token that differs by one character", async () => {
     const u = newUser();
-    const issued = t.services.auth.issue(u.address, null, null);
+    const issued = await t.services.auth.issue(u.address, null, null);
     const wrong = `${issued.token.slice(0, -1)}${issued.token.endsWith("A") ? "B" : "A"}`;
     expectError(await listFolders(bearer(wrong), u.address), 401, "unauthorized");
   });

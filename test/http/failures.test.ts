@@ -98,7 +98,7 @@ afterEach(() => t.close());
 
 /** Makes every write to `table` fail inside SQLite until `heal` is called. */
 function breakTable(table: string, op: "INSERT" | "DELETE" | "UPDATE" = "INSERT"): { heal(): void } {
-  const db = t.services.deps.db.$client;
+  const db = t.db.$client;
   const name = `fault_${table}_${op.toLowerCase()}`;
   db.exec(
     `CREATE TRIGGER ${name} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`,

@@ -69,7 +69,7 @@ function seedFiles(owner: string, folderHash: string, n: number): void {
       uploadedBy: null,
     });
   }
-  const db = t.services.deps.db;
+  const db = t.db;
   db.transaction(() => {
     for (let i = 0; i < rows.length; i += 500)
       db.insert(files)
@@ -409,7 +409,7 @@ describe("GET /download/{ss58}/{folder_hash}/{file_id}", () => {
 
   test("serves the files table's blob only: rows of the session are not needed after finalize", async () => {
     expect(rowsOf(t, "files")).toHaveLength(1);
-    t.services.deps.db.$client.exec("DELETE FROM session_chunks; DELETE FROM upload_sessions;");
+    t.db.$client.exec("DELETE FROM session_chunks; DELETE FROM upload_sessions;");
     const r = await get("bytes=1500-2500");
     expect(Buffer.from(await r.arrayBuffer()).equals(ct.subarray(1500, 2501))).toBe(true);
   });

@@ -408,7 +408,7 @@ export interface Snapshot {
  * store: compare two snapshots to prove nothing changed.
  */
 export async function snapshot(t: TestApp): Promise<Snapshot> {
-  const db = t.services.deps.db.$client;
+  const db = t.db.$client;
   const rows: Record<string, unknown[]> = {};
   for (const name of TABLES) rows[name] = db.query(`SELECT * FROM ${name} ORDER BY rowid`).all();
   return { rows, files: filesUnder(t.config.dataDir), objects: await blobFiles(t) };
@@ -416,5 +416,5 @@ export async function snapshot(t: TestApp): Promise<Snapshot> {
 
 /** Rows of one table (for assertions on what the sweeper collected). */
 export function rowsOf(t: TestApp, table: string): Record<string, unknown>[] {
-  return t.services.deps.db.$client.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[];
+  return t.db.$client.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[];
 }

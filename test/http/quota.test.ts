@@ -103,7 +103,7 @@ describe("POST /can_upload", () => {
         }),
       );
       expect(r.body).toEqual({ result: true, error: null });
-      open.services.quota.setOverride(u.address, 10);
+      await open.services.quota.setOverride(u.address, 10);
       const r2 = await open.json(
         "/can_upload",
         jsonInit("POST", authAt(open, u), { ss58_address: u.address, folder_hash: FOLDER, size_bytes: 11 }),
@@ -129,7 +129,7 @@ describe("402 on the write paths", () => {
     const second = await put("a", 100, first.body.Success.revision_id, 2);
     expect(second.status).toBe(200);
     expectQuota402(await put("a", 101, second.body.Success.revision_id, 3));
-    expect(t.services.quota.info(u.address).usedBytes).toBe(100);
+    expect((await t.services.quota.info(u.address)).usedBytes).toBe(100);
     const id = Buffer.from(rowsOf(t, "files")[0]!.path_hash as Uint8Array).toString("hex");
     expect(
       (
@@ -179,7 +179,7 @@ describe("402 on the write paths", () => {
     expect([a.status, b.status].sort()).toEqual([200, 402]);
     expectQuota402(a.status === 402 ? a : b);
     expect(rowsOf(t, "files")).toHaveLength(1);
-    expect(t.services.quota.info(u.address).usedBytes).toBe(60);
+    expect((await t.services.quota.info(u.address)).usedBytes).toBe(60);
   });
 
   test("two parallel session finalizes that each fit but not together: exactly one succeeds", async () => {
@@ -191,6 +191,6 @@ describe("402 on the write paths", () => {
     for (let i = 0; i < 2; i++) await putChunks(t, sessions[i]!, cts[i]!);
     const rs = await Promise.all(sessions.map((s) => finalize(t, s.auth, s.sessionId)));
     expect(rs.map((r) => r.status).sort()).toEqual([200, 402]);
-    expect(t.services.quota.info(u.address).usedBytes).toBe(60);
+    expect((await t.services.quota.info(u.address)).usedBytes).toBe(60);
   });
 });

@@ -114,7 +114,7 @@ function app(env: Record<string, string> = {}) {
 }
 afterEach(() => t.close());
 
-const fsck = () => runFsck({ db: t.services.deps.db, blobs: t.blobs, clock: t.clock });
+const fsck = () => runFsck({ db: t.db, blobs: t.blobs, clock: t.clock });
 const enospc = () => Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
 
 /** What fsck says about the state as it is right now (the state a SIGKILL here would leave). */

@@ -31,8 +31,8 @@ beforeEach(() => {
 afterEach(() => t.close());
 
 const fsck = (repair = false) =>
-  runFsck({ db: t.services.deps.db, blobs: t.blobs, clock: t.clock }, { repair, sessionTtlSeconds: 600 });
-const sql = (q: string, ...args: (string | number)[]) => t.services.deps.db.$client.query(q).run(...args);
+  runFsck({ db: t.db, blobs: t.blobs, clock: t.clock }, { repair, sessionTtlSeconds: 600 });
+const sql = (q: string, ...args: (string | number)[]) => t.db.$client.query(q).run(...args);
 
 /** Two files (one single-shot, one through a 3-chunk session) of one user. */
 async function populate() {
@@ -55,7 +55,7 @@ describe("runFsck", () => {
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { path: "c.bin", chunkSize: 1000 });
     await putChunks(t, s, ct, [1]);
-    t.services.deletions.reserve("b/ee/eeee0000000000000000000000000000/", t.clock.now());
+    await t.services.deletions.reserve("b/ee/eeee0000000000000000000000000000/", t.clock.now());
     await putRaw("b/ee/eeee0000000000000000000000000000/0.aa", new Uint8Array(5));
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
   });
@@ -151,17 +151,17 @@ describe("runFsck", () => {
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
   });
 
-  test("reports a stuck_session (finalizing past its claim) and returns it to receiving with repair", async () => {
+  test("reports a stuck_session (finalizing past its lease) and returns it to receiving with repair", async () => {
     const u = newUser();
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct, [0]);
     sql(
-      "UPDATE upload_sessions SET state = 'finalizing', expires_at = ? WHERE session_id = ?",
+      "UPDATE upload_sessions SET state = 'finalizing', finalizing_until = ? WHERE session_id = ?",
       t.clock.now() + 60,
       s.sessionId,
     );
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // a live finalize holds its claim
+    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // a live finalize holds its lease
     t.clock.advance(60);
     const dry = await fsck();
     expect(dry.problems).toEqual([
@@ -170,6 +170,7 @@ describe("runFsck", () => {
     expect((await fsck(true)).repaired).toBe(1);
     expect(rowsOf(t, "upload_sessions")[0]).toMatchObject({
       state: "receiving",
+      finalizing_until: null,
       expires_at: t.clock.now() + 600,
     });
     expect(rowsOf(t, "session_chunks")).toHaveLength(1);

@@ -91,7 +91,7 @@ describe("SQL bucket expressions of the migration", () => {
         updated: times[(i * 7) % times.length]!,
       })),
     );
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 });
 
@@ -116,6 +116,6 @@ describe("gram table of the migration", () => {
       user.address,
       names.map((n, i) => ({ path: `d${i}/${n}`, size: i, created: i, updated: i })),
     );
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The search migrations on a database that already holds files: drizzle/0002_search_index.sql
+ * The search migrations on a database that already holds files: drizzle/sqlite/0002_search_index.sql
  * (and 0003.. after it, up to 0008_search_partitions.sql, which renumbers the entries into id
  * partitions and rebuilds the FTS index) index the existing rows (backfill) exactly as the
  * triggers index new ones, and search then answers as the model does.

@@ -52,7 +52,7 @@ describe("NFC in search", () => {
   test("rows stored with an NFD search key before the rule are found after the start-up backfill", async () => {
     const u = newUser();
     await upload(u, NFD);
-    const db = t.services.deps.db.$client;
+    const db = t.db.$client;
     // What an older server stored: the lower-cased name without NFC.
     db.query("UPDATE files SET search_name = ?").run(NFD.toLowerCase());
     expect(await hits(u, "café")).toEqual([]);

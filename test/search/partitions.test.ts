@@ -1,5 +1,5 @@
 /**
- * The id partitions (src/search/partitions.ts, drizzle/0008_search_partitions.sql): the class and
+ * The id partitions (src/search/partitions.ts, drizzle/sqlite/0008_search_partitions.sql): the class and
  * date bucket functions, how a date window splits on the buckets, the migration's ext -> class
  * table, and the triggers' id allocation: moving a row when its class or bucket changes, the
  * spill bucket when a partition is full, and the error when the spill is full too. Searches
@@ -96,7 +96,7 @@ describe("classes", () => {
   afterAll(() => t.close());
 
   test("the migration's ext -> class table is the categories of file-types.ts", () => {
-    const rows = t.services.deps.db.$client
+    const rows = t.db.$client
       .query<{ ext: string; class: number }, []>("SELECT ext, class FROM search_ext_classes")
       .all();
     expect(new Map(rows.map((r) => [r.ext, r.class]))).toEqual(new Map(EXT_CLASSES));
@@ -106,7 +106,7 @@ describe("classes", () => {
 describe("id allocation by the triggers", () => {
   const t = makeTestApp();
   afterAll(() => t.close());
-  const db = t.services.deps.db;
+  const db = t.db;
   const sql = db.$client;
   const upsert = filesUpserter(db);
   const repo = new SearchRepository(db);

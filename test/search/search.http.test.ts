@@ -224,7 +224,7 @@ describe("the index follows the write paths", () => {
     expect(s.files[0].size_bytes).toBe(5000);
     expect(s.files[0].updated_at).toBe(s.files[0].created_at + 100);
     expect((await search(t, u, "size_max=4000")).body.Success.total_count).toBe(0);
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 
   test("a deleted file is no longer found, by name or by any filter", async () => {
@@ -243,13 +243,13 @@ describe("the index follows the write paths", () => {
       );
     }
     expect((await search(t, u, "q=away")).body.Success.total_count).toBe(0);
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 
   test("a file write rolled back leaves no trace in search (the index is written in the same transaction)", async () => {
     const u = newUser();
     await upload(u, { path: "kept.txt" });
-    const db = t.services.deps.db;
+    const db = t.db;
     expect(() =>
       db.$client.transaction(() => {
         insertFiles(t, u.address, [{ path: "rolled/back.txt" }]);
@@ -267,11 +267,9 @@ describe("the index follows the write paths", () => {
     const u = newUser();
     insertFiles(t, u.address, [{ path: "mine.txt" }]);
     expect(() =>
-      t.services.deps.db.$client
-        .query("UPDATE files SET owner = 'someone-else' WHERE owner = ?")
-        .run(u.address),
+      t.db.$client.query("UPDATE files SET owner = 'someone-else' WHERE owner = ?").run(u.address),
     ).toThrow(/not supported/);
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 
   test("unregistering a folder removes its files from search; other folders stay", async () => {
@@ -293,6 +291,6 @@ describe("the index follows the write paths", () => {
     const s = (await search(t, u)).body.Success;
     expect(s.total_count).toBe(1);
     expect(s.files[0].file_name).toBe("three.txt");
-    expectIndexConsistent(t.services.deps.db);
+    expectIndexConsistent(t.db);
   });
 });

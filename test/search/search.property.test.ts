@@ -17,7 +17,7 @@ import { expectIndexConsistent, fileRow, filesUpserter, hex, modelSearch } from 
 
 const t = makeTestApp();
 afterAll(() => t.close());
-const db = t.services.deps.db;
+const db = t.db;
 const upsert = filesUpserter(db);
 const repo = new SearchRepository(db);
 const BASE = 1_700_000_000;

@@ -16,7 +16,7 @@ import { type FileSpec, hex, insertFiles, modelSearch, search } from "./support.
 
 const t = makeTestApp();
 afterAll(() => t.close());
-const repo = new SearchRepository(t.services.deps.db);
+const repo = new SearchRepository(t.db);
 
 /** Runs a query through the service (with `tuning`) and returns total, page (hex) and plan. */
 function run(owner: string, qs: string, tuning: Partial<SearchTuning> = {}) {

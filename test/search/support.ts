@@ -113,7 +113,7 @@ export function filesUpserter(db: Db): (row: FileRow) => void {
 
 /** Inserts `specs` for `owner` in one transaction; returns the rows. */
 export function insertFiles(t: TestApp, owner: string, specs: FileSpec[]): FileRow[] {
-  const db = t.services.deps.db;
+  const db = t.db;
   const upsert = filesUpserter(db);
   const rows = specs.map((s) => fileRow(owner, s));
   db.$client.transaction(() => {

@@ -10,7 +10,7 @@ import { blake3Hex } from "../../src/util/blake3.ts";
 /** A fake store of recorded chunks: index → [gen, bytes]. */
 function chunksOf(map: Map<number, [string, Uint8Array]>): RecordedChunks {
   return {
-    recordedGen: (i) => map.get(i)?.[0] ?? null,
+    recordedGen: async (i) => map.get(i)?.[0] ?? null,
     open: async (i, gen) => {
       const e = map.get(i);
       if (!e || e[0] !== gen) throw new Error(`no object ${i}.${gen}`);
@@ -123,7 +123,7 @@ describe("IngestHashes", () => {
   test("a store error during catch-up drops the state instead of hashing wrong bytes", async () => {
     const h = new IngestHashes();
     const broken: RecordedChunks = {
-      recordedGen: () => "g",
+      recordedGen: async () => "g",
       open: async () => Promise.reject(new Error("EIO")),
     };
     h.recorded("s", 0, "g", broken);

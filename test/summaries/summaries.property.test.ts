@@ -79,7 +79,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("unregister" as const), ...where }) },
 );
 
-function apply(x: Op): void {
+async function apply(x: Op): Promise<void> {
   const owner = OWNERS[x.o]!;
   const folder = FOLDERS[x.f]!;
   const files = s.files;
@@ -87,9 +87,9 @@ function apply(x: Op): void {
     switch (x.kind) {
       case "write": {
         const ph = pathHash(x.p);
-        const cur = s.files.currentRevision(owner, folder, ph);
+        const cur = await s.files.currentRevision(owner, folder, ph);
         const name = NAMES[x.name] ?? null;
-        files.commit(
+        await files.commit(
           {
             ss58Address: owner,
             folderHash: folder,
@@ -121,9 +121,9 @@ function apply(x: Op): void {
         break;
       }
       case "rename": {
-        const cur = s.files.currentRevision(owner, folder, pathHash(x.p));
+        const cur = await s.files.currentRevision(owner, folder, pathHash(x.p));
         const name = NAMES[x.name] ?? null;
-        files.renameMany(owner, folder, [
+        await files.renameMany(owner, folder, [
           {
             oldPathHash: pathHash(x.p),
             newPathHash: pathHash(x.to),
@@ -136,23 +136,23 @@ function apply(x: Op): void {
         break;
       }
       case "delete":
-        files.remove(owner, folder, pathHash(x.p));
+        await files.remove(owner, folder, pathHash(x.p));
         break;
       case "deleteMany":
-        files.removeMany(
+        await files.removeMany(
           owner,
           folder,
           x.ps.map((p) => pathHash(p).toString("hex")),
         );
         break;
       case "backfill":
-        files.registerRelativePaths(owner, folder, [
+        await files.registerRelativePaths(owner, folder, [
           { path_hash: pathHash(x.p).toString("hex"), relative_path: `r/${NAMES[x.name] ?? "plain"}` },
         ]);
         break;
       case "unregister":
-        s.folders.register(owner, folder, "label", null);
-        s.folders.unregister(owner, folder);
+        await s.folders.register(owner, folder, "label", null);
+        await s.folders.unregister(owner, folder);
         break;
     }
   } catch (e) {
@@ -194,30 +194,30 @@ function recompute(rows: Row[], keys: readonly string[], bucket: (r: Row) => str
   return out;
 }
 
-test("summaries equal a recomputation from the rows after any sequence of writes, renames and deletes", () => {
-  fc.assert(
-    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-      t.services.deps.db.$client.exec("DELETE FROM files; DELETE FROM folders; DELETE FROM folder_entries");
-      for (const x of ops) apply(x);
-      const all = t.services.deps.db.$client
+test("summaries equal a recomputation from the rows after any sequence of writes, renames and deletes", async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
+      t.db.$client.exec("DELETE FROM files; DELETE FROM folders; DELETE FROM folder_entries");
+      for (const x of ops) await apply(x);
+      const all = t.db.$client
         .query("SELECT owner, folder_hash, file_name, ext, source, size_bytes FROM files")
         .all() as Row[];
       for (const owner of OWNERS) {
         for (const folder of [null, ...FOLDERS]) {
           const rows = all.filter((r) => r.owner === owner && (folder === null || r.folder_hash === folder));
-          const user = s.summaries.user(owner, folder);
+          const user = await s.summaries.user(owner, folder);
           expect({ n: user.file_count, b: user.total_bytes }).toEqual({
             n: rows.length,
             b: rows.reduce((a, r) => a + r.size_bytes, 0),
           });
-          expect(s.summaries.fileTypes(owner, folder)).toEqual(
+          expect(await s.summaries.fileTypes(owner, folder)).toEqual(
             recompute(rows, FILE_TYPE_BUCKETS, typeOf) as never,
           );
-          expect(s.summaries.sources(owner, folder)).toEqual(
+          expect(await s.summaries.sources(owner, folder)).toEqual(
             recompute(rows, SOURCE_BUCKETS, sourceOf) as never,
           );
         }
-        expect(s.quota.info(owner).usedBytes).toBe(
+        expect((await s.quota.info(owner)).usedBytes).toBe(
           all.filter((r) => r.owner === owner).reduce((a, r) => a + r.size_bytes, 0),
         );
       }

@@ -12,7 +12,9 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
-import { openDb } from "../../src/db/client.ts";
+import type { Db } from "../../src/db/client.ts";
+import { openSqliteStore } from "../../src/db/sqlite/store.ts";
+import type { MetadataStore } from "../../src/db/store.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { createBlobStore } from "../../src/storage/index.ts";
@@ -51,6 +53,10 @@ export interface TestApp {
   app: ReturnType<typeof createApp>["app"];
   config: Config;
   clock: ManualClock;
+  /** The metadata store the app runs on. */
+  store: MetadataStore;
+  /** The SQLite handle of `store`, for tests that inspect or damage rows directly. */
+  db: Db;
   blobs: BlobStore;
   services: ReturnType<typeof createApp>["services"];
   /** The app's metrics (a fresh registry, without the process metrics). */
@@ -90,12 +96,19 @@ export function makeTestApp(
     ...storageVars,
     ...env,
   });
-  const db = openDb(config.dbPath);
+  const metadata = openSqliteStore(config.dbPath);
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
   const metrics = new Metrics({ defaultMetrics: false });
-  const { app, services, handle } = createApp({ config, db, blobs: store, clock, log, metrics });
+  const { app, services, handle } = createApp({
+    config,
+    store: metadata,
+    blobs: store,
+    clock,
+    log,
+    metrics,
+  });
   const fetchFn = async (path: string, init?: RequestInit) => {
     const request = new Request(`http://127.0.0.1${path}`, init);
     const response = await handle(request);
@@ -106,6 +119,8 @@ export function makeTestApp(
     app,
     config,
     clock,
+    store: metadata,
+    db: metadata.db,
     blobs: store,
     services,
     metrics,
@@ -122,8 +137,9 @@ export function makeTestApp(
       return { status: r.status, body, headers: r.headers };
     },
     async close() {
-      db.$client.close();
+      const closing = metadata.close();
       rmSync(dir, { recursive: true, force: true });
+      await closing;
       try {
         if (store.kind === "s3") await store.delete(await store.list(""));
       } finally {

@@ -1,0 +1,109 @@
+/**
+ * @module db/sqlite/deletion-queue
+ * `DeletionQueueRepository` on SQLite (`blob_deletions`). Every method runs its statements
+ * synchronously, so a call is atomic with respect to the store's gate; `claimDue` is one
+ * `UPDATE … RETURNING`, so two sweepers (one writer at a time) never claim the same row.
+ */
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import {
+  type DeletionQueueRepository,
+  type DeletionRow,
+  WRITE_INTENT_LEASE_SECONDS,
+} from "../../workers/deletion-queue.repository.ts";
+import { changes, type Db } from "../client.ts";
+import { blobDeletions } from "../schema.ts";
+
+/** The deletion queue on SQLite. */
+export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
+  constructor(private readonly db: Db) {}
+
+  async enqueue(targets: string[], notBefore: number): Promise<void> {
+    this.insert(targets, notBefore);
+  }
+
+  private insert(targets: string[], notBefore: number): void {
+    if (targets.length === 0) return;
+    this.db
+      .insert(blobDeletions)
+      .values(targets.map((target) => ({ target, notBefore })))
+      .run();
+  }
+
+  async reserve(target: string, now: number): Promise<number> {
+    const row = this.db
+      .insert(blobDeletions)
+      .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS })
+      .returning({ id: blobDeletions.id })
+      .get();
+    return row.id;
+  }
+
+  async claim(id: number, now: number): Promise<boolean> {
+    const r = this.db
+      .delete(blobDeletions)
+      .where(
+        and(eq(blobDeletions.id, id), gt(blobDeletions.notBefore, now), isNull(blobDeletions.leasedUntil)),
+      )
+      .run();
+    return changes(r) > 0;
+  }
+
+  async release(id: number, target: string, now: number): Promise<void> {
+    const r = this.db
+      .update(blobDeletions)
+      .set({ notBefore: now })
+      .where(and(eq(blobDeletions.id, id), isNull(blobDeletions.leasedUntil)))
+      .run();
+    if (changes(r) === 0) this.insert([target], now);
+  }
+
+  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DeletionRow[]> {
+    const { id, notBefore, leasedUntil } = blobDeletions;
+    const due = sql`${notBefore} <= ${now} AND (${leasedUntil} IS NULL OR ${leasedUntil} <= ${now})`;
+    return this.db
+      .update(blobDeletions)
+      .set({ leasedUntil: leaseUntil })
+      .where(sql`${id} IN (SELECT ${id} FROM ${blobDeletions} WHERE ${due} ORDER BY ${id} LIMIT ${limit})`)
+      .returning()
+      .all()
+      .sort((a, b) => a.id - b.id);
+  }
+
+  async done(id: number): Promise<void> {
+    this.db.delete(blobDeletions).where(eq(blobDeletions.id, id)).run();
+  }
+
+  async failed(id: number, retryAt: number, error: string): Promise<void> {
+    this.db
+      .update(blobDeletions)
+      .set({
+        attempts: sql`${blobDeletions.attempts} + 1`,
+        notBefore: retryAt,
+        leasedUntil: null,
+        lastError: error.slice(0, 500),
+      })
+      .where(eq(blobDeletions.id, id))
+      .run();
+  }
+
+  async targets(): Promise<string[]> {
+    return this.db
+      .select({ target: blobDeletions.target })
+      .from(blobDeletions)
+      .all()
+      .map((r) => r.target);
+  }
+
+  async stats(now: number): Promise<{ depth: number; oldestDueAgeSeconds: number }> {
+    const r = this.db
+      .select({
+        depth: sql<number>`count(*)`,
+        oldestDue: sql<
+          number | null
+        >`min(case when ${blobDeletions.notBefore} <= ${now} then ${blobDeletions.notBefore} end)`,
+      })
+      .from(blobDeletions)
+      .get();
+    return { depth: r?.depth ?? 0, oldestDueAgeSeconds: r?.oldestDue == null ? 0 : now - r.oldestDue };
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * @module db/sqlite/folder-entries
+ * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (extensions.md §1.5).
+ */
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
+import { changes, type Db } from "../client.ts";
+import { folderEntries } from "../schema.ts";
+
+/** Folder entries on SQLite. */
+export class SqliteFolderEntriesRepository implements FolderEntriesRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Every directory path of a folder, in BINARY order. */
+  async list(owner: string, folderHash: string): Promise<string[]> {
+    return this.db
+      .select({ p: folderEntries.relativePath })
+      .from(folderEntries)
+      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
+      .orderBy(asc(folderEntries.relativePath))
+      .all()
+      .map((r) => r.p);
+  }
+
+  /** Inserts the paths that are not there yet (existing rows are left as they are). */
+  async add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void> {
+    if (paths.length === 0) return;
+    this.db
+      .insert(folderEntries)
+      .values(paths.map((relativePath) => ({ owner, folderHash, relativePath, createdAt: now })))
+      .onConflictDoNothing()
+      .run();
+  }
+
+  /** Deletes exactly the named paths; returns how many existed. */
+  async remove(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
+    if (paths.length === 0) return 0;
+    return changes(
+      this.db
+        .delete(folderEntries)
+        .where(
+          and(
+            eq(folderEntries.owner, owner),
+            eq(folderEntries.folderHash, folderHash),
+            inArray(folderEntries.relativePath, [...paths]),
+          ),
+        )
+        .run(),
+    );
+  }
+
+  /** Deletes every entry of a folder. */
+  async removeFolder(owner: string, folderHash: string): Promise<void> {
+    this.db
+      .delete(folderEntries)
+      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
+      .run();
+  }
+
+  /**
+   * The names of the entries directly inside `path` (`""` = the folder root): the next path
+   * segment of every entry at or below `path/`.
+   */
+  async childNames(owner: string, folderHash: string, path: string): Promise<string[]> {
+    const prefix = path === "" ? "" : `${path}/`;
+    const rows = this.db
+      .select({ p: folderEntries.relativePath })
+      .from(folderEntries)
+      .where(
+        and(
+          eq(folderEntries.owner, owner),
+          eq(folderEntries.folderHash, folderHash),
+          prefix === ""
+            ? sql`1`
+            : sql`${folderEntries.relativePath} > ${prefix} AND ${folderEntries.relativePath} < ${`${path}0`}`,
+        ),
+      )
+      .all();
+    const names = new Set<string>();
+    for (const { p } of rows) {
+      const rest = p.slice(prefix.length);
+      if (rest !== "") names.add(rest.split("/")[0]!);
+    }
+    return [...names];
+  }
+}

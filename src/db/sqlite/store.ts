@@ -1,0 +1,202 @@
+/**
+ * @module db/sqlite/store
+ * The `MetadataStore` on SQLite (bun:sqlite through Drizzle).
+ *
+ * bun:sqlite runs every statement synchronously, while a transaction's function is async (it
+ * awaits the repositories between statements). So that no other request's statement ever lands
+ * inside an open transaction, every store on the same database file in this process shares one
+ * async gate: `transaction` takes it, runs `BEGIN IMMEDIATE`, awaits `fn`, then `COMMIT` (or
+ * `ROLLBACK`) and gives it back; a repository call outside a transaction runs at once when the
+ * gate is free and waits for it otherwise. Sharing the gate per file also means two stores on one
+ * file in one process (two "nodes" in a test) never make SQLite's busy handler block the event
+ * loop while the other holds the write lock.
+ */
+import type { Database } from "bun:sqlite";
+import { realpathSync } from "node:fs";
+import type { Logger } from "../../util/log.ts";
+import { type Db, openDb } from "../client.ts";
+import type { MetadataStore, Repositories, Transaction } from "../store.ts";
+import { SqliteApiTokensRepository } from "./api-tokens.ts";
+import { SqliteDeletionQueueRepository } from "./deletion-queue.ts";
+import { SqliteFilesRepository } from "./files.ts";
+import { SqliteFolderEntriesRepository } from "./folder-entries.ts";
+import { SqliteFoldersRepository } from "./folders.ts";
+import { SqliteQuotaRepository } from "./quota.ts";
+import { SqliteSessionsRepository } from "./sessions.ts";
+import { SqliteSummariesRepository } from "./summaries.ts";
+
+/** A first-come, first-served async mutex. */
+class Gate {
+  private held = false;
+  private readonly waiting: (() => void)[] = [];
+
+  /** True when nobody holds the gate. */
+  get free(): boolean {
+    return !this.held;
+  }
+
+  /** Resolves once the caller holds the gate. */
+  acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the gate to the next waiter, or frees it. */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
+  }
+
+  /** Runs `fn` holding the gate. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+}
+
+/** The gate of each database file opened in this process (by real path). */
+const gates = new Map<string, Gate>();
+
+/** The process-wide gate of the database at `path` (a fresh one for `:memory:`). */
+function gateFor(path: string): Gate {
+  if (path === ":memory:" || path === "") return new Gate();
+  const key = realpathSync(path);
+  let gate = gates.get(key);
+  if (!gate) {
+    gate = new Gate();
+    gates.set(key, gate);
+  }
+  return gate;
+}
+
+/** Every repository on one Drizzle handle. */
+function repositoriesOn(db: Db): Repositories {
+  return {
+    sessions: new SqliteSessionsRepository(db),
+    files: new SqliteFilesRepository(db),
+    folders: new SqliteFoldersRepository(db),
+    folderEntries: new SqliteFolderEntriesRepository(db),
+    quota: new SqliteQuotaRepository(db),
+    apiTokens: new SqliteApiTokensRepository(db),
+    deletionQueue: new SqliteDeletionQueueRepository(db),
+    summaries: new SqliteSummariesRepository(db),
+  };
+}
+
+/**
+ * `repo` with every method gated: it runs at once when the gate is free (the statements are
+ * synchronous, so they complete before anyone else runs), else once the gate is free.
+ */
+function gated<T extends object>(repo: T, gate: Gate): T {
+  const out: Record<string, unknown> = {};
+  const proto = Object.getPrototypeOf(repo) as Record<string, unknown>;
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const method = proto[name];
+    if (name === "constructor" || typeof method !== "function") continue;
+    const call = (method as (...a: unknown[]) => Promise<unknown>).bind(repo);
+    out[name] = (...args: unknown[]) => (gate.free ? call(...args) : gate.run(() => call(...args)));
+  }
+  return out as T;
+}
+
+/** The metadata store on one SQLite database. */
+export class SqliteMetadataStore implements MetadataStore {
+  readonly dialect = "sqlite" as const;
+  readonly repos: Repositories;
+  private readonly tx: Transaction;
+  private readonly gate: Gate;
+  private readonly sqlite: Database;
+  private readonly statements;
+  private savepoints = 0;
+  private closed = false;
+
+  /**
+   * @param db an open, migrated database (`openDb`).
+   * @param path the database file (`:memory:` for a private in-memory database): stores on the
+   *   same file in this process share one gate.
+   */
+  constructor(
+    /** The Drizzle handle, for the tools that only exist on the embedded database (fsck, stats, search). */
+    readonly db: Db,
+    path: string,
+  ) {
+    this.sqlite = db.$client;
+    this.gate = gateFor(path);
+    const raw = repositoriesOn(db);
+    this.repos = Object.fromEntries(
+      Object.entries(raw).map(([k, r]) => [k, gated(r as object, this.gate)]),
+    ) as unknown as Repositories;
+    this.tx = { ...raw, savepoint: (fn) => this.savepoint(raw, fn) };
+    this.statements = {
+      begin: this.sqlite.prepare("BEGIN IMMEDIATE"),
+      commit: this.sqlite.prepare("COMMIT"),
+      rollback: this.sqlite.prepare("ROLLBACK"),
+    };
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    await this.gate.acquire();
+    try {
+      this.statements.begin.run();
+      try {
+        const result = await fn(this.tx);
+        this.statements.commit.run();
+        return result;
+      } catch (e) {
+        if (this.sqlite.inTransaction) this.statements.rollback.run();
+        throw e;
+      }
+    } finally {
+      this.gate.release();
+    }
+  }
+
+  /** A SAVEPOINT inside the running transaction (`Transaction.savepoint`). */
+  private async savepoint<T>(repos: Repositories, fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    const name = `sp${++this.savepoints}`;
+    this.sqlite.run(`SAVEPOINT ${name}`);
+    try {
+      const result = await fn(repos);
+      this.sqlite.run(`RELEASE ${name}`);
+      return result;
+    } catch (e) {
+      this.sqlite.run(`ROLLBACK TO ${name}`);
+      this.sqlite.run(`RELEASE ${name}`);
+      throw e;
+    } finally {
+      this.savepoints--;
+    }
+  }
+
+  async ping(): Promise<void> {
+    this.sqlite.query("SELECT 1").get();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.gate.free) this.sqlite.close();
+    else await this.gate.run(async () => this.sqlite.close());
+  }
+}
+
+/**
+ * Opens (creating and migrating if needed) the SQLite database at `path` (`:memory:` for tests)
+ * as a `MetadataStore`. @throws as `openDb`.
+ */
+export function openSqliteStore(path: string, log?: Logger): SqliteMetadataStore {
+  return new SqliteMetadataStore(openDb(path, log), path);
+}
+
+/** The SQLite handle of `store` when it is the SQLite store, else null (SQLite-only tools). */
+export function sqliteDb(store: MetadataStore): Db | null {
+  return store instanceof SqliteMetadataStore ? store.db : null;
+}
