@@ -204,22 +204,22 @@ async function uploadRun(server: ServerProcess): Promise<UploadRun> {
   };
 }
 
-/** Runs the variant's CLI with its configuration directory; returns the process and its output. */
+/**
+ * Runs the variant's CLI with its configuration directory; returns its output and resource use.
+ * Its stdout goes to a file (a CLI that exits before a pipe is drained cannot cut it there).
+ */
 async function cli(v: Variant, server: ServerProcess, args: string[]) {
+  const out = join(v.configDir, "stdout.json");
   const proc = Bun.spawn([process.execPath, join(v.root, "src", "cli", "esync.ts"), ...args], {
     cwd: v.root,
     env: { ...process.env, ESYNC_CONFIG_DIR: v.configDir, ESYNC_SERVER: server.url },
     stdin: "ignore",
-    stdout: "pipe",
+    stdout: Bun.file(out),
     stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`esync ${args.join(" ")} exited ${code}:\n${stderr}`);
-  return { stdout, usage: proc.resourceUsage() };
+  return { stdout: await Bun.file(out).text(), usage: proc.resourceUsage() };
 }
 
 /** Part 2: `esync push` of the tree into a new folder. */
