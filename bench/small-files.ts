@@ -13,7 +13,8 @@
  *                            [--push-arg=--jobs=8 ...] [--server-bun-arg=--cpu-prof ...]
  *
  * `--compare REF` extracts REF (`git archive`, its own directory, this checkout's node_modules)
- * and runs both checkouts' server and CLI in interleaved rounds (the order alternates from round
+ * and runs both checkouts' server and CLI (`worktree` is this checkout as it is on disk) in
+ * interleaved rounds (the order alternates from round
  * to round), so that the load of a shared machine hits both alike; it prints the medians of both
  * and the ratios. Figures per run: files/s (wall), server CPU ms per file (utime + stime of the
  * server process from /proc over the timed part), the server's peak RSS (upload), and the CLI
@@ -65,7 +66,7 @@ interface Variant {
 }
 
 const variants: Variant[] = [
-  { name: "HEAD", root: REPO_ROOT, configDir: tempDir("esync-bench-cfg-"), initialised: false },
+  { name: "worktree", root: REPO_ROOT, configDir: tempDir("esync-bench-cfg-"), initialised: false },
 ];
 if (flags.compare) {
   const dir = tempDir("esync-bench-ref-");
@@ -330,7 +331,7 @@ if (variants.length === 2) {
     Record<string, number>,
   ];
   console.log(
-    `HEAD / ${flags.compare}: upload files/s x${((head.uploadFilesPerSecond ?? 0) / (base.uploadFilesPerSecond ?? 1)).toFixed(2)}, ` +
+    `worktree / ${flags.compare}: upload files/s x${((head.uploadFilesPerSecond ?? 0) / (base.uploadFilesPerSecond ?? 1)).toFixed(2)}, ` +
       `server CPU-ms/file x${((head.uploadServerCpuMsPerFile ?? 0) / (base.uploadServerCpuMsPerFile ?? 1)).toFixed(2)}` +
       (flags["skip-push"]
         ? ""

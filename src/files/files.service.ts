@@ -74,6 +74,8 @@ export interface RelativePathsOutcome {
 
 /** Most commits one group transaction takes (`FilesService.commit`). */
 export const MAX_COMMIT_GROUP = 64;
+/** Default longest wait of a group for the commits announced by `expectCommit`, milliseconds. */
+export const MAX_GROUP_WAIT_MS = 2;
 
 /** A commit waiting for its group transaction. */
 interface QueuedCommit {
@@ -99,6 +101,12 @@ export class FilesService {
   private queued: QueuedCommit[] = [];
   /** True while a group is scheduled or running. */
   private grouping = false;
+  /** Longest a group waits for announced commits, milliseconds (tests lengthen it). */
+  groupWaitMs = MAX_GROUP_WAIT_MS;
+  /** Commits announced by `expectCommit` and not yet asked for (nor withdrawn). */
+  private expected = 0;
+  /** Wakes a group waiting for announced commits (set while it waits). */
+  private wake: (() => void) | null = null;
 
   constructor(
     private readonly store: MetadataStore,
@@ -188,8 +196,10 @@ export class FilesService {
    * own savepoint, so one commit's failure undoes only its own writes. Every caller's promise
    * settles after that transaction has committed (or failed as a whole), never before: an answer
    * still means the row is in the database. One transaction writes the pages that every commit
-   * touches (search index, counters, summaries) once instead of once per file. On PostgreSQL each
-   * commit is its own transaction (a group would hold several owners' locks at once).
+   * touches (search index, counters, summaries) once instead of once per file. A group waits
+   * up to `groupWaitMs` (2 ms) for the commits announced by `expectCommit` that are still on
+   * their way. On PostgreSQL each commit is its own transaction (a group would hold several owners'
+   * locks at once).
    * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance;
    *   `storage_unavailable` (503) when the intent's lease ran out.
    */
@@ -210,10 +220,41 @@ export class FilesService {
     });
   }
 
+  /**
+   * Announces a `commit` that will come soon (an upload storing its bytes), so that the group it
+   * could join waits for it (at most `groupWaitMs`). Call the returned function once, just
+   * before that `commit`, or when the upload fails before it.
+   */
+  expectCommit(): () => void {
+    this.expected++;
+    let withdrawn = false;
+    return () => {
+      if (withdrawn) return;
+      withdrawn = true;
+      this.expected--;
+      // Defer the wake-up, so that the commit about to be asked for joins the group.
+      if (this.expected === 0 && this.wake) queueMicrotask(() => this.wake?.());
+    };
+  }
+
+  /** Waits until no announced commit is on its way, or `groupWaitMs` passed. */
+  private async gather(): Promise<void> {
+    if (this.expected === 0 || this.queued.length >= MAX_COMMIT_GROUP) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.wake?.(), this.groupWaitMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
   /** Runs the queued commits in group transactions until none is left (see `commit`). */
   private async commitGroups(): Promise<void> {
     try {
       while (this.queued.length > 0) {
+        await this.gather();
         const group = this.queued.splice(0, MAX_COMMIT_GROUP);
         const only = group.length === 1 ? group[0] : undefined;
         if (only) {

@@ -126,15 +126,18 @@ export class SingleUploadService {
       const gen = randomHex(6);
       const key = chunkKey(blobId, 0, gen);
       const intent = await this.deletions.reserve(blobPrefix(blobId), this.clock.now());
+      const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
         await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size);
         if (isPersistable(this.blobs)) await this.blobs.persist([key]);
       } catch (e) {
+        committing();
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         await this.discard(intent, blobId);
         throw storageFailure(e, "The blob store failed to store the ciphertext; retry");
       }
+      committing();
       try {
         return await this.files.commit(
           manifest,

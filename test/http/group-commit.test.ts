@@ -127,6 +127,41 @@ describe("group commit", () => {
     expect((await stateOf(t, u)).files).toEqual([]);
   });
 
+  test("a group waits for an announced commit and takes it in the same transaction", async () => {
+    t = makeTestApp();
+    const u = newUser();
+    t.services.files.groupWaitMs = 60_000;
+    const seen = countTransactions(t.store);
+    const m = (i: number) =>
+      parseManifest(makeManifest({ owner: u.address, ciphertext: randomCiphertext(250), path: `w/${i}` }));
+    const announced = t.services.files.expectCommit();
+    const first = t.services.files.commit(m(0), blobOf(0, 250));
+    await Bun.sleep(20);
+    expect(seen.begun).toBe(0);
+    announced();
+    const second = t.services.files.commit(m(1), blobOf(1, 250));
+    await Promise.all([first, second]);
+    expect(seen.begun).toBe(1);
+  });
+
+  test("an announced commit withdrawn without committing (a failed upload) releases the waiting group at once", async () => {
+    t = makeTestApp();
+    const u = newUser();
+    t.services.files.groupWaitMs = 60_000;
+    const announced = t.services.files.expectCommit();
+    const started = performance.now();
+    const commit = t.services.files.commit(
+      parseManifest(makeManifest({ owner: u.address, ciphertext: randomCiphertext(250), path: "alone" })),
+      blobOf(0, 250),
+    );
+    await Bun.sleep(5);
+    announced();
+    announced(); // a second call changes nothing
+    await commit;
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(((await stateOf(t, u)).files as unknown[]).length).toBe(1);
+  });
+
   test("concurrent single-shot uploads through HTTP are all stored (200 each)", async () => {
     t = makeTestApp();
     const u = newUser();
