@@ -122,6 +122,22 @@ describe("sealFile", () => {
     }
   });
 
+  test("a small file changed since the size and mtime given as `before` is sealed as it is now", async () => {
+    const { path } = await fileOf("hinted.bin", 5000);
+    const seen = await Bun.file(path).stat();
+    const now = new Uint8Array(7000).fill(7);
+    await Bun.write(path, now);
+    await utimes(path, new Date(), new Date(seen.mtimeMs + 5000));
+    const sealed = await sealFile(path, {
+      key: KEY,
+      ss58Address: SS58,
+      before: { size: seen.size, mtimeMs: seen.mtimeMs },
+    });
+    expect(sealed.plaintextSize).toBe(7000);
+    expect(Buffer.compare(await decryptBytes(KEY, await sealed.slice().bytes()), now)).toBe(0);
+    expect(toHex(sealed.saltedHash)).toBe(toHex(saltedHash(SS58, now)));
+  });
+
   test("sealBytes matches sealFile's hashes for the same nonce", async () => {
     const { path, data } = await fileOf("bytes.bin", 12345);
     const a = await sealFile(path, { key: KEY, ss58Address: SS58 });
