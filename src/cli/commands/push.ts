@@ -28,7 +28,7 @@ import { EncryptPool } from "../../client/encrypt-pool.ts";
 import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
-import { UploadStateFile } from "../../client/upload-state.ts";
+import { UploadStateFile, uploadKey } from "../../client/upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
@@ -288,8 +288,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   let filesDone = 0;
   let fatal = false;
 
+  const pending = new Set(Object.keys(await state.all()));
   const uploadOne = async (p: PlannedFile) => {
     const { file } = p;
+    const singleShot = ciphertextSize(file.size) <= SINGLE_SHOT_LIMIT;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
     let fileSkipped = 0;
@@ -333,7 +335,13 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
           ),
         revision: nextRevision(p.entry),
         onConflict: "rebase",
-        stateFile: linkFile ? undefined : state,
+        // Only files over the single-shot limit open sessions; a small one needs the state file
+        // only to settle a session remembered from when it was large.
+        stateFile:
+          linkFile || (singleShot && !pending.has(uploadKey(ctx.address, keys.folderHash, p.id)))
+            ? undefined
+            : state,
+        localStat: linkFile ? undefined : { size: file.size, mtimeMs: file.mtimeMs },
         spillDir: ctx.paths.spill,
         parallelism: parallel,
         encryptPool: pool,
