@@ -7,8 +7,9 @@
  *
  * Rules for callers:
  * - A transaction contains only database work: no blob I/O, no hashing, no network inside `fn`.
- * - Inside `fn`, use only the `tx` repositories, never `store.repos` (on SQLite a call on
- *   `store.repos` waits for the transaction to end, so it would never run).
+ * - Inside `fn`, use only the `tx` repositories, never `store.repos` or `store.transaction`
+ *   (PostgreSQL would run them outside the transaction; SQLite refuses them with
+ *   `NestedUseError`, since they would wait for the transaction forever).
  * - Rules that read and then write need serialisation across nodes: take
  *   `tx.sessions.lockOwner(owner)` or read with `getForUpdate` first (see each repository).
  */

@@ -265,24 +265,24 @@ export class IngestHashes {
             if (st.recheck) continue;
             return;
           }
-          st.busy = true;
-          const held = st.held.get(index);
+          st.busy = true; // from here on only this catch-up moves `st.next`
+          const held = st.held.get(st.next);
           const fromMemory = held?.gen === gen;
           if (held) {
-            st.held.delete(index);
+            st.held.delete(st.next);
             if (fromMemory) st.hasher.update(held.data);
             this.unreserve(held.data);
           }
           if (!fromMemory) {
-            const reader = (await chunks.open(index, gen)).getReader();
+            const reader = (await chunks.open(st.next, gen)).getReader();
             for (;;) {
               const { done, value } = await reader.read();
               if (done) break;
               st.hasher.update(value);
             }
           }
-          st.gens[index] = gen;
-          st.next = index + 1;
+          st.gens[st.next] = gen;
+          st.next++;
           st.busy = false;
         }
       } catch {

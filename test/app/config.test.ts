@@ -61,3 +61,14 @@ describe("connection-defence settings", () => {
     expect(c.gcIntervalBytes).toBeUndefined();
   });
 });
+
+describe("finalize lease (issue 11)", () => {
+  test("ESYNC_FINALIZE_LEASE_SECONDS defaults to 60 and is read", () => {
+    expect(loadConfig({}).finalizeLeaseSeconds).toBe(60);
+    expect(loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "300" }).finalizeLeaseSeconds).toBe(300);
+  });
+
+  test("rejects ESYNC_FINALIZE_LEASE_SECONDS below 3 (it is renewed every third of it) with a ConfigError naming it", () => {
+    expect(() => loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "2" })).toThrow(ConfigError);
+  });
+});

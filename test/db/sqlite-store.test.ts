@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { ApiTokenRow } from "../../src/auth/api-tokens.repository.ts";
-import { openSqliteStore, type SqliteMetadataStore } from "../../src/db/sqlite/store.ts";
+import { NestedUseError, openSqliteStore, type SqliteMetadataStore } from "../../src/db/sqlite/store.ts";
 import type { SessionRow } from "../../src/sessions/sessions.repository.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -152,4 +152,11 @@ test("only the finalize holding the current lease can renew or end it", async ()
   expect(await r.endFinalizing("s", 200, "finalized", { result: "{}" })).toBe(false);
   expect(await r.endFinalizing("s", 300, "finalized", { result: "{}" })).toBe(true);
   expect(await r.get("s")).toMatchObject({ state: "finalized", finalizingUntil: null, result: "{}" });
+});
+
+test("using the store itself inside one of its transactions fails with NestedUseError instead of waiting forever", async () => {
+  const s = open();
+  await expect(s.transaction(async () => s.repos.apiTokens.list())).rejects.toThrow(NestedUseError);
+  await expect(s.transaction(async () => s.transaction(async () => 1))).rejects.toThrow(NestedUseError);
+  expect(await s.transaction(async (tx) => (await tx.apiTokens.list()).length)).toBe(0);
 });

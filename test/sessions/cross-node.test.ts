@@ -250,6 +250,31 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
   expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalized", finalizing_until: null });
 });
 
+test("a finalize running longer than its lease renews it, so the other node's sweeper leaves it alone and it commits (200)", async () => {
+  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "3" }); // renewed every second
+  const u = newUser();
+  const ct = randomCiphertext(3000);
+  const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
+  await putChunks(b.t, s, ct);
+  let release = () => {};
+  a.store.hold = new Promise((r) => {
+    release = r;
+  });
+  const held = a.store.held();
+  const running = finalize(a.t, s.auth, s.sessionId);
+  await held;
+  const first = rowsOf(a.t, "upload_sessions")[0]!.finalizing_until as number;
+  advance(2);
+  await Bun.sleep(1300); // one renewal: the lease now ends 3 s after the advanced clock
+  expect(rowsOf(a.t, "upload_sessions")[0]!.finalizing_until).toBe(first + 2);
+  advance(2); // past the first lease, within the renewed one
+  await b.t.sweeper.runOnce();
+  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  a.store.hold = null;
+  release();
+  expectSuccess(await running, UPLOAD_RESULT_KEYS);
+});
+
 test("two nodes' sweepers running at once delete every queued object exactly once", async () => {
   const [a, b] = twoNodes();
   const targets = Array.from({ length: 150 }, (_, i) =>

@@ -9,9 +9,11 @@
  * `ROLLBACK`) and gives it back; a repository call outside a transaction runs at once when the
  * gate is free and waits for it otherwise. Sharing the gate per file also means two stores on one
  * file in one process (two "nodes" in a test) never make SQLite's busy handler block the event
- * loop while the other holds the write lock.
+ * loop while the other holds the write lock. A transaction's function that calls the store itself
+ * instead of its `tx` repositories gets `NestedUseError` (it would otherwise wait for itself).
  */
 import type { Database } from "bun:sqlite";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { realpathSync } from "node:fs";
 import type { Logger } from "../../util/log.ts";
 import { type Db, openDb } from "../client.ts";
@@ -27,7 +29,16 @@ import { SqliteSummariesRepository } from "./summaries.ts";
 
 /** A first-come, first-served async mutex. */
 class Gate {
+  /** The token of the transaction whose function (and what it awaits) is running. */
+  readonly context = new AsyncLocalStorage<object>();
+  /** The token of the transaction that holds the gate now, if one does. */
+  owner: object | null = null;
   private held = false;
+
+  /** True when called from the function of the transaction holding the gate. */
+  get calledByOwner(): boolean {
+    return this.owner !== null && this.context.getStore() === this.owner;
+  }
   private readonly waiting: (() => void)[] = [];
 
   /** True when nobody holds the gate. */
@@ -102,9 +113,25 @@ function gated<T extends object>(repo: T, gate: Gate): T {
     const method = proto[name];
     if (name === "constructor" || typeof method !== "function") continue;
     const call = (method as (...a: unknown[]) => Promise<unknown>).bind(repo);
-    out[name] = (...args: unknown[]) => (gate.free ? call(...args) : gate.run(() => call(...args)));
+    out[name] = (...args: unknown[]) => {
+      if (gate.free) return call(...args);
+      if (gate.calledByOwner) return Promise.reject(new NestedUseError(`repos.${name}`));
+      return gate.run(() => call(...args));
+    };
   }
   return out as T;
+}
+
+/**
+ * A transaction's function used the store itself (`store.repos`, `store.transaction`) instead of
+ * its `tx` repositories: on SQLite that would wait for the transaction forever; on PostgreSQL it
+ * would run outside the transaction.
+ */
+export class NestedUseError extends Error {
+  constructor(what: string) {
+    super(`${what} called inside a transaction of the same database; use the transaction's repositories`);
+    this.name = "NestedUseError";
+  }
 }
 
 /** The metadata store on one SQLite database. */
@@ -143,11 +170,14 @@ export class SqliteMetadataStore implements MetadataStore {
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    if (this.gate.calledByOwner) throw new NestedUseError("transaction");
     await this.gate.acquire();
+    const token = {};
+    this.gate.owner = token;
     try {
       this.statements.begin.run();
       try {
-        const result = await fn(this.tx);
+        const result = await this.gate.context.run(token, () => fn(this.tx));
         this.statements.commit.run();
         return result;
       } catch (e) {
@@ -155,6 +185,7 @@ export class SqliteMetadataStore implements MetadataStore {
         throw e;
       }
     } finally {
+      this.gate.owner = null;
       this.gate.release();
     }
   }
