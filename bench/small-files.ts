@@ -1,20 +1,29 @@
 /**
- * Small-file bench (issue 14, Performance): N files of 1–16 KiB through single-shot `POST /upload`
- * at concurrency C against a real server process (`src/main.ts`, a fresh data directory).
+ * Small-file bench (issue 14, Performance), two parts per round, each against a fresh real server
+ * process (`src/main.ts`, a new data directory):
+ * 1. upload: N files of 1–16 KiB through single-shot `POST /upload` at concurrency C. Every
+ *    request body (multipart: signed manifest, then the ciphertext part) and one bearer token are
+ *    built before the clock starts, so the timed part is the server's work plus this process's
+ *    HTTP client (target >= 3,000 files/s);
+ * 2. push: `esync push` of a real directory tree of thousands of small files (default a copy of
+ *    `node_modules/drizzle-orm`) by the CLI of the same checkout (target >= 1,000 files/s).
  *
  *   bun bench/small-files.ts [--files 10000] [--concurrency 8] [--fsync persist|object|off]
- *                            [--server-bun-arg=--cpu-prof ...]
+ *                            [--rounds 1] [--compare <git-ref>] [--tree DIR] [--skip-push]
+ *                            [--push-arg=--jobs=8 ...] [--server-bun-arg=--cpu-prof ...]
  *
- * Every request body (multipart: signed manifest, then the ciphertext part) and one bearer token
- * are built before the clock starts, so the timed part is the server's work plus this process's
- * HTTP client. Reports files/s (wall), server CPU ms per file (utime + stime of the server
- * process from /proc over the run) and the server's peak RSS; the target is >= 3,000 files/s.
- * The machine may be shared: CPU ms per file is the steadier figure. Writes JSON to
- * bench/results/small-files-<time>.json.
+ * `--compare REF` extracts REF (`git archive`, its own directory, this checkout's node_modules)
+ * and runs both checkouts' server and CLI (`worktree` is this checkout as it is on disk) in
+ * interleaved rounds (the order alternates from round
+ * to round), so that the load of a shared machine hits both alike; it prints the medians of both
+ * and the ratios. Figures per run: files/s (wall), server CPU ms per file (utime + stime of the
+ * server process from /proc over the timed part), the server's peak RSS (upload), and the CLI
+ * process's CPU ms per file (push, the whole process). The machine may be shared: CPU ms per file
+ * is the steadier figure. Writes JSON to bench/results/small-files-<time>.json.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { cpSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
 import {
@@ -27,18 +36,52 @@ import {
 } from "@polkadot/util-crypto";
 import { signedSentence } from "../src/manifest/manifest.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
-import { currentRss, peakRss, REPO_ROOT, startServer } from "../test/support/server.ts";
+import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
+import { tempDir } from "../test/support/tmp.ts";
 
 const { values: flags } = parseArgs({
   options: {
     files: { type: "string", default: "10000" },
     concurrency: { type: "string", default: "8" },
     fsync: { type: "string", default: "persist" },
+    rounds: { type: "string", default: "1" },
+    compare: { type: "string" },
+    tree: { type: "string", default: join(REPO_ROOT, "node_modules", "drizzle-orm") },
+    "skip-push": { type: "boolean", default: false },
+    "push-arg": { type: "string", multiple: true },
     "server-bun-arg": { type: "string", multiple: true },
   },
 });
 const N = Number(flags.files);
 const C = Number(flags.concurrency);
+const ROUNDS = Number(flags.rounds);
+
+/** A checkout whose server and CLI run. */
+interface Variant {
+  name: string;
+  root: string;
+  /** Its `esync` configuration directory (initialised on first use). */
+  configDir: string;
+  initialised: boolean;
+}
+
+const variants: Variant[] = [
+  { name: "worktree", root: REPO_ROOT, configDir: tempDir("esync-bench-cfg-"), initialised: false },
+];
+if (flags.compare) {
+  const dir = tempDir("esync-bench-ref-");
+  const archive = Bun.spawnSync(["git", "-C", REPO_ROOT, "archive", "--format=tar", flags.compare]);
+  if (archive.exitCode !== 0) throw new Error(`git archive ${flags.compare}: ${archive.stderr.toString()}`);
+  const untar = Bun.spawnSync(["tar", "-x", "-C", dir], { stdin: archive.stdout });
+  if (untar.exitCode !== 0) throw new Error(`tar: ${untar.stderr.toString()}`);
+  symlinkSync(join(REPO_ROOT, "node_modules"), join(dir, "node_modules"));
+  variants.unshift({
+    name: flags.compare,
+    root: dir,
+    configDir: tempDir("esync-bench-cfg-"),
+    initialised: false,
+  });
+}
 
 await cryptoWaitReady();
 const folderKey = ed25519PairFromSeed(randomBytes(32));
@@ -86,63 +129,232 @@ for (let i = 0; i < N; i++) {
   );
 }
 
-const server = await startServer({
-  env: { ESYNC_DISK_FSYNC: String(flags.fsync), ESYNC_LOG_LEVEL: "warn" },
-  bunArgs: flags["server-bun-arg"] ?? [],
-});
+/** The tree `esync push` sends: a copy, so that every round and checkout reads the same files. */
+const tree = join(tempDir("esync-bench-tree-"), "tree");
+let treeFiles = 0;
+if (!flags["skip-push"]) {
+  cpSync(resolve(flags.tree), tree, { recursive: true, dereference: true });
+  const count = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce(
+      (n, e) => n + (e.isDirectory() ? count(join(dir, e.name)) : e.isFile() ? 1 : 0),
+      0,
+    );
+  treeFiles = count(tree);
+  console.log(`push tree: ${flags.tree} (${treeFiles} files)`);
+}
+
 async function cpuSeconds(pid: number): Promise<number> {
   const stat = await Bun.file(`/proc/${pid}/stat`).text();
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
 }
-const reg = await fetch(`${server.url}/register_folder`, {
-  method: "POST",
-  headers: { authorization: auth, "content-type": "application/json" },
-  body: JSON.stringify({ ss58_address: address, folder_hash: FOLDER, label: "bench" }),
-});
-if (!reg.ok) console.log(`register_folder: ${reg.status} (uploads do not need it)`);
 
-let peak = 0;
-const sampler = setInterval(async () => {
-  peak = Math.max(peak, (await currentRss(server.pid)) ?? 0);
-}, 50);
-const cpu0 = await cpuSeconds(server.pid);
-const t0 = performance.now();
-let next = 0;
-let failed = 0;
-await Promise.all(
-  Array.from({ length: C }, async () => {
-    for (let i = next++; i < N; i = next++) {
-      const r = await fetch(`${server.url}/upload`, {
-        method: "POST",
-        headers: { authorization: auth, "content-type": `multipart/form-data; boundary=${boundary}` },
-        body: new Uint8Array(bodies[i]!),
-      });
-      await r.arrayBuffer();
-      if (r.status !== 200) failed++;
+interface UploadRun {
+  filesPerSecond: number;
+  serverCpuMsPerFile: number;
+  peakRssMiB: number;
+  failed: number;
+}
+
+interface PushRun {
+  files: number;
+  filesPerSecond: number;
+  serverCpuMsPerFile: number;
+  clientCpuMsPerFile: number;
+  failed: number;
+}
+
+/** Part 1: the prepared bodies through `/upload`, C at a time. */
+async function uploadRun(server: ServerProcess): Promise<UploadRun> {
+  const reg = await fetch(`${server.url}/register_folder`, {
+    method: "POST",
+    headers: { authorization: auth, "content-type": "application/json" },
+    body: JSON.stringify({ ss58_address: address, folder_hash: FOLDER, label: "bench" }),
+  });
+  if (!reg.ok) console.log(`register_folder: ${reg.status} (uploads do not need it)`);
+  let peak = 0;
+  const sampler = setInterval(async () => {
+    peak = Math.max(peak, (await currentRss(server.pid)) ?? 0);
+  }, 50);
+  const cpu0 = await cpuSeconds(server.pid);
+  const t0 = performance.now();
+  let next = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: C }, async () => {
+      for (let i = next++; i < N; i = next++) {
+        const r = await fetch(`${server.url}/upload`, {
+          method: "POST",
+          headers: { authorization: auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+          body: new Uint8Array(bodies[i] as Buffer),
+        });
+        await r.arrayBuffer();
+        if (r.status !== 200) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = (await cpuSeconds(server.pid)) - cpu0;
+  clearInterval(sampler);
+  peak = Math.max(peak, (await peakRss(server.pid)) ?? 0);
+  return {
+    filesPerSecond: N / seconds,
+    serverCpuMsPerFile: (cpu * 1000) / N,
+    peakRssMiB: peak / 1024 / 1024,
+    failed,
+  };
+}
+
+/**
+ * Runs the variant's CLI with its configuration directory; returns its output and resource use.
+ * Its stdout goes to a file (a CLI that exits before a pipe is drained cannot cut it there).
+ */
+async function cli(v: Variant, server: ServerProcess, args: string[]) {
+  const out = join(v.configDir, "stdout.json");
+  const proc = Bun.spawn([process.execPath, join(v.root, "src", "cli", "esync.ts"), ...args], {
+    cwd: v.root,
+    env: { ...process.env, ESYNC_CONFIG_DIR: v.configDir, ESYNC_SERVER: server.url },
+    stdin: "ignore",
+    stdout: Bun.file(out),
+    stderr: "pipe",
+  });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`esync ${args.join(" ")} exited ${code}:\n${stderr}`);
+  return { stdout: await Bun.file(out).text(), usage: proc.resourceUsage() };
+}
+
+/** Part 2: `esync push` of the tree into a new folder. */
+async function pushRun(v: Variant, server: ServerProcess): Promise<PushRun> {
+  if (!v.initialised) {
+    await cli(v, server, ["init", "--server", server.url, "--json"]);
+    v.initialised = true;
+  }
+  const cpu0 = await cpuSeconds(server.pid);
+  const t0 = performance.now();
+  const { stdout, usage } = await cli(v, server, [
+    "push",
+    tree,
+    "--folder",
+    "bench",
+    "--create",
+    "--json",
+    ...(flags["push-arg"] ?? []),
+  ]);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = (await cpuSeconds(server.pid)) - cpu0;
+  const out = JSON.parse(stdout) as { uploaded: number; failed: number };
+  const clientCpuUs = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) : Number.NaN;
+  return {
+    files: out.uploaded,
+    filesPerSecond: out.uploaded / seconds,
+    serverCpuMsPerFile: (cpu * 1000) / out.uploaded,
+    clientCpuMsPerFile: clientCpuUs / 1000 / out.uploaded,
+    failed: out.failed,
+  };
+}
+
+const runs: Record<string, { upload: UploadRun[]; push: PushRun[] }> = {};
+for (const v of variants) runs[v.name] = { upload: [], push: [] };
+
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? variants : [...variants].reverse();
+  for (const v of order) {
+    const server = await startServer({
+      root: v.root,
+      env: { ESYNC_DISK_FSYNC: String(flags.fsync), ESYNC_LOG_LEVEL: "warn" },
+      bunArgs: flags["server-bun-arg"] ?? [],
+    });
+    try {
+      const u = await uploadRun(server);
+      runs[v.name]?.upload.push(u);
+      console.log(
+        `round ${round + 1} ${v.name.padEnd(12)} upload ${u.filesPerSecond.toFixed(0).padStart(5)} files/s, ` +
+          `server ${u.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, peak RSS ${u.peakRssMiB.toFixed(0)} MiB, ${u.failed} failed`,
+      );
+      if (!flags["skip-push"]) {
+        const p = await pushRun(v, server);
+        runs[v.name]?.push.push(p);
+        console.log(
+          `round ${round + 1} ${v.name.padEnd(12)} push   ${p.filesPerSecond.toFixed(0).padStart(5)} files/s ` +
+            `(${p.files} files), server ${p.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, ` +
+            `CLI ${p.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, ${p.failed} failed`,
+        );
+      }
+    } finally {
+      await server.stop();
+      rmSync(server.dataDir, { recursive: true, force: true });
     }
-  }),
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0
+    ? Number.NaN
+    : s.length % 2
+      ? (s[m] as number)
+      : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+const medians: Record<string, Record<string, number>> = {};
+for (const v of variants) {
+  const r = runs[v.name] as { upload: UploadRun[]; push: PushRun[] };
+  medians[v.name] = {
+    uploadFilesPerSecond: median(r.upload.map((x) => x.filesPerSecond)),
+    uploadServerCpuMsPerFile: median(r.upload.map((x) => x.serverCpuMsPerFile)),
+    uploadPeakRssMiB: median(r.upload.map((x) => x.peakRssMiB)),
+    pushFilesPerSecond: median(r.push.map((x) => x.filesPerSecond)),
+    pushServerCpuMsPerFile: median(r.push.map((x) => x.serverCpuMsPerFile)),
+    pushClientCpuMsPerFile: median(r.push.map((x) => x.clientCpuMsPerFile)),
+  };
+}
+console.log(
+  `\nmedians of ${ROUNDS} round(s): ${N} files (${(totalBytes / 1e6).toFixed(1)} MB) at c=${C}, fsync ${flags.fsync}` +
+    (flags["skip-push"] ? "" : `; push of ${treeFiles} files`),
 );
-const seconds = (performance.now() - t0) / 1000;
-const cpu = (await cpuSeconds(server.pid)) - cpu0;
-clearInterval(sampler);
-peak = Math.max(peak, (await peakRss(server.pid)) ?? 0);
-await server.stop();
-rmSync(server.dataDir, { recursive: true, force: true });
+console.log(
+  "| checkout | upload files/s | server CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file |",
+);
+console.log("|---|---:|---:|---:|---:|---:|---:|");
+for (const v of variants) {
+  const m = medians[v.name] as Record<string, number>;
+  const f = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "" : x.toFixed(d));
+  console.log(
+    `| ${v.name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
+      `${f(m.pushFilesPerSecond, 0)} | ${f(m.pushServerCpuMsPerFile, 2)} | ${f(m.pushClientCpuMsPerFile, 2)} |`,
+  );
+}
+if (variants.length === 2) {
+  const [base, head] = variants.map((v) => medians[v.name] as Record<string, number>) as [
+    Record<string, number>,
+    Record<string, number>,
+  ];
+  console.log(
+    `worktree / ${flags.compare}: upload files/s x${((head.uploadFilesPerSecond ?? 0) / (base.uploadFilesPerSecond ?? 1)).toFixed(2)}, ` +
+      `server CPU-ms/file x${((head.uploadServerCpuMsPerFile ?? 0) / (base.uploadServerCpuMsPerFile ?? 1)).toFixed(2)}` +
+      (flags["skip-push"]
+        ? ""
+        : `, push files/s x${((head.pushFilesPerSecond ?? 0) / (base.pushFilesPerSecond ?? 1)).toFixed(2)}`),
+  );
+}
+console.log("targets: upload >= 3000 files/s, push >= 1000 files/s");
 
 const result = {
-  params: { files: N, concurrency: C, fsync: flags.fsync, bytes: totalBytes },
-  filesPerSecond: N / seconds,
-  serverCpuMsPerFile: (cpu * 1000) / N,
-  serverCpuBoundFilesPerSecond: N / cpu,
-  peakRssMiB: peak / 1024 / 1024,
-  failed,
+  params: {
+    files: N,
+    concurrency: C,
+    fsync: flags.fsync,
+    bytes: totalBytes,
+    rounds: ROUNDS,
+    compare: flags.compare ?? null,
+    tree: flags["skip-push"] ? null : flags.tree,
+    treeFiles,
+    pushArgs: flags["push-arg"] ?? [],
+  },
+  medians,
+  runs,
 };
-console.log(
-  `${N} files (${(totalBytes / 1e6).toFixed(1)} MB) at c=${C}, fsync ${flags.fsync}: ${result.filesPerSecond.toFixed(0)} files/s, ` +
-    `server ${result.serverCpuMsPerFile.toFixed(2)} CPU-ms/file (${result.serverCpuBoundFilesPerSecond.toFixed(0)} files per CPU-s), ` +
-    `peak RSS ${result.peakRssMiB.toFixed(0)} MiB, ${failed} failed (target >= 3000 files/s)`,
-);
 mkdirSync(join(REPO_ROOT, "bench", "results"), { recursive: true });
 const out = join(
   REPO_ROOT,

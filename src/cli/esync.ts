@@ -134,5 +134,7 @@ export async function main(argv: string[]): Promise<number> {
 
 if (import.meta.main) {
   const code = await main(process.argv);
+  // Exiting at once would cut what is still queued for a pipe (a `--json` summary of a large tree).
+  await new Promise<void>((resolve) => process.stdout.end(resolve));
   process.exit(code);
 }

@@ -5,14 +5,22 @@
  * file, refused when it would land outside the destination directory. Walking a tree is
  * `sync/local-tree.ts`.
  */
+import { readFileSync } from "node:fs";
 import { mkdir, realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { forEachChunk } from "../client/byte-stream.ts";
 import { normalizeRelativePath, SaltedHasher } from "../client/manifest.ts";
 
-/** `salted_hash` (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6) of a local file, streamed. */
-export async function fileSaltedHash(path: string, ss58Address: string): Promise<Uint8Array> {
+/** Files up to this size are hashed from one read: 1 MiB. */
+const WHOLE_READ_BYTES = 1024 * 1024;
+
+/**
+ * `salted_hash` (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6) of a local file: read in one
+ * piece when `size` (as last seen) is at most 1 MiB, else streamed.
+ */
+export async function fileSaltedHash(path: string, ss58Address: string, size?: number): Promise<Uint8Array> {
   const h = new SaltedHasher(ss58Address);
+  if (size !== undefined && size <= WHOLE_READ_BYTES) return h.update(readFileSync(path)).digest();
   await forEachChunk(Bun.file(path).stream(), (chunk) => {
     h.update(chunk);
   });

@@ -12,7 +12,7 @@
  * - `folderHash(label)` = first 16 hex of SHA-256(utf8 label) (complement §1, spec §2.1).
  *
  * Libraries: `@scure/bip39` (mnemonics and BIP39 seeds), `@polkadot/keyring` +
- * `@polkadot/util-crypto` (sr25519, Ed25519, SS58), `Bun.CryptoHasher` (SHA-256).
+ * `@polkadot/util-crypto` (sr25519, SS58), `node:crypto` (Ed25519), `Bun.CryptoHasher` (SHA-256).
  *
  * @example
  * ```ts
@@ -20,8 +20,10 @@
  * const folder = id.folder("photos"); // { folderHash, key, signingKey, sign }
  * ```
  */
+
+import { createPrivateKey, createPublicKey, sign } from "node:crypto";
 import { Keyring } from "@polkadot/keyring";
-import { cryptoWaitReady, ed25519PairFromSeed, ed25519Sign, encodeAddress } from "@polkadot/util-crypto";
+import { cryptoWaitReady, encodeAddress } from "@polkadot/util-crypto";
 import {
   generateMnemonic as bip39Generate,
   validateMnemonic as bip39Validate,
@@ -115,19 +117,26 @@ export interface Ed25519Signer {
   sign(message: Uint8Array): Uint8Array;
 }
 
-/** Ed25519 key pair of a 32-byte seed (RFC 8032 key generation). */
+/** DER prefix of an Ed25519 PKCS#8 private key (RFC 8410); the 32-byte seed follows. */
+const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+/**
+ * Ed25519 key pair of a 32-byte seed (RFC 8032 key generation), signing with the runtime's
+ * native crypto (`node:crypto`). Ed25519 signatures are deterministic: the same as any other
+ * RFC 8032 implementation gives.
+ */
 export function ed25519FromSeed(seed: Uint8Array): Ed25519Signer {
   if (seed.byteLength !== 32) throw new RangeError(`Ed25519 seed must be 32 bytes, got ${seed.byteLength}`);
-  const pair = ed25519PairFromSeed(seed);
+  const key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: "der", type: "pkcs8" });
+  const spki = createPublicKey(key).export({ format: "der", type: "spki" });
   return {
-    publicKey: pair.publicKey,
-    sign: (message) => ed25519Sign(message, pair),
+    publicKey: new Uint8Array(spki.subarray(spki.byteLength - 32)),
+    sign: (message) => new Uint8Array(sign(null, message, key)),
   };
 }
 
 /**
- * Folder keys of `label` for a master mnemonic (or its 64-byte BIP39 seed). Call
- * `keysReady()` first for the fast WASM Ed25519 (pure JS otherwise, same results).
+ * Folder keys of `label` for a master mnemonic (or its 64-byte BIP39 seed).
  */
 export function deriveFolderKeys(master: string | Uint8Array, label: string): FolderKeys {
   const mnemonic = folderMnemonic(master, label);

@@ -6,7 +6,8 @@
  *
  * Where the blob goes (our decision): the manifest needs `ciphertext_hash` before the first
  * byte is sent, and the random base nonce makes every encryption different, so the blob is
- * kept rather than re-encrypted for sending. A blob of at most `memoryLimit` bytes (8 MiB, the
+ * kept rather than re-encrypted for sending. A plaintext of at most 1 MiB is read in one piece
+ * and encrypted in memory. A blob of at most `memoryLimit` bytes (8 MiB, the
  * single-shot limit) stays in memory; a larger one is written to a spill file (mode 0600) as it
  * is produced, and uploaded chunks are file-backed slices of it, read only as they are sent.
  * Encryption, at roughly 70–130 MB/s in pure JS, is the costly step, so doing it once and
@@ -14,11 +15,18 @@
  * an interrupted upload resume without encrypting again (`openSealedFile`). Memory stays at a
  * few frames whatever the file size.
  */
+import { readFileSync, statSync } from "node:fs";
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
-import { ciphertextSize, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
+import {
+  ciphertextSize,
+  encryptBytes,
+  encryptStream,
+  type FrameEncryptor,
+  randomBaseNonce,
+} from "./frame.ts";
 import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher } from "./manifest.ts";
 
@@ -70,6 +78,12 @@ export interface SealOptions {
   signal?: AbortSignal;
   /** Encrypt on worker threads (`EncryptPool`); default this thread. */
   pool?: FrameEncryptor;
+  /**
+   * The file's size and mtime as the caller last saw them (e.g. from a scan). A small file that
+   * still matches them is read without a stat of its own first; one that changed since is sealed
+   * as it is now.
+   */
+  before?: { size: number; mtimeMs: number };
 }
 
 function memoryBlob(
@@ -93,12 +107,26 @@ function fileBlob(meta: Omit<SealedBlob, "slice" | "dispose" | "spillPath">, pat
   };
 }
 
+/** Plaintexts up to this size are read in one piece and encrypted in memory: 1 MiB. */
+export const WHOLE_READ_BYTES = 1024 * 1024;
+
 /** Encrypts a file once, hashing as it goes; see the module note for where the blob is kept. */
 export async function sealFile(path: string, options: SealOptions): Promise<SealedBlob> {
+  const baseNonce = options.baseNonce ?? randomBaseNonce();
+  const small = (n: number) =>
+    n <= WHOLE_READ_BYTES && ciphertextSize(n) <= (options.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
+  if (options.before && small(options.before.size)) {
+    const sealed = sealSmallFile(path, options.before, baseNonce, options);
+    if (sealed) return sealed;
+  }
   const before = await stat(path);
   const plaintextSize = before.size;
-  const baseNonce = options.baseNonce ?? randomBaseNonce();
   const size = ciphertextSize(plaintextSize);
+  if (small(plaintextSize)) {
+    const sealed = sealSmallFile(path, before, baseNonce, options);
+    if (!sealed) throw new FileChangedError(path);
+    return sealed;
+  }
   const salted = new SaltedHasher(options.ss58Address);
   let done = 0;
   const plain = tapStream(Bun.file(path).stream(), (chunk) => {
@@ -144,6 +172,37 @@ export async function sealFile(path: string, options: SealOptions): Promise<Seal
     saltedHash: salted.digest(),
   };
   return buffer ? memoryBlob(meta, buffer) : fileBlob(meta, spillPath as string);
+}
+
+/**
+ * `sealFile` of a small file: one read of the whole plaintext, encrypted and hashed in memory
+ * (the same blob the streaming path gives for the same base nonce). Null when the file does not
+ * match `before` (size and mtime) once read.
+ */
+function sealSmallFile(
+  path: string,
+  before: { size: number; mtimeMs: number },
+  baseNonce: Uint8Array,
+  options: SealOptions,
+): SealedBlob | null {
+  options.signal?.throwIfAborted();
+  // Synchronous: for a file this small, cheaper than a round trip through the I/O threads.
+  const plaintext = readFileSync(path);
+  const after = statSync(path);
+  if (plaintext.byteLength !== before.size || after.size !== before.size || after.mtimeMs !== before.mtimeMs)
+    return null;
+  const bytes = encryptBytes(options.key, plaintext, { baseNonce });
+  options.onProgress?.(plaintext.byteLength, plaintext.byteLength);
+  return memoryBlob(
+    {
+      baseNonce,
+      plaintextSize: plaintext.byteLength,
+      ciphertextSize: bytes.byteLength,
+      ciphertextHash: new Blake3().update(bytes).digestHex(),
+      saltedHash: new SaltedHasher(options.ss58Address).update(plaintext).digest(),
+    },
+    bytes,
+  );
 }
 
 /** Encrypts an in-memory plaintext (kept in memory whatever its size). */

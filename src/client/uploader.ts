@@ -41,7 +41,7 @@ import {
   rebaseManifest,
 } from "./manifest.ts";
 import { DEFAULT_RETRY, type RetryPolicy, realSleep, type Sleep, withRetry } from "./retry.ts";
-import { openSealedFile, type SealedBlob, sealedFileRecord, sealFile } from "./seal.ts";
+import { openSealedFile, type SealedBlob, sealedFileRecord, sealFile, WHOLE_READ_BYTES } from "./seal.ts";
 import { type PendingUpload, type UploadStateFile, uploadKey } from "./upload-state.ts";
 
 /** Largest ciphertext sent single-shot: 8 MiB (complement §2). */
@@ -116,6 +116,12 @@ export interface UploadFileOptions {
   signal?: AbortSignal;
   /** Encrypt on worker threads (an `EncryptPool` shared by the caller); default this thread. */
   encryptPool?: FrameEncryptor;
+  /**
+   * The file's size and mtime as the caller last saw them (a scan of the tree): for a file of at
+   * most 1 MiB, used instead of reading them again (`SealOptions.before`; a file changed since is
+   * sent as it is now).
+   */
+  localStat?: { size: number; mtimeMs: number };
   /** Injected for tests. */
   sleep?: Sleep;
   /** Device-independent clock, Unix seconds; default the wall clock. */
@@ -211,7 +217,8 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
   if (!Number.isSafeInteger(chunkSize) || chunkSize < 1 || chunkSize > 16 * 1024 * 1024) {
     throw new RangeError(`chunk size must be 1..16 MiB, got ${chunkSize}`);
   }
-  const st = await stat(o.localPath);
+  // A large file is looked at afresh: its size and mtime are remembered for a resume.
+  const st = o.localStat && o.localStat.size <= WHOLE_READ_BYTES ? o.localStat : await stat(o.localPath);
   const ctx: Ctx = {
     o,
     api: o.api,
@@ -240,6 +247,7 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
     onProgress: (done) => ctx.progress.update({ encryptedBytes: done }),
     signal: o.signal,
     pool: o.encryptPool,
+    before: st,
   });
   const manifest = buildManifest(
     {

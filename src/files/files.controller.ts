@@ -72,13 +72,21 @@ export function filesController(s: Services) {
             "Expected a multipart/form-data body with parts 'manifest' and 'ciphertext'",
           );
         const upload = s.singleUpload;
-        if (Number(request.headers.get("content-length") ?? "NaN") > upload.maxBodyBytes())
-          throw upload.tooLarge();
+        const declared = request.headers.get("content-length");
+        const declaredBytes = declared === null ? null : Number(declared);
+        if (declaredBytes !== null && declaredBytes > upload.maxBodyBytes()) throw upload.tooLarge();
         const body = guardedBody(request, {
           limit: upload.maxBodyBytes(),
           tooLarge: () => upload.tooLarge(),
         });
-        return success(await upload.upload(caller, body, boundary));
+        return success(
+          await upload.upload(
+            caller,
+            body,
+            boundary,
+            declaredBytes !== null && Number.isSafeInteger(declaredBytes) ? declaredBytes : null,
+          ),
+        );
       },
       {
         parse: rawBody(),

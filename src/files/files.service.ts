@@ -72,6 +72,21 @@ export interface RelativePathsOutcome {
   }[];
 }
 
+/** Most commits one group transaction takes (`FilesService.commit`). */
+export const MAX_COMMIT_GROUP = 64;
+/** Default longest wait of a group for the commits announced by `expectCommit`, milliseconds. */
+export const MAX_GROUP_WAIT_MS = 2;
+
+/** A commit waiting for its group transaction. */
+interface QueuedCommit {
+  m: Manifest;
+  blob: StoredBlob;
+  also?: (result: UploadResult, tx: Repositories) => Promise<void>;
+  intent?: number;
+  resolve: (result: UploadResult) => void;
+  reject: (error: unknown) => void;
+}
+
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
 export interface Download {
   row: FileRow;
@@ -82,6 +97,17 @@ export interface Download {
 
 /** Rules of file writes, reads and deletes. */
 export class FilesService {
+  /** Commits waiting for the next group transaction (SQLite). */
+  private queued: QueuedCommit[] = [];
+  /** True while a group is scheduled or running. */
+  private grouping = false;
+  /** Longest a group waits for announced commits, milliseconds (tests lengthen it). */
+  groupWaitMs = MAX_GROUP_WAIT_MS;
+  /** Commits announced by `expectCommit` and not yet asked for (nor withdrawn). */
+  private expected = 0;
+  /** Wakes a group waiting for announced commits (set while it waits). */
+  private wake: (() => void) | null = null;
+
   constructor(
     private readonly store: MetadataStore,
     private readonly blobs: BlobStore,
@@ -164,6 +190,16 @@ export class FilesService {
    * deletion after the grace period. `also` runs in the same transaction (finalize marks its
    * session there). With `intent`, the write intent of the blob (`DeletionQueueRepository.reserve`)
    * is claimed in the same transaction.
+   *
+   * Group commit (SQLite): the commits asked for while a group transaction runs, or in the same
+   * turn of the event loop, share the next transaction (at most `MAX_COMMIT_GROUP`), each in its
+   * own savepoint, so one commit's failure undoes only its own writes. Every caller's promise
+   * settles after that transaction has committed (or failed as a whole), never before: an answer
+   * still means the row is in the database. One transaction writes the pages that every commit
+   * touches (search index, counters, summaries) once instead of once per file. A group waits
+   * up to `groupWaitMs` (2 ms) for the commits announced by `expectCommit` that are still on
+   * their way. On PostgreSQL each commit is its own transaction (a group would hold several owners'
+   * locks at once).
    * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance;
    *   `storage_unavailable` (503) when the intent's lease ran out.
    */
@@ -173,66 +209,155 @@ export class FilesService {
     also?: (result: UploadResult, tx: Repositories) => Promise<void>,
     intent?: number,
   ): Promise<UploadResult> {
-    return this.store.transaction(async (tx) => {
-      const now = this.clock.now();
-      await tx.sessions.lockOwner(m.ss58Address);
-      const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
-      this.checkRevision(m, current);
-      await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
-      if (intent !== undefined && !(await tx.deletionQueue.claim(intent, now)))
-        throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
-      const revisionId = Buffer.from(randomHex(32), "hex");
-      const searchName = searchNameOf(m.fileName, m.relativePath);
-      const row: FileRow = {
-        owner: m.ss58Address,
-        folderHash: m.folderHash,
-        pathHash: Buffer.from(m.pathHash),
-        saltedHash: Buffer.from(m.saltedHash),
-        sizeBytes: m.sizeBytes,
-        revisionSeq: m.revisionSeq,
-        revisionId,
-        encryptedPath: Buffer.from(m.encryptedPath),
-        fileName: m.fileName,
-        relativePath: m.relativePath,
-        searchName,
-        ext: extensionOf(searchName),
-        storeHash: blob.ciphertextHash,
-        chunkHashes: blob.chunkHashes ? JSON.stringify(blob.chunkHashes) : null,
-        createdAt: current?.createdAt ?? now,
-        updatedAt: now,
-        clientTimestamp: m.timestamp,
-        source: m.source,
-        attributes: m.attributes === null ? null : Buffer.from(m.attributes),
-        uploadId: randomHex(16),
-        ciphertextHash: blob.ciphertextHash,
-        ciphertextSize: blob.size,
-        blobId: blob.blobId,
-        chunkSize: blob.chunkSize,
-        chunkCount: blob.chunkCount,
-        chunkGens: JSON.stringify(blob.gens),
-        // Every write path has checked that the token's account is the manifest's owner.
-        uploadedBy: m.ss58Address,
-      };
-      await tx.files.upsert(row);
-      await tx.folders.applyFileChange(
-        m.ss58Address,
-        m.folderHash,
-        current ? 0 : 1,
-        m.sizeBytes - (current?.sizeBytes ?? 0),
-        now,
-      );
-      if (current && current.blobId !== blob.blobId)
-        await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
-      const result: UploadResult = {
-        upload_id: row.uploadId,
-        timestamp: now,
-        revision_id: Array.from(revisionId),
-        created_at: row.createdAt,
-        updated_at: row.updatedAt,
-      };
-      await also?.(result, tx);
-      return result;
+    if (this.store.dialect !== "sqlite")
+      return this.store.transaction((tx) => this.write(tx, m, blob, also, intent));
+    return new Promise((resolve, reject) => {
+      this.queued.push({ m, blob, also, intent, resolve, reject });
+      if (!this.grouping) {
+        this.grouping = true;
+        setImmediate(() => void this.commitGroups());
+      }
     });
+  }
+
+  /**
+   * Announces a `commit` that will come soon (an upload storing its bytes), so that the group it
+   * could join waits for it (at most `groupWaitMs`). Call the returned function once, just
+   * before that `commit`, or when the upload fails before it.
+   */
+  expectCommit(): () => void {
+    this.expected++;
+    let withdrawn = false;
+    return () => {
+      if (withdrawn) return;
+      withdrawn = true;
+      this.expected--;
+      // Defer the wake-up, so that the commit about to be asked for joins the group.
+      if (this.expected === 0 && this.wake) queueMicrotask(() => this.wake?.());
+    };
+  }
+
+  /** Waits until no announced commit is on its way, or `groupWaitMs` passed. */
+  private async gather(): Promise<void> {
+    if (this.expected === 0 || this.queued.length >= MAX_COMMIT_GROUP) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.wake?.(), this.groupWaitMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  /** Runs the queued commits in group transactions until none is left (see `commit`). */
+  private async commitGroups(): Promise<void> {
+    try {
+      while (this.queued.length > 0) {
+        await this.gather();
+        const group = this.queued.splice(0, MAX_COMMIT_GROUP);
+        const only = group.length === 1 ? group[0] : undefined;
+        if (only) {
+          // Alone: its own transaction, no savepoint.
+          await this.store
+            .transaction((tx) => this.write(tx, only.m, only.blob, only.also, only.intent))
+            .then(only.resolve, only.reject);
+          continue;
+        }
+        const settled: PromiseSettledResult<UploadResult>[] = [];
+        try {
+          await this.store.transaction(async (tx) => {
+            for (const c of group)
+              settled.push(
+                await tx
+                  .savepoint((sp) => this.write(sp, c.m, c.blob, c.also, c.intent))
+                  .then(
+                    (value) => ({ status: "fulfilled", value }) as const,
+                    (reason: unknown) => ({ status: "rejected", reason }) as const,
+                  ),
+              );
+          });
+        } catch (e) {
+          for (const c of group) c.reject(e);
+          continue;
+        }
+        group.forEach((c, i) => {
+          const r = settled[i] as PromiseSettledResult<UploadResult>;
+          if (r.status === "fulfilled") c.resolve(r.value);
+          else c.reject(r.reason);
+        });
+      }
+    } finally {
+      this.grouping = false;
+    }
+  }
+
+  /** The body of `commit`, inside the caller's transaction `tx`. */
+  private async write(
+    tx: Repositories,
+    m: Manifest,
+    blob: StoredBlob,
+    also?: (result: UploadResult, tx: Repositories) => Promise<void>,
+    intent?: number,
+  ): Promise<UploadResult> {
+    const now = this.clock.now();
+    await tx.sessions.lockOwner(m.ss58Address);
+    const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
+    this.checkRevision(m, current);
+    await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
+    if (intent !== undefined && !(await tx.deletionQueue.claim(intent, now)))
+      throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
+    const revisionId = Buffer.from(randomHex(32), "hex");
+    const searchName = searchNameOf(m.fileName, m.relativePath);
+    const row: FileRow = {
+      owner: m.ss58Address,
+      folderHash: m.folderHash,
+      pathHash: Buffer.from(m.pathHash),
+      saltedHash: Buffer.from(m.saltedHash),
+      sizeBytes: m.sizeBytes,
+      revisionSeq: m.revisionSeq,
+      revisionId,
+      encryptedPath: Buffer.from(m.encryptedPath),
+      fileName: m.fileName,
+      relativePath: m.relativePath,
+      searchName,
+      ext: extensionOf(searchName),
+      storeHash: blob.ciphertextHash,
+      chunkHashes: blob.chunkHashes ? JSON.stringify(blob.chunkHashes) : null,
+      createdAt: current?.createdAt ?? now,
+      updatedAt: now,
+      clientTimestamp: m.timestamp,
+      source: m.source,
+      attributes: m.attributes === null ? null : Buffer.from(m.attributes),
+      uploadId: randomHex(16),
+      ciphertextHash: blob.ciphertextHash,
+      ciphertextSize: blob.size,
+      blobId: blob.blobId,
+      chunkSize: blob.chunkSize,
+      chunkCount: blob.chunkCount,
+      chunkGens: JSON.stringify(blob.gens),
+      // Every write path has checked that the token's account is the manifest's owner.
+      uploadedBy: m.ss58Address,
+    };
+    await tx.files.upsert(row);
+    await tx.folders.applyFileChange(
+      m.ss58Address,
+      m.folderHash,
+      current ? 0 : 1,
+      m.sizeBytes - (current?.sizeBytes ?? 0),
+      now,
+    );
+    if (current && current.blobId !== blob.blobId)
+      await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
+    const result: UploadResult = {
+      upload_id: row.uploadId,
+      timestamp: now,
+      revision_id: Array.from(revisionId),
+      created_at: row.createdAt,
+      updated_at: row.updatedAt,
+    };
+    await also?.(result, tx);
+    return result;
   }
 
   /**

@@ -5,7 +5,7 @@
  * `<hex old_path_hash>:<hex new_path_hash>`, joined by single commas, after a fixed prefix that
  * ends with a colon and one space. Ed25519 over its UTF-8 bytes.
  */
-import { ed25519Verify } from "@polkadot/util-crypto";
+import { ed25519Valid } from "../auth/ed25519.ts";
 import { toHex } from "../util/ids.ts";
 
 /** The exact prefix of the rename declaration (ends with ": "). */
@@ -33,9 +33,5 @@ export function verifyRenameSignature(
   signature: Uint8Array,
   signingKey: Uint8Array,
 ): boolean {
-  try {
-    return ed25519Verify(new TextEncoder().encode(renameDeclaration(pairs)), signature, signingKey);
-  } catch {
-    return false;
-  }
+  return ed25519Valid(new TextEncoder().encode(renameDeclaration(pairs)), signature, signingKey);
 }

@@ -20,7 +20,7 @@ import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.t
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import { blobPrefix, chunkKey } from "../storage/layout.ts";
-import { createBlake3 } from "../util/blake3.ts";
+import { blake3Hex, createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -38,6 +38,22 @@ export interface SingleUploadOptions {
   maxBytes: number;
   /** Opens a spool file for writing (default `createWriteStream`; tests inject disk faults). */
   openSpoolFile?: (path: string) => Writable;
+  /** Bodies declaring at most this many bytes are read into memory instead of spooled (default 1 MiB). */
+  memoryBodyBytes?: number;
+  /** Most bytes of in-memory bodies held at once; a body past it is spooled (default 64 MiB). */
+  memoryBudgetBytes?: number;
+}
+
+/** Default `SingleUploadOptions.memoryBodyBytes`. */
+const MEMORY_BODY_BYTES = 1024 * 1024;
+/** Default `SingleUploadOptions.memoryBudgetBytes`. */
+const MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
+
+/** A received ciphertext part: its size, BLAKE3 hex, and its bytes when held in memory. */
+interface ReceivedCiphertext {
+  size: number;
+  hash: string;
+  bytes: Uint8Array | null;
 }
 
 /**
@@ -48,6 +64,9 @@ const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 /** Handles single-shot uploads. */
 export class SingleUploadService {
+  /** Bytes of the in-memory bodies being handled now. */
+  private memoryInUse = 0;
+
   constructor(
     private readonly files: FilesService,
     private readonly deletions: DeletionQueueRepository,
@@ -65,16 +84,30 @@ export class SingleUploadService {
 
   /**
    * Accepts one upload for `caller`: `body` is a `multipart/form-data` stream delimited by
-   * `boundary`, with parts `manifest` (JSON) then `ciphertext`.
+   * `boundary`, with parts `manifest` (JSON) then `ciphertext`; `declaredBytes` is its
+   * `Content-Length` (null when not declared), which decides whether it is held in memory.
    * @throws AppError `invalid_manifest` (400: parts missing or out of order, bad manifest, hash
    *   mismatch), `forbidden` (403), `payload_too_large` (413), `conflict` (409, Conflict
    *   envelope; checked before the bytes are stored and again at commit), `stale_sequence` (400),
    *   `storage_full` (507) on ENOSPC/EDQUOT, `storage_unavailable` (503).
    */
-  async upload(caller: string, body: ReadableStream<Uint8Array>, boundary: string): Promise<UploadResult> {
-    const spool = join(this.opts.spoolDir, `${randomHex(12)}.part`);
+  async upload(
+    caller: string,
+    body: ReadableStream<Uint8Array>,
+    boundary: string,
+    declaredBytes: number | null,
+  ): Promise<UploadResult> {
+    const held =
+      declaredBytes !== null &&
+      declaredBytes <= (this.opts.memoryBodyBytes ?? MEMORY_BODY_BYTES) &&
+      this.memoryInUse + declaredBytes <= (this.opts.memoryBudgetBytes ?? MEMORY_BUDGET_BYTES)
+        ? declaredBytes
+        : null;
+    if (held !== null) this.memoryInUse += held;
+    const spool = held === null ? join(this.opts.spoolDir, `${randomHex(12)}.part`) : null;
     try {
-      const { manifest, size, hash } = await this.receive(caller, body, boundary, spool);
+      const source = held === null ? body : await readAll(body);
+      const { manifest, size, hash, bytes } = await this.receive(caller, source, boundary, spool);
       checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
@@ -93,14 +126,18 @@ export class SingleUploadService {
       const gen = randomHex(6);
       const key = chunkKey(blobId, 0, gen);
       const intent = await this.deletions.reserve(blobPrefix(blobId), this.clock.now());
+      const committing = this.files.expectCommit();
       try {
-        await this.blobs.put(key, Bun.file(spool).stream() as ReadableStream<Uint8Array>, size);
+        const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
+        await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size);
         if (isPersistable(this.blobs)) await this.blobs.persist([key]);
       } catch (e) {
+        committing();
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
         await this.discard(intent, blobId);
         throw storageFailure(e, "The blob store failed to store the ciphertext; retry");
       }
+      committing();
       try {
         return await this.files.commit(
           manifest,
@@ -121,7 +158,8 @@ export class SingleUploadService {
         throw e;
       }
     } finally {
-      await rm(spool, { force: true });
+      if (held !== null) this.memoryInUse -= held;
+      if (spool !== null) await rm(spool, { force: true });
     }
   }
 
@@ -152,19 +190,23 @@ export class SingleUploadService {
     return fail("payload_too_large", `ciphertext over ${this.opts.maxBytes} bytes; use an upload session`);
   }
 
-  /** Parses the multipart stream: manifest first (validated, owner checked), then the ciphertext spooled and hashed. */
+  /**
+   * Parses the multipart body (a stream, or bytes already read): manifest first (validated,
+   * owner checked), then the ciphertext, hashed and spooled to `spool`, or kept in memory when
+   * `spool` is null.
+   */
   private receive(
     caller: string,
-    body: ReadableStream<Uint8Array>,
+    body: ReadableStream<Uint8Array> | Uint8Array,
     boundary: string,
-    spool: string,
-  ): Promise<{ manifest: Manifest; size: number; hash: string }> {
+    spool: string | null,
+  ): Promise<{ manifest: Manifest } & ReceivedCiphertext> {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
-      let ciphertext: Promise<{ size: number; hash: string }> | null = null;
+      let ciphertext: Promise<ReceivedCiphertext> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
-      const source = Readable.fromWeb(body as never);
+      const source = body instanceof Uint8Array ? null : Readable.fromWeb(body as never);
       const bb = Busboy({
         headers: { "content-type": `multipart/form-data; boundary="${boundary}"` },
         limits: {
@@ -178,8 +220,10 @@ export class SingleUploadService {
       const abort = (e: unknown) => {
         if (failed) return;
         failed = true;
-        source.unpipe(bb as unknown as Writable);
-        source.destroy();
+        if (source) {
+          source.unpipe(bb as unknown as Writable);
+          source.destroy();
+        } else bb.destroy();
         const err =
           e instanceof AppError
             ? e
@@ -212,7 +256,7 @@ export class SingleUploadService {
             );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
-          ciphertext = this.spool(stream, spool);
+          ciphertext = spool === null ? this.collect(stream) : this.spool(stream, spool);
           ciphertext.catch(abort);
         } else {
           stream.resume();
@@ -236,8 +280,10 @@ export class SingleUploadService {
           abort(e);
         }
       });
-      source.on("error", abort);
-      source.pipe(bb as unknown as Writable);
+      if (source) {
+        source.on("error", abort);
+        source.pipe(bb as unknown as Writable);
+      } else bb.end(body);
     });
   }
 
@@ -277,7 +323,7 @@ export class SingleUploadService {
    * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. A failure of the
    * spool file itself (full disk, I/O error) is the server's: 507 `storage_full` or 503.
    */
-  private async spool(stream: Readable, path: string): Promise<{ size: number; hash: string }> {
+  private async spool(stream: Readable, path: string): Promise<ReceivedCiphertext> {
     try {
       await mkdir(this.opts.spoolDir, { recursive: true });
     } catch (e) {
@@ -315,6 +361,38 @@ export class SingleUploadService {
     }
     const st = await stat(path);
     if (st.size !== size) throw fail("invalid_manifest", "ciphertext part truncated");
-    return { size, hash: hasher.digestHex() };
+    return { size, hash: hasher.digestHex(), bytes: null };
   }
+
+  /** Reads a part into memory, hashing and counting it; over `maxBytes` is 413. */
+  private collect(stream: Readable): Promise<ReceivedCiphertext> {
+    return new Promise((resolve, reject) => {
+      const pieces: Buffer[] = [];
+      let size = 0;
+      const max = this.opts.maxBytes;
+      stream.on("data", (d: Buffer) => {
+        size += d.length;
+        if (size > max) {
+          stream.resume();
+          reject(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
+        } else pieces.push(d);
+      });
+      stream.on("error", reject);
+      stream.on("end", () => {
+        const bytes = Buffer.concat(pieces, size);
+        resolve({ size, hash: blake3Hex(bytes), bytes });
+      });
+    });
+  }
+}
+
+/** Every byte of `body` (a guarded request body: its limits and timeouts fail the read). */
+async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const pieces: Uint8Array[] = [];
+  let size = 0;
+  for await (const piece of body) {
+    pieces.push(piece);
+    size += piece.byteLength;
+  }
+  return pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces, size);
 }

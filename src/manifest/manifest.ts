@@ -8,7 +8,7 @@
  * ciphertext's framing (complement §2) can hold. Any failure is 400 `invalid_manifest` with a
  * message naming the field.
  */
-import { ed25519Verify } from "@polkadot/util-crypto";
+import { ed25519Valid } from "../auth/ed25519.ts";
 import { isSs58 } from "../auth/ss58.ts";
 import { fail } from "../errors/errors.ts";
 import { blake3Hex } from "../util/blake3.ts";
@@ -186,16 +186,11 @@ export function parseManifest(raw: unknown): Manifest {
     if (Buffer.from(manifest.pathHash).toString("hex") !== expected)
       bad("path_hash", "must be BLAKE3(utf8(NFC(relative_path))) (complement §1)");
   }
-  let ok = false;
-  try {
-    ok = ed25519Verify(
-      new TextEncoder().encode(signedSentence(manifest.ciphertextHash)),
-      manifest.signature,
-      manifest.signingKey,
-    );
-  } catch {
-    ok = false;
-  }
+  const ok = ed25519Valid(
+    new TextEncoder().encode(signedSentence(manifest.ciphertextHash)),
+    manifest.signature,
+    manifest.signingKey,
+  );
   if (!ok) throw fail("invalid_manifest", "manifest.signature does not verify against signing_key");
   return manifest;
 }

@@ -52,8 +52,17 @@ export interface FileAttributes {
 const NONCE = 24;
 const INFO = new TextEncoder().encode("esync attributes v1");
 
+/** Attribute keys derived so far, by folder key object (a folder's keys are one object). */
+const derived = new WeakMap<Uint8Array, { folderKey: Uint8Array; key: Uint8Array }>();
+
 function attributesKey(folderKey: Uint8Array): Uint8Array {
-  return hkdf(sha256, folderKey, new Uint8Array(0), INFO, 32);
+  const hit = derived.get(folderKey);
+  // The copy kept beside it notices a caller that changed the key's bytes in place.
+  if (hit && hit.folderKey.length === folderKey.length && hit.folderKey.every((b, i) => b === folderKey[i]))
+    return hit.key;
+  const key = hkdf(sha256, folderKey, new Uint8Array(0), INFO, 32);
+  derived.set(folderKey, { folderKey: folderKey.slice(), key });
+  return key;
 }
 
 /** What the attributes of one revision are bound to: its `path_hash` and `salted_hash` (32 bytes each). */

@@ -96,7 +96,7 @@ export async function readLocalEntry(
     return { rel, abs, kind, ...fp, hash: linkHash(ss58, target), target };
   }
   const hash =
-    k && k.kind === kind && sameFingerprint(k, fp) ? k.hash : toHex(await fileSaltedHash(abs, ss58));
+    k && k.kind === kind && sameFingerprint(k, fp) ? k.hash : toHex(await fileSaltedHash(abs, ss58, st.size));
   return { rel, abs, kind, ...fp, hash };
 }
 

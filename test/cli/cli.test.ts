@@ -5,7 +5,7 @@
  * file sent as a new revision, search, rm, and the exit codes of failures.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { ciphertextSize } from "../../src/client/frame.ts";
@@ -166,6 +166,22 @@ describe("esync push / pull of a real directory tree", () => {
     expect(s.files.some((f) => f.path === "deep/Résumé final.json")).toBe(true);
     const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSize(statSync(p).size), 0);
     expect(s.bytes_sent).toBe(total);
+  });
+
+  test("push --json of a tree of 800 small files uploads them all, and its summary (over twice a pipe's 64 KiB) reaches stdout whole", async () => {
+    const many = join(work, "many");
+    for (let i = 0; i < 800; i++) {
+      const p = join(many, `d${i % 30}`, `file-with-a-longish-name-${i}.txt`);
+      mkdirSync(dirname(p), { recursive: true });
+      writeFileSync(p, `small file ${i}\n`.repeat(1 + (i % 50)));
+    }
+    const r = await runCli(cfg, ["push", many, "--folder", "many", "--create", "--json"]);
+    expect(r.stdout.length).toBeGreaterThan(128 * 1024);
+    const s = r.json<PushSummary>();
+    expect(r.code).toBe(0);
+    expect(s).toMatchObject({ files_scanned: 800, uploaded: 800, failed: 0 });
+    expect(s.files.every((f) => f.mode === "single")).toBe(true);
+    rmSync(many, { recursive: true, force: true });
   });
 
   test("push to an unknown label without --create exits 1 listing the known labels, and registers nothing", async () => {

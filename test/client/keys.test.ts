@@ -1,7 +1,7 @@
 /** Keys and hashes of complement §1, §2 and §6, checked against the real clients' test vectors. */
 import { describe, expect, test } from "bun:test";
 import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";
-import { decodeAddress, signatureVerify } from "@polkadot/util-crypto";
+import { decodeAddress, ed25519PairFromSeed, ed25519Sign, signatureVerify } from "@polkadot/util-crypto";
 import {
   Blake3,
   bip39Seed,
@@ -13,6 +13,7 @@ import {
   generateMnemonic,
   InvalidMnemonicError,
   identityFromMnemonic,
+  keysReady,
   toHex,
   utf8,
   validateMnemonic,
@@ -110,5 +111,19 @@ describe("identity", () => {
     expect(generateMnemonic().split(" ")).toHaveLength(24);
     expect(generateMnemonic(12).split(" ")).toHaveLength(12);
     expect(validateMnemonic(generateMnemonic())).toBe(true);
+  });
+});
+
+describe("folder signing key", () => {
+  test("signs byte-identically to @polkadot/util-crypto's Ed25519 from the same seed, with the same public key", async () => {
+    await keysReady();
+    const seed = bip39Seed(MASTER).slice(0, 32);
+    const ours = ed25519FromSeed(seed);
+    const theirs = ed25519PairFromSeed(seed);
+    expect(Array.from(ours.publicKey)).toEqual(Array.from(theirs.publicKey));
+    for (const text of ["", "I here by declare that the file with hash 00", "x".repeat(5000)]) {
+      const msg = new TextEncoder().encode(text);
+      expect(Array.from(ours.sign(msg))).toEqual(Array.from(ed25519Sign(msg, theirs)));
+    }
   });
 });

@@ -15,6 +15,7 @@ import {
   sealFile,
   toHex,
 } from "../../src/client/index.ts";
+import { WHOLE_READ_BYTES } from "../../src/client/seal.ts";
 
 const dir = await mkdtemp(join(tmpdir(), "esync-seal-"));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -108,6 +109,33 @@ describe("sealFile", () => {
       },
     });
     await expect(p).rejects.toThrow(/changed while/);
+  });
+
+  test("a file read in one piece (up to 1 MiB, empty included) and one streamed (above) seal to the blob the streaming encryptor gives", async () => {
+    for (const size of [0, 1, WHOLE_READ_BYTES, WHOLE_READ_BYTES + 1]) {
+      const { path, data } = await fileOf(`edge-${size}.bin`, size);
+      const a = await sealFile(path, { key: KEY, ss58Address: SS58 });
+      const b = await sealBytes(data, { key: KEY, ss58Address: SS58, baseNonce: a.baseNonce });
+      expect(toHex(await a.slice().bytes())).toBe(toHex(await b.slice().bytes()));
+      expect(a.ciphertextHash).toBe(b.ciphertextHash);
+      expect(toHex(a.saltedHash)).toBe(toHex(b.saltedHash));
+    }
+  });
+
+  test("a small file changed since the size and mtime given as `before` is sealed as it is now", async () => {
+    const { path } = await fileOf("hinted.bin", 5000);
+    const seen = await Bun.file(path).stat();
+    const now = new Uint8Array(7000).fill(7);
+    await Bun.write(path, now);
+    await utimes(path, new Date(), new Date(seen.mtimeMs + 5000));
+    const sealed = await sealFile(path, {
+      key: KEY,
+      ss58Address: SS58,
+      before: { size: seen.size, mtimeMs: seen.mtimeMs },
+    });
+    expect(sealed.plaintextSize).toBe(7000);
+    expect(Buffer.compare(await decryptBytes(KEY, await sealed.slice().bytes()), now)).toBe(0);
+    expect(toHex(sealed.saltedHash)).toBe(toHex(saltedHash(SS58, now)));
   });
 
   test("sealBytes matches sealFile's hashes for the same nonce", async () => {

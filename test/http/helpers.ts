@@ -280,10 +280,20 @@ export function multipart(
   return { body: Buffer.concat(pieces), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** `POST /upload` of `parts` as multipart. */
-export function uploadParts(t: TestApp, auth: string | null, parts: Part[]): Promise<JsonAnswer> {
+/**
+ * `POST /upload` of `parts` as multipart. With `declareLength` the request carries its
+ * `Content-Length` as a real client's does (the server then may hold the body in memory);
+ * without it, the in-process request has none (the server spools the ciphertext).
+ */
+export function uploadParts(
+  t: TestApp,
+  auth: string | null,
+  parts: Part[],
+  declareLength = false,
+): Promise<JsonAnswer> {
   const { body, contentType } = multipart(parts);
   const headers: Record<string, string> = { "content-type": contentType };
+  if (declareLength) headers["content-length"] = String(body.byteLength);
   if (auth) headers.authorization = auth;
   return t.json("/upload", { method: "POST", headers, body: body as BodyInit });
 }
@@ -297,11 +307,17 @@ export function uploadSingle(
   auth: string | null,
   manifest: unknown,
   ct: Uint8Array,
+  declareLength = false,
 ): Promise<JsonAnswer> {
-  return uploadParts(t, auth, [
-    { name: "manifest", data: JSON.stringify(manifest), contentType: "application/json" },
-    { name: "ciphertext", data: ct },
-  ]);
+  return uploadParts(
+    t,
+    auth,
+    [
+      { name: "manifest", data: JSON.stringify(manifest), contentType: "application/json" },
+      { name: "ciphertext", data: ct },
+    ],
+    declareLength,
+  );
 }
 
 /** `GET /get_state/{ss58}/{folder}` with an optional query string. */

@@ -193,17 +193,19 @@ describe("POST /upload", () => {
       },
     ],
   ];
-  for (const [what, code, error, parts] of failures) {
-    test(`returns ${code} ${error} for ${what}, storing nothing`, async () => {
-      const u = newUser();
-      const ct = binaryNotUtf8(2000);
-      const m = makeManifest({ owner: u.address, ciphertext: ct });
-      const before = await snapshot(t);
-      expectError(await uploadParts(t, authAt(t, u), parts(u, ct, m)), code, error);
-      expect(await snapshot(t)).toEqual(before);
-      expect((await stateOf(t, u)).files).toEqual([]);
-    });
-  }
+  for (const declared of [false, true])
+    for (const [what, code, error, parts] of failures) {
+      const how = declared ? "held in memory (Content-Length)" : "spooled (no Content-Length)";
+      test(`returns ${code} ${error} for ${what}, storing nothing; body ${how}`, async () => {
+        const u = newUser();
+        const ct = binaryNotUtf8(2000);
+        const m = makeManifest({ owner: u.address, ciphertext: ct });
+        const before = await snapshot(t);
+        expectError(await uploadParts(t, authAt(t, u), parts(u, ct, m), declared), code, error);
+        expect(await snapshot(t)).toEqual(before);
+        expect((await stateOf(t, u)).files).toEqual([]);
+      });
+    }
 
   test("returns 400 invalid_manifest for a body that is not multipart, storing nothing", async () => {
     const u = newUser();

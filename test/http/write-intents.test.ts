@@ -299,6 +299,7 @@ describe("a full disk is the server's fault (507 storage_full)", () => {
     s.singleUpload = new SingleUploadService(s.files, s.deletions, t.blobs, t.clock, silentLogger, {
       spoolDir: join(t.config.dataDir, "spool"),
       maxBytes: t.config.maxSingleUploadBytes,
+      memoryBodyBytes: 0,
       openSpoolFile: () =>
         new Writable({
           write(_chunk, _enc, cb) {
@@ -309,6 +310,44 @@ describe("a full disk is the server's fault (507 storage_full)", () => {
     const u = newUser();
     const ct = randomCiphertext(900);
     const r = await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: ct }), ct);
+    expectError(r, 507, "storage_full");
+    expect(store.puts).toBe(0);
+  });
+
+  /** A single-upload service whose spool file fails every write with EDQUOT. */
+  function failingSpool(memory: { memoryBodyBytes?: number; memoryBudgetBytes?: number }) {
+    const s = t.services;
+    s.singleUpload = new SingleUploadService(s.files, s.deletions, t.blobs, t.clock, silentLogger, {
+      spoolDir: join(t.config.dataDir, "spool"),
+      maxBytes: t.config.maxSingleUploadBytes,
+      ...memory,
+      openSpoolFile: () =>
+        new Writable({
+          write(_chunk, _enc, cb) {
+            cb(Object.assign(new Error("EDQUOT: disk quota exceeded, write"), { code: "EDQUOT" }));
+          },
+        }),
+    });
+  }
+
+  test("single-shot /upload of a body within the in-memory size stores it without the spool (200 with a failing spool)", async () => {
+    app();
+    failingSpool({});
+    const u = newUser();
+    const ct = randomCiphertext(900);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    const r = await uploadSingle(t, authAt(t, u), m, ct, true);
+    expectSuccess(r, UPLOAD_RESULT_KEYS);
+    expect(store.puts).toBe(1);
+  });
+
+  test("single-shot /upload spools a small body once the in-memory budget is taken (507 storage_full with a failing spool)", async () => {
+    app();
+    failingSpool({ memoryBudgetBytes: 100 });
+    const u = newUser();
+    const ct = randomCiphertext(900);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    const r = await uploadSingle(t, authAt(t, u), m, ct, true);
     expectError(r, 507, "storage_full");
     expect(store.puts).toBe(0);
   });

@@ -40,6 +40,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Extra flags for the `bun` runtime, before `run` (e.g. `--smol`). */
   bunArgs?: string[];
+  /** Checkout whose `src/main.ts` runs (default this repository; benches compare another ref). */
+  root?: string;
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
@@ -73,22 +75,20 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
   const dataDir = opts.dataDir ?? tempDir("esync-e2e-");
   const port = opts.port ?? freePort();
   const out: string[] = [];
-  const proc = Bun.spawn(
-    [process.execPath, ...(opts.bunArgs ?? []), "run", join(REPO_ROOT, "src", "main.ts")],
-    {
-      cwd: REPO_ROOT,
-      env: childEnv({
-        ESYNC_HOST: "127.0.0.1",
-        ESYNC_PORT: String(port),
-        ESYNC_DATA_DIR: dataDir,
-        ESYNC_LOG_LEVEL: "warn",
-        ...opts.env,
-      }),
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
+  const root = opts.root ?? REPO_ROOT;
+  const proc = Bun.spawn([process.execPath, ...(opts.bunArgs ?? []), "run", join(root, "src", "main.ts")], {
+    cwd: root,
+    env: childEnv({
+      ESYNC_HOST: "127.0.0.1",
+      ESYNC_PORT: String(port),
+      ESYNC_DATA_DIR: dataDir,
+      ESYNC_LOG_LEVEL: "warn",
+      ...opts.env,
+    }),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   void drain(proc.stdout, out);
   void drain(proc.stderr, out);
   const url = `http://127.0.0.1:${port}`;

@@ -9,8 +9,9 @@
  *    server has its path with the same `salted_hash` (which the client computes from the
  *    plaintext, complement §6), kind and permission bits (from the attributes); unchanged files
  *    are not sent. Every upload carries the file's attributes (README "File attributes").
- * 4. Upload the rest with `uploadFile`, `--jobs` files at a time, each with `--parallel`
- *    chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
+ * 4. Upload the rest with `uploadFile`, `--jobs` files at a time (8), of which at most
+ *    `LARGE_JOBS` (3) are large files (ciphertext over the single-shot limit, through a
+ *    session), each with `--parallel` chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
  *    the server's (rebased if the server moved on meanwhile).
  * 5. Sessions are remembered in `<config-dir>/uploads.json` with their encrypted spill files
  *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
@@ -27,14 +28,15 @@ import { EncryptPool } from "../../client/encrypt-pool.ts";
 import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
-import { UploadStateFile } from "../../client/upload-state.ts";
-import { type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import { UploadStateFile, uploadKey } from "../../client/upload-state.ts";
+import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import { type LocalEntry, markerPath, scanLocalTree } from "../../sync/local-tree.ts";
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { runJobs } from "../jobs.ts";
 import {
   CliError,
   describeError,
@@ -93,6 +95,9 @@ export function positiveInt(name: string, value: string, max = 64): number {
   return n;
 }
 
+/** Large files (sent through sessions, `--parallel` chunks each) uploaded at once, at most. */
+export const LARGE_JOBS = 3;
+
 /** Errors after which starting more files is pointless: no server, bad auth, server failing. */
 function isFatal(e: unknown): boolean {
   return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
@@ -128,7 +133,7 @@ export function registerPush(program: Command): void {
     .argument("<dir>", "local directory to push")
     .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
     .option("--create", "register the folder on the server if it does not exist yet")
-    .option("-j, --jobs <n>", "files uploaded at once", "3")
+    .option("-j, --jobs <n>", `files uploaded at once (at most ${LARGE_JOBS} of them over 8 MiB)`, "8")
     .option("--parallel <n>", "chunks of one file in flight", "4")
     .option(
       "--encrypt-workers <n>",
@@ -282,10 +287,11 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   let skippedTotal = 0;
   let filesDone = 0;
   let fatal = false;
-  let next = 0;
 
+  const pending = new Set(Object.keys(await state.all()));
   const uploadOne = async (p: PlannedFile) => {
     const { file } = p;
+    const singleShot = ciphertextSize(file.size) <= SINGLE_SHOT_LIMIT;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
     let fileSkipped = 0;
@@ -329,7 +335,13 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
           ),
         revision: nextRevision(p.entry),
         onConflict: "rebase",
-        stateFile: linkFile ? undefined : state,
+        // Only files over the single-shot limit open sessions; a small one needs the state file
+        // only to settle a session remembered from when it was large.
+        stateFile:
+          linkFile || (singleShot && !pending.has(uploadKey(ctx.address, keys.folderHash, p.id)))
+            ? undefined
+            : state,
+        localStat: linkFile ? undefined : { size: file.size, mtimeMs: file.mtimeMs },
         spillDir: ctx.paths.spill,
         parallelism: parallel,
         encryptPool: pool,
@@ -373,11 +385,10 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     }
   };
 
-  const worker = async () => {
-    while (!fatal && !ctx.signal.aborted && next < todo.length) await uploadOne(todo[next++] as PlannedFile);
-  };
+  const large = todo.filter((p) => ciphertextSize(p.file.size) > SINGLE_SHOT_LIMIT);
+  const small = todo.filter((p) => ciphertextSize(p.file.size) <= SINGLE_SHOT_LIMIT);
   try {
-    await Promise.all(Array.from({ length: Math.min(jobs, todo.length) }, worker));
+    await runJobs(small, large, jobs, LARGE_JOBS, uploadOne, () => fatal || ctx.signal.aborted);
   } finally {
     progress.stop();
     pool?.close();

@@ -13,9 +13,34 @@ import {
 import { changes, type Db } from "../client.ts";
 import { blobDeletions } from "../schema.ts";
 
+/** The statements of every upload (write intent reserved, then claimed), prepared once. */
+function prepareIntents(db: Db) {
+  return {
+    reserve: db
+      .insert(blobDeletions)
+      .values({ target: sql.placeholder("target"), notBefore: sql.placeholder("notBefore") })
+      .returning({ id: blobDeletions.id })
+      .prepare(),
+    claim: db
+      .delete(blobDeletions)
+      .where(
+        and(
+          eq(blobDeletions.id, sql.placeholder("id")),
+          gt(blobDeletions.notBefore, sql.placeholder("now")),
+          isNull(blobDeletions.leasedUntil),
+        ),
+      )
+      .prepare(),
+  };
+}
+
 /** The deletion queue on SQLite. */
 export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
-  constructor(private readonly db: Db) {}
+  private readonly intents: ReturnType<typeof prepareIntents>;
+
+  constructor(private readonly db: Db) {
+    this.intents = prepareIntents(db);
+  }
 
   async enqueue(targets: string[], notBefore: number): Promise<void> {
     this.insert(targets, notBefore);
@@ -30,22 +55,13 @@ export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
   }
 
   async reserve(target: string, now: number): Promise<number> {
-    const row = this.db
-      .insert(blobDeletions)
-      .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS })
-      .returning({ id: blobDeletions.id })
-      .get();
+    const row = this.intents.reserve.get({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS });
+    if (!row) throw new Error("write intent insert returned no row");
     return row.id;
   }
 
   async claim(id: number, now: number): Promise<boolean> {
-    const r = this.db
-      .delete(blobDeletions)
-      .where(
-        and(eq(blobDeletions.id, id), gt(blobDeletions.notBefore, now), isNull(blobDeletions.leasedUntil)),
-      )
-      .run();
-    return changes(r) > 0;
+    return changes(this.intents.claim.run({ id, now })) > 0;
   }
 
   async release(id: number, target: string, now: number): Promise<void> {
