@@ -4,24 +4,27 @@
  * search index, folder counters, account usage and summary counters), without blob I/O. Inserts
  * N new files into an account that already holds them, then writes a new revision of each.
  *
- *   bun bench/commit.ts [--files 20000] [--out bench/results/commit.json]
+ *   bun bench/commit.ts [--files 20000] [--database-url postgres://…] [--out bench/results/commit.json]
  *
- * Runs on a SQLite file in a temporary directory (WAL, as the server), prints µs per operation
- * and writes JSON.
+ * Runs on a SQLite file in a temporary directory (WAL, as the server), or with `--database-url`
+ * on that PostgreSQL database (migrated first; it should be empty), prints µs per operation and
+ * writes JSON.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config/config.ts";
-import { openSqliteStore } from "../src/db/sqlite/store.ts";
+import { openMetadataStore } from "../src/db/open.ts";
 import type { Manifest } from "../src/manifest/manifest.ts";
 import { buildServices } from "../src/services.ts";
 import { createBlobStore } from "../src/storage/index.ts";
 import { systemClock } from "../src/util/clock.ts";
 import { silentLogger } from "../src/util/log.ts";
 
-const { values } = parseArgs({ options: { files: { type: "string" }, out: { type: "string" } } });
+const { values } = parseArgs({
+  options: { files: { type: "string" }, out: { type: "string" }, "database-url": { type: "string" } },
+});
 const n = Number(values.files ?? 20000);
 const dir = mkdtempSync(join(tmpdir(), "esync-commit-bench-"));
 try {
@@ -29,8 +32,9 @@ try {
     ESYNC_DATA_DIR: dir,
     ESYNC_DISK_FSYNC: "off",
     ESYNC_DEFAULT_QUOTA_BYTES: String(2 ** 50),
+    ...(values["database-url"] ? { ESYNC_DATABASE_URL: values["database-url"] } : {}),
   });
-  const store = openSqliteStore(config.dbPath);
+  const store = await openMetadataStore(config);
   const s = buildServices({
     config,
     store,
@@ -81,11 +85,13 @@ try {
   for (let i = 0; i < n; i++) await s.files.commit(manifest(i, 2, revisions[i]!), blob(n + i));
   const reviseUs = ((performance.now() - t0) * 1000) / n;
   await store.close();
-  console.log(`files ${n}: new file ${insertUs.toFixed(1)} µs, new revision ${reviseUs.toFixed(1)} µs`);
+  console.log(
+    `${store.dialect}, files ${n}: new file ${insertUs.toFixed(1)} µs, new revision ${reviseUs.toFixed(1)} µs`,
+  );
   const out = values.out ?? "bench/results/commit.json";
   writeFileSync(
     out,
-    `${JSON.stringify({ files: n, insert_us: insertUs, revise_us: reviseUs, at: new Date().toISOString() }, null, 2)}\n`,
+    `${JSON.stringify({ database: store.dialect, files: n, insert_us: insertUs, revise_us: reviseUs, at: new Date().toISOString() }, null, 2)}\n`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -1,25 +1,30 @@
 /**
- * Search bench (issue 3): `/search_files` and `/list_folders` latency on a large account, against
- * a naive baseline, in one run.
+ * Search bench (issues 3 and 11): `/search_files` and `/browse` latency on a large account,
+ * against a naive baseline, in one run, on SQLite (default) or PostgreSQL (`--database-url`).
  *
  *   bun bench/search.ts [--files 1000000] [--folders 50] [--reps 100] [--naive-reps 5]
  *                       [--naive-budget-ms 15000] [--db PATH] [--reuse] [--seed 1] [--no-naive]
+ *                       [--database-url postgres://…]
  *
  * 1. Generates one account (`--files` over `--folders`; names, extensions, sizes and dates shaped
  *    like a real sync account: camera rolls, documents, source trees, music, archives; 1% legacy
- *    rows without file_name, 0.5% with no names at all; 5 folders unregistered) and inserts it
- *    through `FilesRepository.upsert` (INSERT … ON CONFLICT DO UPDATE on `files`, so the search
- *    triggers run as on upload), in batches of one transaction. Folder counters are set once per
- *    folder to what `applyFileChange` would have summed. `--db PATH --reuse` keeps and
- *    reuses the database across runs.
- * 2. Starts the real server (`src/main.ts`, own process) on that database and measures each query
- *    shape through HTTP: p50/p95/p99 over `--reps` requests whose parameters vary per request
- *    (other terms, windows and offsets, so no answer is a repeat).
- * 3. Baseline, same data, same process as the bench: the naive SQL a straightforward
- *    implementation runs — `search_name LIKE '%q%'`, `ext IN`, bounds, `ORDER BY col, path_hash
- *    LIMIT/OFFSET` and `count(*)` on `files` with the composite indexes the first schema had
- *    (recreated here as `bench_naive_*`). In-process, so it does not pay HTTP; each shape gets at
- *    most `--naive-reps` runs within `--naive-budget-ms`.
+ *    rows without file_name, 0.5% with no names at all; 5 folders unregistered).
+ *    SQLite: inserted through the files repository's upsert (INSERT … ON CONFLICT DO UPDATE on
+ *    `files`, so the search triggers run as on upload), in batches of one transaction; folder
+ *    counters set once per folder. `--db PATH --reuse` keeps and reuses the database.
+ *    PostgreSQL: multi-row INSERTs of 1,000 rows into `files` with its secondary indexes dropped
+ *    and the counter triggers disabled (account_usage and usage_buckets are not kept: only search
+ *    runs on this database), then the search counters recounted, the indexes re-created from
+ *    their own definitions and VACUUM ANALYZE. `--reuse` keeps the rows when the account already has `--files` files.
+ * 2. SQLite: starts the real server (`src/main.ts`, own process) on that database and measures
+ *    each query shape through HTTP. PostgreSQL: the search and browse services on `PgSearchIndex`
+ *    in this process (no HTTP). p50/p95/p99 over `--reps` requests whose parameters vary per
+ *    request (other terms, windows and offsets, so no answer is a repeat).
+ * 3. Baseline, same data, in this process: the naive SQL a straightforward implementation runs:
+ *    `search_name LIKE '%q%'`, `ext IN`, bounds, `ORDER BY col, path_hash LIMIT/OFFSET` and
+ *    `count(*)` on `files` with (owner, col, path_hash) b-trees (SQLite: recreated here as
+ *    `bench_naive_*`; PostgreSQL: the sort b-trees, without the trigram index, which is on the
+ *    folded name). Each shape gets at most `--naive-reps` runs within `--naive-budget-ms`.
  * Every shape's total_count and first page are checked against the baseline (exactness).
  * Prints a table and writes JSON to bench/results/search-<time>.json.
  */
@@ -32,10 +37,16 @@ import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
 import { cryptoWaitReady, encodeAddress, sr25519PairFromSeed, sr25519Sign } from "@polkadot/util-crypto";
 import { openDb } from "../src/db/client.ts";
+import { openPostgres, type PgDb } from "../src/db/postgres/client.ts";
+import { PgFolderEntriesRepository } from "../src/db/postgres/folder-entries.ts";
+import { files as pgFiles } from "../src/db/postgres/schema.ts";
 import { SqliteFilesRepository as FilesRepository } from "../src/db/sqlite/files.ts";
 import { SqliteFoldersRepository as FoldersRepository } from "../src/db/sqlite/folders.ts";
 import { extensionOf, type FileRow, searchNameOf } from "../src/files/file-entry.ts";
-import { parseSearchQuery } from "../src/search/search.query.ts";
+import { BrowseService } from "../src/search/browse.service.ts";
+import { PgSearchIndex } from "../src/search/postgres-index.ts";
+import { parseBrowseQuery, parseSearchQuery } from "../src/search/search.query.ts";
+import { SearchService } from "../src/search/search.service.ts";
 import { startServer } from "../test/support/server.ts";
 
 const { values: flags } = parseArgs({
@@ -49,8 +60,10 @@ const { values: flags } = parseArgs({
     reuse: { type: "boolean", default: false },
     seed: { type: "string", default: "1" },
     "no-naive": { type: "boolean", default: false },
+    "database-url": { type: "string" },
   },
 });
+const PG_URL = flags["database-url"];
 const FILES = Number(flags.files);
 const FOLDERS = Number(flags.folders);
 const REPS = Number(flags.reps);
@@ -208,12 +221,17 @@ const LABELS = [
   "Phone",
 ];
 
-/** Generates and inserts the account; returns the owner address. */
-function generate(owner: string): void {
-  const db = openDb(DB_PATH);
-  db.$client.exec("PRAGMA synchronous = OFF");
-  const folders = new FoldersRepository(db);
-  const filesRepo = new FilesRepository(db);
+/** Where generated rows go: batches of file rows, then each folder once its files are in. */
+interface Sink {
+  batch(rows: FileRow[]): Promise<void>;
+  /** A folder whose files are all in; `label` null = left unregistered. */
+  folder(folderHash: string, label: string | null, device: string, createdAt: number): Promise<void>;
+  /** Runs once every row is in; `secs` is the time taken so far. */
+  done(files: number, secs: number): Promise<void>;
+}
+
+/** Generates the account of `owner` into `sink`. */
+async function generate(owner: string, sink: Sink): Promise<void> {
   const weights = Array.from({ length: FOLDERS }, (_, i) => 1 / (i + 1) ** 0.9);
   const wsum = weights.reduce((a, b) => a + b, 0);
   let done = 0;
@@ -232,74 +250,135 @@ function generate(owner: string): void {
     );
     const batch = 5000;
     for (let i = 0; i < n; i += batch) {
-      db.transaction(() => {
-        for (let j = i; j < Math.min(n, i + batch); j++) {
-          // 60% arrive in the folder's first sync (one burst), the rest over the following years.
-          let created: number;
-          if (rnd() < 0.6) {
-            if (rnd() >= 0.8) burst += 1;
-            created = burst;
-          } else {
-            created = importAt + int(START + SPAN - importAt);
-          }
-          const updated = rnd() < 0.2 ? created + int(START + SPAN - created) : created;
-          const name = NAMES[kind](created);
-          const rel = `${pick(dirs)}/${name}`;
-          const r = rnd();
-          const fileName = r < 0.015 ? null : name;
-          const relativePath = r < 0.01 || r >= 0.015 ? rel : null;
-          const sizeBytes = SIZES[kind]();
-          const searchName = searchNameOf(fileName, relativePath);
-          const row: FileRow = {
-            owner,
-            folderHash,
-            pathHash: randomBytes(32),
-            saltedHash: randomBytes(32),
-            sizeBytes,
-            revisionSeq: 1 + (rnd() < 0.1 ? int(5) : 0),
-            revisionId: randomBytes(32),
-            encryptedPath: randomBytes(24 + int(40)),
-            fileName,
-            relativePath,
-            searchName,
-            ext: extensionOf(searchName),
-            storeHash: rnd() < 0.02 ? null : randomBytes(32).toString("hex"),
-            chunkHashes: rnd() < 0.7 ? null : JSON.stringify([randomBytes(32).toString("hex")]),
-            createdAt: created,
-            updatedAt: updated,
-            clientTimestamp: created,
-            source: "bench",
-            attributes: null,
-            uploadId: randomBytes(16).toString("hex"),
-            ciphertextHash: randomBytes(32).toString("hex"),
-            ciphertextSize: sizeBytes + 48,
-            blobId: randomBytes(16).toString("hex"),
-            chunkSize: 8 * 1024 * 1024,
-            chunkCount: 1,
-            chunkGens: '["0"]',
-            uploadedBy: null,
-          };
-          filesRepo.upsert(row);
+      const rows: FileRow[] = [];
+      for (let j = i; j < Math.min(n, i + batch); j++) {
+        // 60% arrive in the folder's first sync (one burst), the rest over the following years.
+        let created: number;
+        if (rnd() < 0.6) {
+          if (rnd() >= 0.8) burst += 1;
+          created = burst;
+        } else {
+          created = importAt + int(START + SPAN - importAt);
         }
-      });
+        const updated = rnd() < 0.2 ? created + int(START + SPAN - created) : created;
+        const name = NAMES[kind](created);
+        const rel = `${pick(dirs)}/${name}`;
+        const r = rnd();
+        const fileName = r < 0.015 ? null : name;
+        const relativePath = r < 0.01 || r >= 0.015 ? rel : null;
+        const sizeBytes = SIZES[kind]();
+        const searchName = searchNameOf(fileName, relativePath);
+        const row: FileRow = {
+          owner,
+          folderHash,
+          pathHash: randomBytes(32),
+          saltedHash: randomBytes(32),
+          sizeBytes,
+          revisionSeq: 1 + (rnd() < 0.1 ? int(5) : 0),
+          revisionId: randomBytes(32),
+          encryptedPath: randomBytes(24 + int(40)),
+          fileName,
+          relativePath,
+          searchName,
+          ext: extensionOf(searchName),
+          storeHash: rnd() < 0.02 ? null : randomBytes(32).toString("hex"),
+          chunkHashes: rnd() < 0.7 ? null : JSON.stringify([randomBytes(32).toString("hex")]),
+          createdAt: created,
+          updatedAt: updated,
+          clientTimestamp: created,
+          source: "bench",
+          attributes: null,
+          uploadId: randomBytes(16).toString("hex"),
+          ciphertextHash: randomBytes(32).toString("hex"),
+          ciphertextSize: sizeBytes + 48,
+          blobId: randomBytes(16).toString("hex"),
+          chunkSize: 8 * 1024 * 1024,
+          chunkCount: 1,
+          chunkGens: '["0"]',
+          uploadedBy: null,
+        };
+        rows.push(row);
+      }
+      await sink.batch(rows);
       done += Math.min(batch, n - i);
       const s = (performance.now() - t0) / 1000;
       process.stdout.write(`\rgenerating: ${done}/${FILES} files, ${(done / s).toFixed(0)} files/s   `);
     }
-    db.$client
-      .query(
-        `INSERT INTO folders (owner, folder_hash, updated_at, file_count, total_bytes)
-         SELECT owner, folder_hash, max(updated_at), count(*), sum(size_bytes) FROM files WHERE owner = ? AND folder_hash = ?`,
-      )
-      .run(owner, folderHash);
-    if (f % 10 !== 9) folders.register(owner, folderHash, label, `device-${f % 3}`, START + f);
+    await sink.folder(folderHash, f % 10 !== 9 ? label : null, `device-${f % 3}`, START + f);
   }
-  const secs = (performance.now() - t0) / 1000;
-  console.log(
-    `\ngenerated ${done} files in ${secs.toFixed(1)} s (${(done / secs).toFixed(0)} files/s with the search triggers)`,
-  );
-  db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  db.$client.close();
+  await sink.done(done, (performance.now() - t0) / 1000);
+}
+
+/** SQLite: the files repository's upsert (the search triggers run), a transaction per batch. */
+function sqliteSink(owner: string): Sink {
+  const db = openDb(DB_PATH);
+  db.$client.exec("PRAGMA synchronous = OFF");
+  const folders = new FoldersRepository(db);
+  const filesRepo = new FilesRepository(db);
+  return {
+    batch: async (rows) => {
+      db.transaction(() => {
+        for (const r of rows) filesRepo.upsert(r);
+      });
+    },
+    folder: async (folderHash, label, device, createdAt) => {
+      db.$client
+        .query(
+          `INSERT INTO folders (owner, folder_hash, updated_at, file_count, total_bytes)
+           SELECT owner, folder_hash, max(updated_at), count(*), sum(size_bytes) FROM files WHERE owner = ? AND folder_hash = ?`,
+        )
+        .run(owner, folderHash);
+      if (label !== null) folders.register(owner, folderHash, label, device, createdAt);
+    },
+    done: async (n, secs) => {
+      console.log(
+        `\ngenerated ${n} files in ${secs.toFixed(1)} s (${(n / secs).toFixed(0)} files/s with the search triggers)`,
+      );
+      db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      db.$client.close();
+    },
+  };
+}
+
+/**
+ * PostgreSQL: multi-row INSERTs with the secondary indexes of `files` dropped and the counter
+ * triggers off; at the end the indexes are re-created from their saved definitions, then
+ * VACUUM ANALYZE.
+ */
+async function pgSink(db: PgDb, owner: string): Promise<Sink> {
+  const sql = db.$client;
+  const indexes = (await sql`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'files'
+    AND indexname <> 'files_owner_folder_hash_path_hash_pk'`) as { indexname: string; indexdef: string }[];
+  for (const i of indexes) await sql.unsafe(`DROP INDEX "${i.indexname}"`);
+  await sql`ALTER TABLE files DISABLE TRIGGER USER`;
+  return {
+    batch: async (rows) => {
+      for (let i = 0; i < rows.length; i += 1000) await db.insert(pgFiles).values(rows.slice(i, i + 1000));
+    },
+    folder: async (folderHash, label, device, createdAt) => {
+      await sql`INSERT INTO folders (owner, folder_hash, label, device_name, created_at, updated_at, file_count, total_bytes)
+        SELECT owner, folder_hash, ${label}, ${label === null ? null : device}, ${label === null ? null : createdAt},
+          max(updated_at), count(*), sum(size_bytes) FROM files WHERE owner = ${owner} AND folder_hash = ${folderHash}
+          GROUP BY owner, folder_hash`;
+    },
+    done: async (n, secs) => {
+      console.log(
+        `\ninserted ${n} files in ${secs.toFixed(1)} s (${(n / secs).toFixed(0)} files/s, no indexes)`,
+      );
+      await sql`ALTER TABLE files ENABLE TRIGGER USER`;
+      await sql`SELECT esync_search_recount()`;
+      const t = performance.now();
+      for (const i of indexes)
+        await sql.begin(async (tx) => {
+          await tx.unsafe("SET LOCAL maintenance_work_mem = '256MB'");
+          await tx.unsafe(i.indexdef);
+        });
+      await sql`VACUUM ANALYZE files`;
+      console.log(
+        `indexes re-created and VACUUM ANALYZE in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+      );
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,94 +392,229 @@ function token(): string {
   return `sig1.${OWNER}.${exp}.${u8aToHex(sr25519Sign(new TextEncoder().encode(`hcfs-auth:${OWNER}:${exp}`), pair), -1, false)}`;
 }
 
-if (!(flags.reuse && existsSync(DB_PATH))) {
-  for (const p of [DB_PATH, `${DB_PATH}-wal`, `${DB_PATH}-shm`])
-    if (existsSync(p)) await Bun.file(p).delete();
-  generate(OWNER);
-} else {
-  console.log(`reusing ${DB_PATH}`);
+/** A search's total and first page (hex path_hash). */
+interface Answer {
+  total: number;
+  page: string[];
 }
 
-// ---------------------------------------------------------------------------------------------
-// Data-derived parameters (terms that exist, the time span) and the naive baseline.
-
-const db = openDb(DB_PATH);
-const sql = db.$client;
-const span = sql
-  .query<{ lo: number; hi: number; n: number }, []>(
-    "SELECT min(created_at) lo, max(created_at) hi, count(*) n FROM files",
-  )
-  .get()!;
-if (span.n !== FILES) console.warn(`warning: the database holds ${span.n} files, not --files ${FILES}`);
-const sample = sql
-  .query<{ search_name: string }, [number]>(
-    "SELECT search_name FROM files WHERE search_name IS NOT NULL AND rowid % ? = 0 ORDER BY rowid LIMIT 2000",
-  )
-  .all(Math.max(1, Math.floor(FILES / 4000)))
-  .map((r) => r.search_name);
-/** Rare terms: the last 9 characters (before the extension) of real names with 5+ digits there. */
-const rareTerms = sample
-  .map((n) =>
-    n
-      .split("/")
-      .pop()!
-      .replace(/\.[^.]*$/, "")
-      .slice(-9),
-  )
-  .filter((t) => t.length === 9 && (t.match(/\d/g)?.length ?? 0) >= 5);
-if (rareTerms.length === 0) throw new Error("no rare terms found in the sample");
-
-if (!flags["no-naive"]) {
-  const t = performance.now();
-  for (const [name, cols] of [
-    ["created", "created_at"],
-    ["updated", "updated_at"],
-    ["size", "size_bytes"],
-    ["name", "file_name"],
-  ]) {
-    sql.exec(`CREATE INDEX IF NOT EXISTS bench_naive_${name} ON files (owner, ${cols}, path_hash)`);
-  }
-  sql.exec("CREATE INDEX IF NOT EXISTS bench_naive_ext ON files (owner, ext)");
-  console.log(`naive baseline indexes ready in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+/** What the bench needs of a database: derived parameters, the naive baseline, and requests. */
+interface Backend {
+  /** How requests are made (for the table's title). */
+  how: string;
+  span: { lo: number; hi: number; n: number };
+  /** Search names of a spread sample of about 2,000 files. */
+  sample: string[];
+  /** The largest folder's directory holding the most files directly. */
+  big: { folder_hash: string; dir: string; n: number };
+  /** The folder with the most files. */
+  bigFolder: string;
+  naive(qs: string): Promise<Answer>;
+  /** `/search_files?qs`, or `/browse/{folder}?qs`: ms and the answer. */
+  request(qs: string, browseFolder?: string): Promise<{ ms: number } & Answer>;
+  /** `/list_folders` (ms), if the backend measures it. */
+  listFolders?(): Promise<number>;
+  close(): Promise<void>;
 }
 
-/** The naive query of a search query string: count and first page keys (hex path_hash). */
-function naive(qs: string): { total: number; page: string[] } {
+/** The naive SQL of a search query string (`?` placeholders, or `$n` when `numbered`). */
+function naiveSql(qs: string, numbered: boolean) {
   const q = parseSearchQuery(new URLSearchParams(qs));
-  const where = ["owner = ?"];
   const params: (string | number)[] = [OWNER];
+  const p = (v: string | number) => {
+    params.push(v);
+    return numbered ? `$${params.length}` : "?";
+  };
+  const where = [numbered ? "owner = $1" : "owner = ?"];
   if (q.q !== null) {
-    where.push("search_name LIKE ? ESCAPE '\\'");
-    params.push(`%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    const like = `%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    where.push(`search_name LIKE ${p(like)} ESCAPE '\\'`);
   }
-  if (q.exts) {
-    where.push(`ext IN (${q.exts.map(() => "?").join(",")})`);
-    params.push(...q.exts);
-  }
-  for (const [col, op, v] of [
-    ["size_bytes", ">=", q.sizeMin],
-    ["size_bytes", "<=", q.sizeMax],
-    ["created_at", ">=", q.dateFrom],
-    ["created_at", "<=", q.dateTo],
-  ] as const) {
-    if (v !== null) {
-      where.push(`${col} ${op} ?`);
-      params.push(v);
-    }
-  }
-  const w = where.join(" AND ");
+  if (q.exts) where.push(`ext IN (${q.exts.map((e) => p(e)).join(",")})`);
+  if (q.sizeMin !== null) where.push(`size_bytes >= ${p(q.sizeMin)}`);
+  if (q.sizeMax !== null) where.push(`size_bytes <= ${p(q.sizeMax)}`);
+  if (q.dateFrom !== null) where.push(`created_at >= ${p(q.dateFrom)}`);
+  if (q.dateTo !== null) where.push(`created_at <= ${p(q.dateTo)}`);
   const dir = q.descending ? "DESC" : "ASC";
-  const total = sql
-    .query<{ n: number }, (string | number)[]>(`SELECT count(*) n FROM files WHERE ${w}`)
-    .get(...params)!.n;
-  const page = sql
-    .query<{ h: string }, (string | number)[]>(
-      `SELECT hex(path_hash) h FROM files WHERE ${w} ORDER BY ${q.sortBy} ${dir}, path_hash ${dir} LIMIT ? OFFSET ?`,
-    )
-    .all(...params, q.limit, q.offset)
-    .map((r) => r.h.toLowerCase());
-  return { total, page };
+  // SQLite sorts nulls first ascending; PostgreSQL must be told.
+  const nulls = numbered && q.sortBy === "file_name" ? (q.descending ? " NULLS LAST" : " NULLS FIRST") : "";
+  return {
+    where: where.join(" AND "),
+    params,
+    order: `${q.sortBy} ${dir}${nulls}, path_hash ${dir}`,
+    limit: q.limit,
+    offset: q.offset,
+  };
 }
+
+/** Rare terms: the last 9 characters (before the extension) of real names with 5+ digits there. */
+function rareTermsOf(sample: string[]): string[] {
+  return sample
+    .map((n) =>
+      n
+        .split("/")
+        .pop()!
+        .replace(/\.[^.]*$/, "")
+        .slice(-9),
+    )
+    .filter((t) => t.length === 9 && (t.match(/\d/g)?.length ?? 0) >= 5);
+}
+
+/** SQLite: generated (or reused) at `--db`, measured through HTTP on a server process. */
+async function sqliteBackend(): Promise<Backend> {
+  if (!(flags.reuse && existsSync(DB_PATH))) {
+    for (const p of [DB_PATH, `${DB_PATH}-wal`, `${DB_PATH}-shm`])
+      if (existsSync(p)) await Bun.file(p).delete();
+    await generate(OWNER, sqliteSink(OWNER));
+  } else {
+    console.log(`reusing ${DB_PATH}`);
+  }
+  const db = openDb(DB_PATH);
+  const sql = db.$client;
+  const span = sql
+    .query<{ lo: number; hi: number; n: number }, []>(
+      "SELECT min(created_at) lo, max(created_at) hi, count(*) n FROM files",
+    )
+    .get()!;
+  const sample = sql
+    .query<{ search_name: string }, [number]>(
+      "SELECT search_name FROM files WHERE search_name IS NOT NULL AND rowid % ? = 0 ORDER BY rowid LIMIT 2000",
+    )
+    .all(Math.max(1, Math.floor(FILES / 4000)))
+    .map((r) => r.search_name);
+  if (!flags["no-naive"]) {
+    const t = performance.now();
+    for (const [name, cols] of [
+      ["created", "created_at"],
+      ["updated", "updated_at"],
+      ["size", "size_bytes"],
+      ["name", "file_name"],
+    ]) {
+      sql.exec(`CREATE INDEX IF NOT EXISTS bench_naive_${name} ON files (owner, ${cols}, path_hash)`);
+    }
+    sql.exec("CREATE INDEX IF NOT EXISTS bench_naive_ext ON files (owner, ext)");
+    console.log(`naive baseline indexes ready in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
+  const big = sql
+    .query<{ folder_hash: string; dir: string; n: number }, []>(
+      `SELECT folder_hash, dir, count(*) AS n FROM search_entries WHERE dir IS NOT NULL
+       GROUP BY folder_hash, dir ORDER BY n DESC LIMIT 1`,
+    )
+    .get()!;
+  const bigFolder = sql
+    .query<{ folder_hash: string }, []>("SELECT folder_hash FROM folders ORDER BY file_count DESC LIMIT 1")
+    .get()!.folder_hash;
+  const server = await startServer({
+    env: { ESYNC_DB_PATH: DB_PATH, ESYNC_OPENAPI: "0", ESYNC_SWEEP_INTERVAL_SECONDS: "3600" },
+  });
+  const auth = `Bearer ${token()}`;
+  const get = async (path: string) => {
+    const t = performance.now();
+    const r = await fetch(`${server.url}${path}`, { headers: { authorization: auth } });
+    const body = (await r.json()) as { Success?: { total_count: number; files: { path_hash: number[] }[] } };
+    const ms = performance.now() - t;
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
+    return { ms, body: body.Success! };
+  };
+  return {
+    how: "through HTTP (server process)",
+    span,
+    sample,
+    big,
+    bigFolder,
+    naive: async (qs) => {
+      const n = naiveSql(qs, false);
+      const total = sql
+        .query<{ n: number }, (string | number)[]>(`SELECT count(*) n FROM files WHERE ${n.where}`)
+        .get(...n.params)!.n;
+      const page = sql
+        .query<{ h: string }, (string | number)[]>(
+          `SELECT hex(path_hash) h FROM files WHERE ${n.where} ORDER BY ${n.order} LIMIT ? OFFSET ?`,
+        )
+        .all(...n.params, n.limit, n.offset)
+        .map((r) => r.h.toLowerCase());
+      return { total, page };
+    },
+    request: async (qs, browseFolder) => {
+      const url = browseFolder ? `/browse/${OWNER}/${browseFolder}` : `/search_files/${OWNER}`;
+      const { ms, body } = await get(`${url}?${qs}`);
+      return {
+        ms,
+        total: body.total_count,
+        page: body.files.map((f) => Buffer.from(f.path_hash).toString("hex")),
+      };
+    },
+    listFolders: async () => (await get(`/list_folders/${OWNER}`)).ms,
+    close: async () => {
+      await server.stop();
+      sql.close();
+    },
+  };
+}
+
+/** PostgreSQL at `--database-url`: generated unless `--reuse` finds the account, measured in-process. */
+async function pgBackend(url: string): Promise<Backend> {
+  const db = await openPostgres(url);
+  const sql = db.$client;
+  const [have] = await sql`SELECT count(*)::int AS n FROM files WHERE owner = ${OWNER}`;
+  if (!(flags.reuse && Number(have?.n) === FILES)) {
+    await sql`TRUNCATE files, folders`;
+    await generate(OWNER, await pgSink(db, OWNER));
+  } else {
+    console.log(`reusing the ${FILES} files at ${url}`);
+  }
+  const [span] = (await sql`SELECT min(created_at)::float8 AS lo, max(created_at)::float8 AS hi,
+    count(*)::int AS n FROM files`) as { lo: number; hi: number; n: number }[];
+  const step = Math.max(1, Math.floor(FILES / 2000));
+  const sample = (
+    (await sql`SELECT search_name FROM (SELECT search_name, row_number() OVER (ORDER BY created_at, path_hash) AS r
+      FROM files WHERE search_name IS NOT NULL) AS s WHERE r % ${step} = 0 LIMIT 2000`) as {
+      search_name: string;
+    }[]
+  ).map((r) => r.search_name);
+  const [big] = (await sql.unsafe(
+    `SELECT folder_hash, btrim(regexp_replace(relative_path, '[^/]*$', ''), '/') AS dir, count(*)::int AS n
+     FROM files WHERE relative_path IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC LIMIT 1`,
+  )) as { folder_hash: string; dir: string; n: number }[];
+  const [bf] = (await sql`SELECT folder_hash FROM folders ORDER BY file_count DESC LIMIT 1`) as {
+    folder_hash: string;
+  }[];
+  const index = new PgSearchIndex(db);
+  const search = new SearchService(index);
+  const browse = new BrowseService(index, new PgFolderEntriesRepository(db));
+  return {
+    how: "in-process (SearchService on PgSearchIndex, no HTTP)",
+    span: span!,
+    sample,
+    big: big!,
+    bigFolder: bf!.folder_hash,
+    naive: async (qs) => {
+      const n = naiveSql(qs, true);
+      const [c] = await sql.unsafe(`SELECT count(*)::int AS n FROM files WHERE ${n.where}`, n.params);
+      const k = n.params.length;
+      const page = (await sql.unsafe(
+        `SELECT encode(path_hash, 'hex') AS h FROM files WHERE ${n.where} ORDER BY ${n.order} LIMIT $${k + 1} OFFSET $${k + 2}`,
+        [...n.params, n.limit, n.offset],
+      )) as { h: string }[];
+      return { total: Number(c?.n), page: page.map((r) => r.h) };
+    },
+    request: async (qs, browseFolder) => {
+      const t = performance.now();
+      const r = browseFolder
+        ? await browse.browse(OWNER, browseFolder, parseBrowseQuery(new URLSearchParams(qs)))
+        : await search.search(OWNER, parseSearchQuery(new URLSearchParams(qs)));
+      const ms = performance.now() - t;
+      return { ms, total: r.total_count, page: r.files.map((f) => Buffer.from(f.path_hash).toString("hex")) };
+    },
+    close: () => sql.close(),
+  };
+}
+
+const backend = PG_URL ? await pgBackend(PG_URL) : await sqliteBackend();
+const { span, big, bigFolder } = backend;
+if (span.n !== FILES) console.warn(`warning: the database holds ${span.n} files, not --files ${FILES}`);
+const rareTerms = rareTermsOf(backend.sample);
+if (rareTerms.length === 0) throw new Error("no rare terms found in the sample");
 
 // ---------------------------------------------------------------------------------------------
 // Query shapes: each gives the query string of request i.
@@ -416,16 +630,6 @@ interface Shape {
   /** `/browse/{owner}/{folder}` instead of `/search_files/{owner}` (no naive baseline). */
   browse?: string;
 }
-/** The largest folder, and its directory holding the most files directly. */
-const big = sql
-  .query<{ folder_hash: string; dir: string; n: number }, []>(
-    `SELECT folder_hash, dir, count(*) AS n FROM search_entries WHERE dir IS NOT NULL
-     GROUP BY folder_hash, dir ORDER BY n DESC LIMIT 1`,
-  )
-  .get()!;
-const bigFolder = sql
-  .query<{ folder_hash: string }, []>("SELECT folder_hash FROM folders ORDER BY file_count DESC LIMIT 1")
-  .get()!.folder_hash;
 const shapes: Shape[] = [
   { group: "basic", name: "no filter (created_at desc)", qs: (i) => (i % 2 ? "" : "limit=25") },
   ...(["file_name", "size_bytes", "created_at", "updated_at"] as const).flatMap((col) =>
@@ -558,21 +762,6 @@ function pct(xs: number[], p: number): number {
 const fmt = (ms: number) =>
   Number.isNaN(ms) ? "-" : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0);
 
-const server = await startServer({
-  env: { ESYNC_DB_PATH: DB_PATH, ESYNC_OPENAPI: "0", ESYNC_SWEEP_INTERVAL_SECONDS: "3600" },
-});
-const auth = `Bearer ${token()}`;
-async function call(
-  path: string,
-): Promise<{ ms: number; body: { Success?: { total_count: number; files: { path_hash: number[] }[] } } }> {
-  const t = performance.now();
-  const r = await fetch(`${server.url}${path}`, { headers: { authorization: auth } });
-  const body = (await r.json()) as { Success?: { total_count: number; files: { path_hash: number[] }[] } };
-  const ms = performance.now() - t;
-  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
-  return { ms, body };
-}
-
 interface ShapeResult {
   group: string;
   shape: string;
@@ -584,36 +773,32 @@ interface ShapeResult {
 }
 const results: ShapeResult[] = [];
 try {
-  for (let w = 0; w < 3; w++) await call(`/search_files/${OWNER}`);
+  for (let w = 0; w < 3; w++) await backend.request("");
   for (const shape of shapes) {
     const ours: number[] = [];
     let exact: boolean | null = null;
     let total = 0;
     for (let i = 0; i < REPS; i++) {
-      const url = shape.browse ? `/browse/${OWNER}/${shape.browse}` : `/search_files/${OWNER}`;
-      const { ms, body } = await call(`${url}?${shape.qs(i)}`);
-      ours.push(ms);
-      if (i === 0) total = body.Success!.total_count;
+      const got = await backend.request(shape.qs(i), shape.browse);
+      ours.push(got.ms);
+      if (i === 0) total = got.total;
       if (i < 3 && !flags["no-naive"] && !shape.browse) {
-        const n = naive(shape.qs(i));
-        const page = body.Success!.files.map((f) => Buffer.from(f.path_hash).toString("hex"));
-        const ok = n.total === body.Success!.total_count && JSON.stringify(n.page) === JSON.stringify(page);
+        const n = await backend.naive(shape.qs(i));
+        const ok = n.total === got.total && JSON.stringify(n.page) === JSON.stringify(got.page);
         exact = (exact ?? true) && ok;
         if (!ok)
-          console.error(
-            `MISMATCH ${shape.name} (${shape.qs(i)}): ours ${body.Success!.total_count}, naive ${n.total}`,
-          );
+          console.error(`MISMATCH ${shape.name} (${shape.qs(i)}): ours ${got.total}, naive ${n.total}`);
       }
     }
-    let naiveTimes: number[] = [];
+    const naiveTimes: number[] = [];
     if (!flags["no-naive"] && !shape.browse) {
       const start = performance.now();
       for (let i = 0; i < NAIVE_REPS && performance.now() - start < NAIVE_BUDGET_MS; i++) {
         const t = performance.now();
-        naive(shape.qs(i));
+        await backend.naive(shape.qs(i));
         naiveTimes.push(performance.now() - t);
       }
-    } else naiveTimes = [];
+    }
     const r: ShapeResult = {
       group: shape.group,
       shape: shape.name,
@@ -636,17 +821,14 @@ try {
     );
   }
   const lf: number[] = [];
-  for (let i = 0; i < REPS * 2; i++) {
-    const t = performance.now();
-    const r = await fetch(`${server.url}/list_folders/${OWNER}`, { headers: { authorization: auth } });
-    await r.json();
-    lf.push(performance.now() - t);
-  }
-  const listFolders = { p50: pct(lf, 50), p95: pct(lf, 95), p99: pct(lf, 99), n: lf.length };
+  if (backend.listFolders) for (let i = 0; i < REPS * 2; i++) lf.push(await backend.listFolders());
+  const listFolders = lf.length
+    ? { p50: pct(lf, 50), p95: pct(lf, 95), p99: pct(lf, 99), n: lf.length }
+    : null;
 
   // Table.
   const lines = [
-    `Search bench: ${FILES.toLocaleString("en")} files, ${FOLDERS} folders, ${REPS} requests per shape over HTTP (server process), naive in-process.`,
+    `Search bench (${PG_URL ? "PostgreSQL" : "SQLite"}): ${FILES.toLocaleString("en")} files, ${FOLDERS} folders, ${REPS} requests per shape ${backend.how}, naive in-process.`,
     "",
     "| shape | ours p50 | ours p95 | ours p99 | naive p50 | naive p95 | naive p99 | total_count | exact |",
     "|---|---:|---:|---:|---:|---:|---:|---:|:-:|",
@@ -654,7 +836,11 @@ try {
       (r) =>
         `| ${r.shape} | ${fmt(r.ours.p50)} | ${fmt(r.ours.p95)} | ${fmt(r.ours.p99)} | ${fmt(r.naive?.p50 ?? Number.NaN)} | ${fmt(r.naive?.p95 ?? Number.NaN)} | ${fmt(r.naive?.p99 ?? Number.NaN)} | ${r.total_count.toLocaleString("en")} | ${r.exact === null ? "-" : r.exact ? "yes" : "NO"} |`,
     ),
-    `| list_folders (${FOLDERS} folders) | ${fmt(listFolders.p50)} | ${fmt(listFolders.p95)} | ${fmt(listFolders.p99)} | | | | | |`,
+    ...(listFolders
+      ? [
+          `| list_folders (${FOLDERS} folders) | ${fmt(listFolders.p50)} | ${fmt(listFolders.p95)} | ${fmt(listFolders.p99)} | | | | | |`,
+        ]
+      : []),
     "",
     "Times in ms. Baseline: naive LIKE / ORDER BY / OFFSET SQL on `files` with (owner, col, path_hash) indexes.",
   ];
@@ -663,17 +849,19 @@ try {
   const out = join(
     import.meta.dir,
     "results",
-    `search-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
+    `search-${PG_URL ? "postgres-" : ""}${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
   );
   writeFileSync(
     out,
     JSON.stringify(
       {
+        backend: PG_URL ? "postgres" : "sqlite",
+        how: backend.how,
         files: FILES,
         folders: FOLDERS,
         reps: REPS,
         naive_reps: NAIVE_REPS,
-        db: DB_PATH,
+        db: PG_URL ? new URL(PG_URL).pathname : DB_PATH,
         bun: Bun.version,
         at: new Date().toISOString(),
         shapes: results,
@@ -685,6 +873,5 @@ try {
   );
   console.log(`\nwrote ${out}`);
 } finally {
-  await server.stop();
-  sql.close();
+  await backend.close();
 }

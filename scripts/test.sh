@@ -7,13 +7,18 @@
 #   2. the S3 pass: `test/http` and `test/e2e` again with ESYNC_TEST_STORAGE=s3, every blob in a
 #      bucket of the real S3 server (test/e2e/s3-fault.test.ts is left out: it runs on S3, on an
 #      RGW of its own, in pass 1 already);
-#   3. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
+#   3. the PostgreSQL pass: `test/http` again with ESYNC_TEST_DATABASE=postgres and
+#      ESYNC_TEST_STORAGE=s3, the metadata in PostgreSQL (a throw-away cluster the tests start with
+#      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
+#      server (on the local disk store when the S3 tests are skipped); then the two-node tests
+#      (test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
+#   4. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
 #      real server process, alone so that its timing does not compete with other tests. Its
 #      figures are the `chaos:` lines and bench/results/chaos.json. CHAOS_KILLS (default 25),
 #      CHAOS_FUZZ_RUNS (default 2000) and CHAOS_SEED (replay) tune it.
 # The last line sums every pass: "tests: N passed, N failed". Exits non-zero if any failed.
 # Extra arguments go to the `bun test` of pass 1 only (e.g. a path filter), and then the S3 and
-# chaos passes are not run; for one file on S3: `ESYNC_TEST_STORAGE=s3 bun test test/http/files.test.ts`;
+# PostgreSQL and chaos passes are not run; for one file on S3: `ESYNC_TEST_STORAGE=s3 bun test test/http/files.test.ts`;
 # the chaos suite alone: `bun test test/chaos` (the floods need `ulimit -n` of 3,000 or more).
 # ESYNC_TEST_SKIP_S3=1 (developers without root; ignored under CI) skips every S3 test, loudly.
 set -euo pipefail
@@ -23,6 +28,8 @@ bun install --frozen-lockfile
 skip_s3=0
 if [ "${ESYNC_TEST_SKIP_S3:-}" = "1" ] && [ -z "${CI:-}" ]; then skip_s3=1; fi
 if [ "$skip_s3" != 1 ]; then bash scripts/s3/install.sh; fi
+# PostgreSQL from Debian packages (the PostgreSQL pass and the test/db suites start clusters of it).
+if [ "$(id -u)" = 0 ]; then bash scripts/pg/install.sh; fi
 # Debian packages some tests drive: tmux (test/cli/progress-tmux.test.ts captures the progress
 # display in an 80-column terminal) and chromium (test/e2e/openapi-page.test.ts renders /swagger
 # with every request outside the server blocked).
@@ -71,6 +78,17 @@ else
   echo "== S3 pass: test/http and test/e2e on the S3 store (ESYNC_TEST_STORAGE=s3)"
   ESYNC_TEST_STORAGE=s3 run_pass test/http test/e2e --path-ignore-patterns='test/e2e/s3-fault.test.ts'
   echo "== pass 1 (disk): $((t1 - t0)) s, S3 pass: $((SECONDS - t1)) s"
+fi
+if [ $# -gt 0 ]; then
+  echo "== PostgreSQL pass not run (arguments given)"
+else
+  t3=$SECONDS
+  pg_storage=s3
+  if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
+  echo "== PostgreSQL pass: test/http on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
+  ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass test/http
+  ESYNC_TEST_DATABASE=postgres run_pass test/sessions/cross-node.test.ts
+  echo "== PostgreSQL pass: $((SECONDS - t3)) s"
 fi
 if [ $# -gt 0 ]; then
   echo "== chaos pass not run (arguments given)"

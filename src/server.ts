@@ -13,7 +13,7 @@ import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
-import { openMetadataStore } from "./db/open.ts";
+import { describeDatabase, openMetadataStore } from "./db/open.ts";
 import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
 import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
@@ -171,7 +171,7 @@ export async function startServer(
     url,
     storage: config.storage,
     data_dir: config.dataDir,
-    db: config.dbPath,
+    db: describeDatabase(config),
     metrics_port: metricsServer?.port ?? null,
     open_files_soft_limit: files?.soft ?? "unknown",
     open_files_hard_limit: files?.hard ?? "unknown",

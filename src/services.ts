@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { AuthService } from "./auth/auth.service.ts";
 import type { Config } from "./config/config.ts";
 import { type ProfileRules, profileRules } from "./config/profile.ts";
-import { sqliteDb } from "./db/sqlite/store.ts";
+import { searchIndexOf } from "./db/open.ts";
 import type { MetadataStore } from "./db/store.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
@@ -17,8 +17,8 @@ import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
-import { SearchRepository } from "./search/search.repository.ts";
-import { SearchService } from "./search/search.service.ts";
+import { DegradedStateLog, SearchService } from "./search/search.service.ts";
+import type { SearchIndex } from "./search/search-index.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
@@ -36,6 +36,8 @@ export interface AppDeps {
   log: Logger;
   /** The metrics to record into (a fresh registry per app); absent: no metrics (`ESYNC_METRICS=off`). */
   metrics?: Metrics;
+  /** The search backend; absent: the SQLite index of `db`. */
+  searchIndex?: SearchIndex;
 }
 
 /** Every service of the app, wired. */
@@ -71,9 +73,8 @@ export function buildServices(appDeps: AppDeps): Services {
   });
   const quota = new QuotaService(store.repos.quota, clock, config.defaultQuotaBytes);
   const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds);
-  const searchDb = sqliteDb(store);
-  if (!searchDb) throw new Error("search needs the SQLite metadata store (SearchIndex: issue 11)");
-  const searchRepo = new SearchRepository(searchDb);
+  const searchIndex = deps.searchIndex ?? searchIndexOf(store);
+  const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
   const profile = profileRules(config.apiProfile);
   return {
     deps,
@@ -98,10 +99,13 @@ export function buildServices(appDeps: AppDeps): Services {
       maxBytes: config.maxSingleUploadBytes,
     }),
     deletions,
-    search: new SearchService(searchRepo, {}, (plan, seconds) =>
-      metrics?.searchDuration.observe({ plan }, seconds),
+    search: new SearchService(
+      searchIndex,
+      log,
+      (plan, seconds) => metrics?.searchDuration.observe({ plan }, seconds),
+      searchDegraded,
     ),
-    browse: new BrowseService(searchRepo, store.repos.folderEntries),
+    browse: new BrowseService(searchIndex, store.repos.folderEntries, searchDegraded),
     readiness: new Readiness(store, blobs, log),
     quota,
     summaries: new SummariesService(store),

@@ -32,6 +32,13 @@ export interface Config {
   dataDir: string;
   /** SQLite database file (`ESYNC_DB_PATH`, default `<dataDir>/esync.sqlite`; `:memory:` for tests). */
   dbPath: string;
+  /**
+   * PostgreSQL metadata database (`ESYNC_DATABASE_URL`, `postgres://…` or `postgresql://…`); null
+   * (unset, the default) = SQLite at `dbPath`.
+   */
+  databaseUrl: string | null;
+  /** Most connections to PostgreSQL per process (`ESYNC_DATABASE_POOL_SIZE`, default 10). */
+  databasePoolSize: number;
   /** Blob store backend (`ESYNC_STORAGE`, default `disk`). */
   storage: StorageKind;
   /** Root directory of the disk blob store (`ESYNC_BLOB_DIR`, default `<dataDir>/blobs`). */
@@ -192,11 +199,17 @@ export function loadConfig(env: Env = process.env): Config {
       prefix: str(env, "ESYNC_S3_PREFIX", "").replace(/^\/+|\/+$/g, ""),
     };
   }
+  const databaseUrl = str(env, "ESYNC_DATABASE_URL", "") || null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\/./.test(databaseUrl)) {
+    throw new ConfigError("ESYNC_DATABASE_URL", "expected a postgres:// or postgresql:// URL");
+  }
   return {
     host: str(env, "ESYNC_HOST", "127.0.0.1"),
     port: int(env, "ESYNC_PORT", 8080, 0, 65535),
     dataDir,
     dbPath: str(env, "ESYNC_DB_PATH", `${dataDir}/esync.sqlite`),
+    databaseUrl,
+    databasePoolSize: int(env, "ESYNC_DATABASE_POOL_SIZE", 10, 1, 1000),
     storage,
     blobDir: str(env, "ESYNC_BLOB_DIR", `${dataDir}/blobs`),
     diskFsync: oneOf(env, "ESYNC_DISK_FSYNC", "persist", ["object", "persist", "off"] as const),

@@ -18,7 +18,8 @@ import { toRemoteFileEntry } from "../files/file-entry.ts";
 import type { FolderEntriesRepository } from "../folders/folder-entries.repository.ts";
 import type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 import type { BrowseQuery } from "./search.query.ts";
-import type { Cond, SearchRepository } from "./search.repository.ts";
+import type { DegradedStateLog } from "./search.service.ts";
+import type { SearchIndex } from "./search-index.ts";
 
 export type { BrowseFolderEntry, BrowseResult } from "../wire/types.ts";
 
@@ -33,61 +34,66 @@ function byName(a: BrowseFolderEntry, b: BrowseFolderEntry): number {
 /** Directory listings of a folder. */
 export class BrowseService {
   constructor(
-    private readonly repo: SearchRepository,
-    private readonly entries: FolderEntriesRepository,
+    private readonly index: SearchIndex,
+    private readonly entries: Pick<FolderEntriesRepository, "childNames">,
+    /** Where a degraded index is reported (shared with search); none: not reported. */
+    private readonly degraded?: DegradedStateLog,
   ) {}
 
-  /** Lists one directory of `owner`'s folder `folderHash` (the caller has checked ownership). */
+  /**
+   * Lists one directory of `owner`'s folder `folderHash` (the caller has checked ownership).
+   * The sub-folders, the explicit directories and the file page are three reads; a write between
+   * them can make one listing count a file both as moved and as not yet moved.
+   */
   async browse(owner: string, folderHash: string, query: BrowseQuery): Promise<BrowseResult> {
+    const { path, offset, limit } = query;
     // A folder_hash filter naming another folder than the path's lists nothing (never widens).
     const elsewhere = query.folderHash !== null && query.folderHash !== folderHash;
     const filtering = query.exts !== null || query.q !== null || query.uploader !== null;
-    const entryNames =
-      filtering || elsewhere ? [] : await this.entries.childNames(owner, folderHash, query.path);
-    return this.repo.snapshot(() => {
-      const { path, offset, limit } = query;
-      const oid = elsewhere ? null : this.repo.ownerId(owner);
-      const prefix = path === "" ? "" : `${path}/`;
-      const folders: BrowseFolderEntry[] = [];
-      if (!filtering) {
-        if (oid !== null)
-          for (const d of this.repo.subdirs(oid, folderHash, path))
-            folders.push({
-              name: d.path.slice(prefix.length),
-              file_count: d.fileCount,
-              total_bytes: d.totalBytes,
-            });
-        // Explicit directories (extensions §1.5) without files below them, once by name.
-        const derived = new Set(folders.map((f) => f.name));
-        for (const name of entryNames)
-          if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });
-        folders.sort(byName);
-      }
-      const conds: Cond[] = [{ kind: "dir", folderHash, dir: path }];
-      if (query.exts) conds.push({ kind: "exts", exts: query.exts });
-      if (query.q !== null) conds.push({ kind: "substr", q: query.q });
-      if (query.uploader !== null) conds.push({ kind: "uploader", by: query.uploader.by });
-      const fileTotal = oid === null || query.nothing ? 0 : this.repo.count(oid, "dir", conds);
-      const pageFolders = folders.slice(offset, offset + limit);
-      const fileOffset = Math.max(0, offset - folders.length);
-      const fileLimit = limit - pageFolders.length;
-      const keys =
-        oid === null || fileLimit === 0 || fileOffset >= fileTotal
-          ? []
-          : this.repo.page(oid, "dir", conds, query.sortBy, query.descending, fileOffset, fileLimit);
-      const files = this.repo.hits(owner, keys).map(toRemoteFileEntry);
-      const total = folders.length + fileTotal;
-      return {
-        ss58_address: owner,
-        folder_hash: folderHash,
-        path,
-        folders: pageFolders,
-        files,
-        total_count: total,
-        has_more: offset + pageFolders.length + files.length < total,
-        offset,
-        limit,
-      };
-    });
+    const prefix = path === "" ? "" : `${path}/`;
+    const folders: BrowseFolderEntry[] = [];
+    if (!filtering && !elsewhere) {
+      for (const d of await this.index.subdirectories(owner, folderHash, path))
+        folders.push({
+          name: d.path.slice(prefix.length),
+          file_count: d.fileCount,
+          total_bytes: d.totalBytes,
+        });
+      // Explicit directories (extensions §1.5) without files below them, once by name.
+      const derived = new Set(folders.map((f) => f.name));
+      for (const name of await this.entries.childNames(owner, folderHash, path))
+        if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });
+      folders.sort(byName);
+    }
+    const pageFolders = folders.slice(offset, offset + limit);
+    const fileOffset = Math.max(0, offset - folders.length);
+    const fileLimit = limit - pageFolders.length;
+    const page =
+      elsewhere || query.nothing
+        ? { total: 0, hits: [], degraded: null }
+        : await this.index.directory(owner, folderHash, {
+            path,
+            q: query.q,
+            exts: query.exts,
+            uploader: query.uploader,
+            sortBy: query.sortBy,
+            descending: query.descending,
+            offset: fileOffset,
+            limit: fileLimit,
+          });
+    this.degraded?.saw(page.degraded);
+    const files = page.hits.map(toRemoteFileEntry);
+    const total = folders.length + page.total;
+    return {
+      ss58_address: owner,
+      folder_hash: folderHash,
+      path,
+      folders: pageFolders,
+      files,
+      total_count: total,
+      has_more: offset + pageFolders.length + files.length < total,
+      offset,
+      limit,
+    };
   }
 }

@@ -52,10 +52,10 @@ export function searchController(s: Services) {
     .get("/search_files", emptyAddress, { response: ALIAS_RESPONSES, detail: { hide: true } })
     .get(
       "/search_files/:ss58",
-      ({ caller, params, query }) => {
+      async ({ caller, params, query }) => {
         const q = searchQueryOf(query, s.profile);
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return success(s.search.search(params.ss58, q));
+        return success(await s.search.search(params.ss58, q));
       },
       {
         params: OwnerParams,

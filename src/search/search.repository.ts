@@ -1,6 +1,7 @@
 /**
  * @module search/search.repository
- * The queries of search and browse, on the tables of drizzle/sqlite/0002_search_index.sql:
+ * The queries of the SQLite search index (`SqliteSearchIndex`), on the tables of
+ * drizzle/sqlite/0002_search_index.sql:
  *
  * - `search_entries`: one compact row per file (owner id, folder, path_hash, names, ext, dir,
  *   size, times). `id` is partitioned (`partitions.ts`): one owner's rows are one id range, and so
@@ -21,10 +22,10 @@
  */
 import type { SQLQueryBindings } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
-import type { FileEntryRow } from "../files/file-entry.ts";
 import { ALL_EXTS, GRID, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
 import type { PartitionRange } from "./partitions.ts";
 import type { SortColumn } from "./search.query.ts";
+import type { DirRow, HitRow } from "./search-index.ts";
 
 /**
  * SQL bounds (for `BETWEEN`) of an owner's ids, with the owner id bound twice: ids are 63-bit,
@@ -103,21 +104,6 @@ export function ftsPhrase(q: string): string {
 export interface PageKey {
   folderHash: string;
   pathHash: Uint8Array;
-}
-
-/** A file row for a hit: the RemoteFileEntry columns plus its folder and label. */
-export interface HitRow extends FileEntryRow {
-  folderHash: string;
-  /** `""` when the folder is not registered. */
-  folderLabel: string;
-}
-
-/** A sub-folder of a browsed directory. */
-export interface DirRow {
-  /** Full directory path inside the folder. */
-  path: string;
-  fileCount: number;
-  totalBytes: number;
 }
 
 /** Read-only queries of search and browse. */

@@ -1,9 +1,10 @@
 /**
- * The connection-defence settings of src/config/config.ts (issue 10, defect 2): defaults,
- * bounds, and a ConfigError naming the variable for a bad value.
+ * The connection-defence (issue 10, defect 2) and metadata database (issue 11) settings of
+ * src/config/config.ts: defaults, bounds, and a ConfigError naming the variable for a bad value.
  */
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
+import { describeDatabase } from "../../src/db/open.ts";
 
 describe("connection-defence settings", () => {
   test("defaults: body idle 30 s, minimum 1024 B/s, header timeout 30 s, 32 chunk PUTs per user, 256 overall", () => {
@@ -62,6 +63,31 @@ describe("connection-defence settings", () => {
   });
 });
 
+describe("metadata database settings", () => {
+  test("defaults: no database URL (SQLite), a PostgreSQL pool of 10", () => {
+    const c = loadConfig({});
+    expect([c.databaseUrl, c.databasePoolSize]).toEqual([null, 10]);
+  });
+
+  test("reads ESYNC_DATABASE_URL (postgres:// or postgresql://) and ESYNC_DATABASE_POOL_SIZE", () => {
+    expect(loadConfig({ ESYNC_DATABASE_URL: "postgres://u:p@db:5432/esync" }).databaseUrl).toBe(
+      "postgres://u:p@db:5432/esync",
+    );
+    const c = loadConfig({ ESYNC_DATABASE_URL: "postgresql://db/esync", ESYNC_DATABASE_POOL_SIZE: "3" });
+    expect([c.databaseUrl, c.databasePoolSize]).toEqual(["postgresql://db/esync", 3]);
+  });
+
+  for (const [name, value] of [
+    ["ESYNC_DATABASE_URL", "mysql://db/esync"],
+    ["ESYNC_DATABASE_URL", "/var/lib/esync.sqlite"],
+    ["ESYNC_DATABASE_POOL_SIZE", "0"],
+  ] as const) {
+    test(`rejects ${name}=${value} with a ConfigError naming it`, () => {
+      expect(() => loadConfig({ [name]: value })).toThrow(name);
+    });
+  }
+});
+
 describe("finalize lease (issue 11)", () => {
   test("ESYNC_FINALIZE_LEASE_SECONDS defaults to 60 and is read", () => {
     expect(loadConfig({}).finalizeLeaseSeconds).toBe(60);
@@ -70,5 +96,16 @@ describe("finalize lease (issue 11)", () => {
 
   test("rejects ESYNC_FINALIZE_LEASE_SECONDS below 3 (it is renewed every third of it) with a ConfigError naming it", () => {
     expect(() => loadConfig({ ESYNC_FINALIZE_LEASE_SECONDS: "2" })).toThrow(ConfigError);
+  });
+});
+
+describe("describeDatabase (start-up log)", () => {
+  test("names the SQLite file, or the PostgreSQL host and database without the credentials", () => {
+    expect(describeDatabase(loadConfig({ ESYNC_DB_PATH: "/var/lib/esync/esync.sqlite" }))).toBe(
+      "/var/lib/esync/esync.sqlite",
+    );
+    expect(
+      describeDatabase(loadConfig({ ESYNC_DATABASE_URL: "postgres://esync:s3cret@db.internal:5432/esync" })),
+    ).toBe("postgres://db.internal:5432/esync");
   });
 });

@@ -91,7 +91,7 @@ describe("POST /rename_files", () => {
   test("returns 200 and moves the row: new revision id and seq, old id 404 on download, ciphertext kept", async () => {
     const a = await put("docs/a.txt", 20);
     const newHash = pathHashOf("work/b.txt");
-    const before = rowsOf(t, "files")[0]!;
+    const before = (await rowsOf(t, "files"))[0]!;
     const r = await post(
       "/rename_files",
       renameBody([
@@ -121,12 +121,12 @@ describe("POST /rename_files", () => {
     expect(state.files[0].encrypted_path).toEqual([1, 2, 3]);
     expect(state.files[0].uploaded_by).toBe(u.address);
     expect(state.files[0].revision_id).toEqual(s.successes[0].new_revision_id);
-    const after = rowsOf(t, "files")[0]!;
+    const after = (await rowsOf(t, "files"))[0]!;
     expect(after.blob_id).toBe(before.blob_id);
     expect(after.created_at).toBe(before.created_at);
     expect((await download(t, authAt(t, u), u.address, FOLDER, hex(a.pathHash))).status).toBe(404);
     expect((await download(t, authAt(t, u), u.address, FOLDER, hex(newHash))).status).toBe(200);
-    expect(rowsOf(t, "blob_deletions")).toHaveLength(0);
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(0);
   });
 
   test("search and browse follow a rename; folder counters stay", async () => {
@@ -152,7 +152,7 @@ describe("POST /rename_files", () => {
     expect(root.body.Success.folders.map((f: Json) => f.name)).toEqual(["moved"]);
     const folders = await foldersOf(t, u);
     expect(folders.find((f: Json) => f.folder_hash === FOLDER)).toBeUndefined(); // not registered
-    const counters = rowsOf(t, "folders")[0]!;
+    const counters = (await rowsOf(t, "folders"))[0]!;
     expect({ n: counters.file_count, b: counters.total_bytes }).toEqual({ n: 1, b: 7 });
   });
 
@@ -274,8 +274,8 @@ describe("POST /delete_files", () => {
     expect(s.deleted.filter((d: Json) => d.status === "deleted").map((d: Json) => d.file_id)).toEqual(known);
     expect(s.deleted.filter((d: Json) => d.status === "already_deleted")).toHaveLength(990);
     expect((await stateOf(t, u)).files).toEqual([]);
-    expect(rowsOf(t, "blob_deletions")).toHaveLength(10);
-    const counters = rowsOf(t, "folders")[0]!;
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(10);
+    const counters = (await rowsOf(t, "folders"))[0]!;
     expect({ n: counters.file_count, b: counters.total_bytes }).toEqual({ n: 0, b: 0 });
   });
 

@@ -11,7 +11,7 @@ import {
   isPersistable,
   type PutOptions,
 } from "../../src/storage/blob-store.ts";
-import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { injectWriteFault, jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
   authAt,
@@ -96,14 +96,9 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-/** Makes every write to `table` fail inside SQLite until `heal` is called. */
-function breakTable(table: string, op: "INSERT" | "DELETE" | "UPDATE" = "INSERT"): { heal(): void } {
-  const db = t.db.$client;
-  const name = `fault_${table}_${op.toLowerCase()}`;
-  db.exec(
-    `CREATE TRIGGER ${name} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`,
-  );
-  return { heal: () => db.exec(`DROP TRIGGER ${name}`) };
+/** Makes every write to `table` fail in the database until `heal` is awaited. */
+function breakTable(table: string, op: "INSERT" | "DELETE" | "UPDATE" = "INSERT") {
+  return injectWriteFault(t, table, op);
 }
 
 /** A 500 error with a generic message that names the request id of its `X-Request-Id` header. */
@@ -126,10 +121,10 @@ function register(u: TestUser, label = "x") {
 describe("database failures: 500 database_error, nothing half-written, a retry succeeds", () => {
   test("POST /register_folder", async () => {
     const u = newUser();
-    const fault = breakTable("folders");
+    const fault = await breakTable("folders");
     const before = await snapshot(t);
     expectGeneric500(await register(u), "database_error");
-    fault.heal();
+    await fault.heal();
     expect(await snapshot(t)).toEqual(before);
     expect((await register(u)).status).toBe(200);
   });
@@ -138,14 +133,14 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
     const u = newUser();
     expect((await register(u)).status).toBe(200);
     await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
-    const fault = breakTable("blob_deletions");
+    const fault = await breakTable("blob_deletions");
     const before = await snapshot(t);
     const r = await t.json(
       "/unregister_folder",
       jsonInit("DELETE", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER }),
     );
     expectGeneric500(r, "database_error");
-    fault.heal();
+    await fault.heal();
     expect(await snapshot(t)).toEqual(before);
     const again = await t.json(
       "/unregister_folder",
@@ -159,10 +154,10 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
     const ct = randomCiphertext(3000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
-    const fault = breakTable("files");
+    const fault = await breakTable("files");
     expectGeneric500(await finalize(t, s.auth, s.sessionId), "database_error");
-    fault.heal();
-    expect(rowsOf(t, "files")).toEqual([]);
+    await fault.heal();
+    expect(await rowsOf(t, "files")).toEqual([]);
     expect(expectSuccess(await status(t, s.auth, s.sessionId), STATUS_KEYS)).toMatchObject({
       state: "receiving",
       chunks_received: [0, 1, 2],
@@ -173,14 +168,14 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
   test("DELETE /delete keeps the file when the deletion cannot be recorded", async () => {
     const u = newUser();
     const { session } = await uploadViaSession(t, u, randomCiphertext(500), { path: "a.bin" });
-    const fault = breakTable("blob_deletions");
+    const fault = await breakTable("blob_deletions");
     const before = await snapshot(t);
     const path = `/delete/${u.address}/${FOLDER}/${fileIdOf(session.manifest)}`;
     expectGeneric500(
       await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } }),
       "database_error",
     );
-    fault.heal();
+    await fault.heal();
     expect(await snapshot(t)).toEqual(before);
     expect((await t.json(path, { method: "DELETE", headers: { authorization: authAt(t, u) } })).status).toBe(
       200,
@@ -241,7 +236,7 @@ describe("blob store failures", () => {
     await putChunks(t, s, ct);
     store.failGet = true;
     expectError(await finalize(t, s.auth, s.sessionId), 500, "storage_inconsistency");
-    expect(rowsOf(t, "files")).toEqual([]);
+    expect(await rowsOf(t, "files")).toEqual([]);
     expect(expectSuccess(await status(t, s.auth, s.sessionId), STATUS_KEYS).state).toBe("receiving");
     store.failGet = false;
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);

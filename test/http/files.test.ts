@@ -3,7 +3,6 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { files } from "../../src/db/schema.ts";
 import type { FileRow } from "../../src/files/file-entry.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
@@ -35,8 +34,8 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-/** Inserts `n` file rows directly (no blobs needed for listing), in batches. */
-function seedFiles(owner: string, folderHash: string, n: number): void {
+/** Inserts `n` file rows through the files repository (no blobs needed for listing), in one transaction. */
+async function seedFiles(owner: string, folderHash: string, n: number): Promise<void> {
   const rows: FileRow[] = [];
   for (let i = 0; i < n; i++) {
     rows.push({
@@ -69,12 +68,8 @@ function seedFiles(owner: string, folderHash: string, n: number): void {
       uploadedBy: null,
     });
   }
-  const db = t.db;
-  db.transaction(() => {
-    for (let i = 0; i < rows.length; i += 500)
-      db.insert(files)
-        .values(rows.slice(i, i + 500))
-        .run();
+  await t.store.transaction(async (tx) => {
+    for (const row of rows) await tx.files.upsert(row);
   });
 }
 
@@ -176,7 +171,7 @@ describe("GET /get_state/{ss58}/{folder_hash}", () => {
 
   test("uses the default limit 1000 (also for limit=0) and caps limit at 5000", async () => {
     const u = newUser();
-    seedFiles(u.address, FOLDER, 5001);
+    await seedFiles(u.address, FOLDER, 5001);
     const dflt = await stateOf(t, u);
     expect([dflt.files.length, dflt.limit, dflt.total_count, dflt.has_more]).toEqual([
       1000,
@@ -408,8 +403,9 @@ describe("GET /download/{ss58}/{folder_hash}/{file_id}", () => {
   });
 
   test("serves the files table's blob only: rows of the session are not needed after finalize", async () => {
-    expect(rowsOf(t, "files")).toHaveLength(1);
-    t.db.$client.exec("DELETE FROM session_chunks; DELETE FROM upload_sessions;");
+    expect(await rowsOf(t, "files")).toHaveLength(1);
+    const [session] = await rowsOf(t, "upload_sessions");
+    expect(await t.store.repos.sessions.remove(String(session?.session_id))).toBe(true);
     const r = await get("bytes=1500-2500");
     expect(Buffer.from(await r.arrayBuffer()).equals(ct.subarray(1500, 2501))).toBe(true);
   });

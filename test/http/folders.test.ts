@@ -245,12 +245,12 @@ describe("DELETE /unregister_folder", () => {
     for (const m of manifests) {
       expect((await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(m))).status).toBe(404);
     }
-    expect(rowsOf(t, "blob_deletions")).toHaveLength(3);
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(3);
     await t.sweeper.runOnce();
-    expect(rowsOf(t, "blob_deletions")).toHaveLength(3); // within ESYNC_BLOB_GRACE_SECONDS
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(3); // within ESYNC_BLOB_GRACE_SECONDS
     t.clock.advance(t.config.blobGraceSeconds);
     await t.sweeper.runOnce();
-    expect(rowsOf(t, "blob_deletions")).toHaveLength(0);
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(0);
     expect(await blobFiles(t)).toHaveLength(1);
     expect((await stateOf(t, u, FOLDER_B)).files).toHaveLength(1);
   });

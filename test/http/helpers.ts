@@ -8,7 +8,7 @@ import { expect } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { TestApp } from "../support/app.ts";
-import { jsonInit } from "../support/app.ts";
+import { jsonInit, tableRows } from "../support/app.ts";
 import { type ManifestOpts, makeManifest, type TestUser } from "../support/fixtures.ts";
 
 /** `folder_hash("default")` (complement §2 test vector). */
@@ -392,13 +392,12 @@ export interface Snapshot {
  * store: compare two snapshots to prove nothing changed.
  */
 export async function snapshot(t: TestApp): Promise<Snapshot> {
-  const db = t.db.$client;
   const rows: Record<string, unknown[]> = {};
-  for (const name of TABLES) rows[name] = db.query(`SELECT * FROM ${name} ORDER BY rowid`).all();
+  for (const name of TABLES) rows[name] = await tableRows(t, name);
   return { rows, files: filesUnder(t.config.dataDir), objects: await blobFiles(t) };
 }
 
-/** Rows of one table (for assertions on what the sweeper collected). */
-export function rowsOf(t: TestApp, table: string): Record<string, unknown>[] {
-  return t.db.$client.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[];
+/** Rows of one table (for assertions on what the sweeper collected), on either dialect. */
+export function rowsOf(t: TestApp, table: string): Promise<Record<string, unknown>[]> {
+  return tableRows(t, table);
 }

@@ -151,6 +151,8 @@ describe("size_bytes against the ciphertext size", () => {
       const m = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: size, path });
       expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
     }
-    expect(rowsOf(t, "folders")).toEqual([expect.objectContaining({ file_count: 2, total_bytes: 952 })]);
+    expect(await rowsOf(t, "folders")).toEqual([
+      expect.objectContaining({ file_count: 2, total_bytes: 952 }),
+    ]);
   });
 });

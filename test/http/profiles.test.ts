@@ -3,8 +3,8 @@
  * default, the base spec) and `hcfs` (`ESYNC_API_PROFILE=hcfs`), which switches exactly three
  * rules: `/register_folder` upsert, the search `limit` cap, and `q` under 3 characters.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { insertFiles } from "../search/support.ts";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { fileRow } from "../search/support.ts";
 import { jsonInit, makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { authAt, expectError, expectSuccess, FOLDER } from "./helpers.ts";
@@ -14,10 +14,12 @@ for (const profile of ["base", "hcfs"] as const) {
     const t = makeTestApp(profile === "base" ? {} : { ESYNC_API_PROFILE: profile });
     afterAll(() => t.close());
     const u = newUser();
-    insertFiles(
-      t,
-      u.address,
-      Array.from({ length: 260 }, (_, i) => ({ path: `docs/ab-${String(i).padStart(3, "0")}.txt` })),
+    // Through the store, so that it runs on either metadata database.
+    beforeAll(() =>
+      t.store.transaction(async (tx) => {
+        for (let i = 0; i < 260; i++)
+          await tx.files.upsert(fileRow(u.address, { path: `docs/ab-${String(i).padStart(3, "0")}.txt` }));
+      }),
     );
     const get = (path: string) => t.json(path, { headers: { authorization: authAt(t, u) } });
 

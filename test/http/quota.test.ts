@@ -130,7 +130,7 @@ describe("402 on the write paths", () => {
     expect(second.status).toBe(200);
     expectQuota402(await put("a", 101, second.body.Success.revision_id, 3));
     expect((await t.services.quota.info(u.address)).usedBytes).toBe(100);
-    const id = Buffer.from(rowsOf(t, "files")[0]!.path_hash as Uint8Array).toString("hex");
+    const id = Buffer.from((await rowsOf(t, "files"))[0]!.path_hash as Uint8Array).toString("hex");
     expect(
       (
         await t.json(`/delete/${u.address}/${FOLDER}/${id}`, {
@@ -152,7 +152,7 @@ describe("402 on the write paths", () => {
       ciphertext_size: 200,
     });
     expectQuota402(r);
-    expect(rowsOf(t, "upload_sessions")).toHaveLength(0);
+    expect(await rowsOf(t, "upload_sessions")).toHaveLength(0);
   });
 
   test("finalize over the allowance answers 402, writes no file and leaves the session receiving", async () => {
@@ -161,7 +161,7 @@ describe("402 on the write paths", () => {
     await putChunks(t, s, ct);
     expect((await put("other", 50)).status).toBe(200);
     expectQuota402(await finalize(t, s.auth, s.sessionId));
-    expect(rowsOf(t, "files")).toHaveLength(1);
+    expect(await rowsOf(t, "files")).toHaveLength(1);
     expect(
       expectSuccess(await status(t, s.auth, s.sessionId), [
         "session_id",
@@ -178,7 +178,7 @@ describe("402 on the write paths", () => {
     const [a, b] = await Promise.all([put("a", 60), put("b", 60)]);
     expect([a.status, b.status].sort()).toEqual([200, 402]);
     expectQuota402(a.status === 402 ? a : b);
-    expect(rowsOf(t, "files")).toHaveLength(1);
+    expect(await rowsOf(t, "files")).toHaveLength(1);
     expect((await t.services.quota.info(u.address)).usedBytes).toBe(60);
   });
 

@@ -340,10 +340,10 @@ describe("DELETE /upload/session/{id}", () => {
     expectError(await status(t, s.auth, s.sessionId), 404, "not_found");
     expectError(await putChunk(t, s.auth, s.sessionId, 1, chunkOf(ct, 1000, 1)), 404, "not_found");
     expectError(await finalize(t, s.auth, s.sessionId), 404, "not_found");
-    expect(rowsOf(t, "session_chunks")).toEqual([]);
+    expect(await rowsOf(t, "session_chunks")).toEqual([]);
     await t.sweeper.runOnce();
     expect(await blobFiles(t)).toEqual([]);
-    expect(rowsOf(t, "blob_deletions")).toEqual([]);
+    expect(await rowsOf(t, "blob_deletions")).toEqual([]);
   });
 
   test("returns 404 not_found for a second DELETE of the same session", async () => {
@@ -406,9 +406,9 @@ describe("expiry", () => {
     await putChunks(t, live, ct, [2]);
     t.clock.advance(1);
     await t.sweeper.runOnce();
-    expect(rowsOf(t, "upload_sessions").map((r) => r.session_id)).toEqual([live.sessionId]);
-    expect(rowsOf(t, "session_chunks").map((r) => r.session_id)).toEqual([live.sessionId]);
-    expect(rowsOf(t, "blob_deletions")).toEqual([]);
+    expect((await rowsOf(t, "upload_sessions")).map((r) => r.session_id)).toEqual([live.sessionId]);
+    expect((await rowsOf(t, "session_chunks")).map((r) => r.session_id)).toEqual([live.sessionId]);
+    expect(await rowsOf(t, "blob_deletions")).toEqual([]);
     expect(await blobFiles(t)).toHaveLength(1);
     expect(await received(live.auth, live.sessionId)).toEqual([2]);
   });
@@ -424,7 +424,7 @@ describe("expiry", () => {
     t.clock.advance(1);
     expectError(await status(t, s.auth, s.sessionId), 404, "not_found");
     await t.sweeper.runOnce();
-    expect(rowsOf(t, "upload_sessions")).toEqual([]);
+    expect(await rowsOf(t, "upload_sessions")).toEqual([]);
     expect((await downloaded(s.auth, u.address, s.manifest)).equals(ct)).toBe(true);
   });
 
@@ -436,6 +436,6 @@ describe("expiry", () => {
     expectError(await putChunk(t, s.auth, s.sessionId, 0, ct), 404, "not_found");
     await t.sweeper.runOnce();
     expect(await blobFiles(t)).toEqual([]);
-    expect(rowsOf(t, "upload_sessions")).toEqual([]);
+    expect(await rowsOf(t, "upload_sessions")).toEqual([]);
   });
 });

@@ -48,8 +48,8 @@ async function bytesOf(u: TestUser, manifest: Record<string, unknown>): Promise<
 }
 
 /** Rows that a rejected finalize must not change: files and folders. */
-function fileRows() {
-  return { files: rowsOf(t, "files"), folders: rowsOf(t, "folders") };
+async function fileRows() {
+  return { files: await rowsOf(t, "files"), folders: await rowsOf(t, "folders") };
 }
 
 describe("successful finalize", () => {
@@ -120,7 +120,7 @@ describe("finalize failures that leave the session receiving with its chunks", (
     expect(r.body.Error.message).toContain("1, 2");
     expect(await statusOf(s)).toMatchObject({ state: "receiving", chunks_received: [0, 3] });
     expect(await blobFiles(t)).toEqual(blobs);
-    expect(rowsOf(t, "files")).toEqual([]);
+    expect(await rowsOf(t, "files")).toEqual([]);
     await putChunks(t, s, ct, [2, 1]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
     expect((await bytesOf(u, s.manifest)).equals(ct)).toBe(true);
@@ -146,7 +146,7 @@ describe("finalize failures that leave the session receiving with its chunks", (
     expect(r.body.Error.message).toContain(blake3Hex(ct));
     expect(await statusOf(s)).toMatchObject({ state: "receiving", chunks_received: [0, 1, 2] });
     expect(await blobFiles(t)).toEqual(blobs);
-    expect(rowsOf(t, "files")).toEqual([]);
+    expect(await rowsOf(t, "files")).toEqual([]);
     await putChunks(t, s, ct, [1]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
     expect((await bytesOf(u, s.manifest)).equals(ct)).toBe(true);
@@ -157,9 +157,8 @@ describe("finalize failures that leave the session receiving with its chunks", (
     const ct = randomCiphertext(2000);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
-    const victim = (await blobFiles(t)).find((p) =>
-      p.endsWith(`/1.${rowsOf(t, "session_chunks").find((c) => c.chunk_index === 1)!.gen}`),
-    );
+    const gen = (await rowsOf(t, "session_chunks")).find((c) => c.chunk_index === 1)!.gen;
+    const victim = (await blobFiles(t)).find((p) => p.endsWith(`/1.${gen}`));
     expect(victim).toBeDefined();
     await t.blobs.delete([victim!]);
     expectError(await finalize(t, s.auth, s.sessionId), 500, "storage_inconsistency");
@@ -219,11 +218,11 @@ describe("revisions on finalize", () => {
     const ct = randomCiphertext(100);
     const s = await openSession(t, u, ct, { revisionSeq: 2, baseRevisionId: new Array(32).fill(7) });
     await putChunks(t, s, ct);
-    const before = fileRows();
+    const before = await fileRows();
     const c = expectConflict(await finalize(t, s.auth, s.sessionId));
     expect(c.current_revision_id).toEqual(r1.revision_id);
     expect(c.current_revision_seq).toBe(1);
-    expect(fileRows()).toEqual(before);
+    expect(await fileRows()).toEqual(before);
     expect(await statusOf(s)).toMatchObject({ state: "receiving", chunks_received: [0] });
   });
 
@@ -244,7 +243,7 @@ describe("revisions on finalize", () => {
     await putChunks(t, s, ct);
     const c = expectConflict(await finalize(t, s.auth, s.sessionId));
     expect([c.current_revision_id, c.current_revision_seq]).toEqual([null, 0]);
-    expect(rowsOf(t, "files")).toEqual([]);
+    expect(await rowsOf(t, "files")).toEqual([]);
   });
 
   for (const seq of [1, 0]) {
@@ -254,9 +253,9 @@ describe("revisions on finalize", () => {
       const ct = randomCiphertext(100);
       const s = await openSession(t, u, ct, { revisionSeq: seq, baseRevisionId: r1.revision_id });
       await putChunks(t, s, ct);
-      const before = fileRows();
+      const before = await fileRows();
       expectError(await finalize(t, s.auth, s.sessionId), 400, "stale_sequence");
-      expect(fileRows()).toEqual(before);
+      expect(await fileRows()).toEqual(before);
       expect((await statusOf(s)).state).toBe("receiving");
     });
   }
@@ -305,7 +304,7 @@ describe("repeated and concurrent finalize", () => {
     const state = await stateOf(t, u);
     expect(state.files).toHaveLength(1);
     expect(state.files[0].revision_id).toEqual(ok[0]!.body.Success.revision_id);
-    expect(rowsOf(t, "folders")[0]).toMatchObject({ file_count: 1 });
+    expect((await rowsOf(t, "folders"))[0]).toMatchObject({ file_count: 1 });
     expect((await statusOf(s)).state).toBe("finalized");
   });
 
@@ -337,7 +336,7 @@ describe("finalize errors", () => {
     const s = await openSession(t, a, ct);
     await putChunks(t, s, ct);
     expectError(await finalize(t, authAt(t, b), s.sessionId), 403, "forbidden");
-    expect(rowsOf(t, "files")).toEqual([]);
+    expect(await rowsOf(t, "files")).toEqual([]);
     expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   });
 });

@@ -89,7 +89,7 @@ describe("runFsck", () => {
 
   test("reports an object left in a finished session's blob beside a file's chunks as an orphan", async () => {
     const { session } = await populate();
-    const blobId = rowsOf(t, "files").find((r) => r.chunk_count === 3)?.blob_id as string;
+    const blobId = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)?.blob_id as string;
     sql("DELETE FROM upload_sessions WHERE session_id = ?", session.sessionId);
     const stray = `${blobPrefix(blobId)}1.ffffffffffff`;
     await putRaw(stray, new Uint8Array(1000));
@@ -99,7 +99,7 @@ describe("runFsck", () => {
 
   test("reports missing_object and wrong_size for a file's chunks, which repair cannot fix", async () => {
     await populate();
-    const row = rowsOf(t, "files").find((r) => r.chunk_count === 3)!;
+    const row = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)!;
     const gens = JSON.parse(row.chunk_gens as string) as string[];
     const prefix = blobPrefix(row.blob_id as string);
     await t.blobs.delete([`${prefix}0.${gens[0]}`]);
@@ -121,7 +121,7 @@ describe("runFsck", () => {
     const other = newUser();
     const ct = randomCiphertext(300);
     await uploadSingle(t, authAt(t, other), makeManifest({ owner: other.address, ciphertext: ct }), ct);
-    const expected = rowsOf(t, "folders").map((f) => ({ ...f }));
+    const expected = (await rowsOf(t, "folders")).map((f) => ({ ...f }));
     sql("UPDATE folders SET total_bytes = -1024 WHERE owner = ?", u.address);
     sql("UPDATE folders SET file_count = 1.5 WHERE owner = ?", other.address);
     const dry = await fsck();
@@ -132,7 +132,7 @@ describe("runFsck", () => {
       ].sort(),
     );
     expect((await fsck(true)).repaired).toBe(2);
-    expect(rowsOf(t, "folders").map((f) => ({ ...f, updated_at: 0 }))).toEqual(
+    expect((await rowsOf(t, "folders")).map((f) => ({ ...f, updated_at: 0 }))).toEqual(
       expected.map((f) => ({ ...f, updated_at: 0 })),
     );
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
@@ -145,7 +145,7 @@ describe("runFsck", () => {
       expect.objectContaining({ kind: "counter_mismatch", owner: u.address, folder_hash: FOLDER }),
     ]);
     await fsck(true);
-    expect(rowsOf(t, "folders")).toEqual([
+    expect(await rowsOf(t, "folders")).toEqual([
       expect.objectContaining({ file_count: 2, total_bytes: expect.any(Number) }),
     ]);
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
@@ -168,11 +168,11 @@ describe("runFsck", () => {
       expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
     ]);
     expect((await fsck(true)).repaired).toBe(1);
-    expect(rowsOf(t, "upload_sessions")[0]).toMatchObject({
+    expect((await rowsOf(t, "upload_sessions"))[0]).toMatchObject({
       state: "receiving",
       finalizing_until: null,
       expires_at: t.clock.now() + 600,
     });
-    expect(rowsOf(t, "session_chunks")).toHaveLength(1);
+    expect(await rowsOf(t, "session_chunks")).toHaveLength(1);
   });
 });

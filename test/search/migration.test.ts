@@ -12,8 +12,7 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import { type Db, MIGRATIONS_DIR } from "../../src/db/client.ts";
 import * as schema from "../../src/db/schema.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SearchRepository } from "../../src/search/search.repository.ts";
-import { SearchService } from "../../src/search/search.service.ts";
+import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import { expectIndexConsistent, type FileSpec, fileRow, filesUpserter, hex, modelSearch } from "./support.ts";
 
 const sqlite = new Database(":memory:", { strict: true });
@@ -26,7 +25,7 @@ function apply(file: string): void {
   }
 }
 
-test("the migration indexes files that existed before it, and later writes keep the index exact", () => {
+test("the migration indexes files that existed before it, and later writes keep the index exact", async () => {
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((f) => f.endsWith(".sql"))
     .sort();
@@ -50,7 +49,7 @@ test("the migration indexes files that existed before it, and later writes keep 
   for (const f of files.slice(files.indexOf(search))) apply(f);
   expectIndexConsistent(db);
 
-  const service = new SearchService(new SearchRepository(db));
+  const index = new SqliteSearchIndex(db);
   for (const qs of [
     "",
     "q=img",
@@ -60,12 +59,12 @@ test("the migration indexes files that existed before it, and later writes keep 
     "size_min=100&size_max=3000&date_from=1700004000",
   ]) {
     const q = parseSearchQuery(new URLSearchParams(qs));
-    const got = service.search("owner-two", q);
+    const got = await index.search("owner-two", q);
     const want = modelSearch(
       before.filter((r) => r.owner === "owner-two"),
       q,
     );
-    expect({ qs, total: got.total_count, page: got.files.map((f) => hex(f.path_hash)) }).toEqual({
+    expect({ qs, total: got.total, page: got.hits.map((f) => hex(f.pathHash)) }).toEqual({
       qs,
       ...want,
     });

@@ -18,8 +18,7 @@ import {
   splitWindow,
 } from "../../src/search/partitions.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SearchRepository } from "../../src/search/search.repository.ts";
-import { SearchService } from "../../src/search/search.service.ts";
+import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { expectIndexConsistent, type FileSpec, fileRow, filesUpserter, hex, modelSearch } from "./support.ts";
@@ -109,7 +108,6 @@ describe("id allocation by the triggers", () => {
   const db = t.db;
   const sql = db.$client;
   const upsert = filesUpserter(db);
-  const repo = new SearchRepository(db);
   const T0 = 1_700_000_000;
 
   const idParts = (pathHash: Buffer) =>
@@ -149,8 +147,8 @@ describe("id allocation by the triggers", () => {
     })();
   };
 
-  const expectSearchesExact = (owner: string, rows: ReturnType<typeof fileRow>[]) => {
-    const service = new SearchService(repo, { partitions: "always", rareHits: 0 });
+  const expectSearchesExact = async (owner: string, rows: ReturnType<typeof fileRow>[]) => {
+    const index = new SqliteSearchIndex(db, { tuning: { partitions: "always", rareHits: 0 } });
     const queries = [
       `q=spill&date_from=${T0 - 20 * W}&date_to=${T0 + 20 * W}`,
       `q=spill&date_from=${T0 - 20 * W}`,
@@ -162,9 +160,9 @@ describe("id allocation by the triggers", () => {
     ];
     for (const qs of queries) {
       const q = parseSearchQuery(new URLSearchParams(qs));
-      const got = service.run(owner, q).hits;
+      const got = await index.search(owner, q);
       const want = modelSearch(rows, q);
-      expect({ qs, total: got.total_count, page: got.files.map((f) => hex(f.path_hash)) }).toEqual({
+      expect({ qs, total: got.total, page: got.hits.map((f) => hex(f.pathHash)) }).toEqual({
         qs,
         total: want.total,
         page: want.page,
@@ -172,7 +170,7 @@ describe("id allocation by the triggers", () => {
     }
   };
 
-  test("a row gets the next id of its class and date bucket, and moves when either changes", () => {
+  test("a row gets the next id of its class and date bucket, and moves when either changes", async () => {
     const owner = newUser().address;
     const spec: FileSpec = { path: "p/spill_a.jpg", created: T0 };
     const a = fileRow(owner, spec);
@@ -192,10 +190,10 @@ describe("id allocation by the triggers", () => {
     upsert(renamed);
     expect(idParts(a.pathHash)).toEqual({ cls: classOf(".pdf"), bucket: dateBucket(T0 + 10 * W), seq: 0 });
     expectIndexConsistent(db);
-    expectSearchesExact(owner, [renamed, b]);
+    await expectSearchesExact(owner, [renamed, b]);
   });
 
-  test("a full partition spills into its class's spill bucket, which searches still count", () => {
+  test("a full partition spills into its class's spill bucket, which searches still count", async () => {
     const owner = newUser().address;
     const rows = [
       fileRow(owner, { path: "p/spill_1.jpg", created: T0 }),
@@ -211,16 +209,16 @@ describe("id allocation by the triggers", () => {
     expect(idParts(rows[2]!.pathHash)).toEqual({ cls: classOf(".png"), bucket: spillBucket, seq: 1 });
     expect(idParts(rows[3]!.pathHash)?.bucket).toBe(dateBucket(T0 + 5 * W));
     expectIndexConsistent(db);
-    expectSearchesExact(owner, rows);
+    await expectSearchesExact(owner, rows);
     // A revision of a spilled row is placed again: its own bucket is still full, so the spill.
     const revised = { ...rows[1]!, sizeBytes: 77 };
     upsert(revised);
     expect(idParts(revised.pathHash)?.bucket).toBe(spillBucket);
     expectIndexConsistent(db);
-    expectSearchesExact(owner, [rows[0]!, revised, rows[2]!, rows[3]!]);
+    await expectSearchesExact(owner, [rows[0]!, revised, rows[2]!, rows[3]!]);
   });
 
-  test("when the spill bucket is full too, the file write fails and nothing is written", () => {
+  test("when the spill bucket is full too, the file write commits, the index is degraded and answers exactly, and a rebuild restores it", async () => {
     const owner = newUser().address;
     const first = fileRow(owner, { path: "p/spill_x.gif", created: T0 });
     const second = fileRow(owner, { path: "p/spill_y.gif", created: T0 });
@@ -229,19 +227,45 @@ describe("id allocation by the triggers", () => {
     moveToPartitionEnd(first.pathHash);
     moveToPartitionEnd(second.pathHash, spillBucket);
     const third = fileRow(owner, { path: "p/spill_z.gif", created: T0 });
-    expect(() => upsert(third)).toThrow(/partition full/);
+    upsert(third);
     const n = sql
       .query<{ n: number }, [string]>("SELECT count(*) AS n FROM files WHERE owner = ?")
       .get(owner)!.n;
-    expect(n).toBe(2);
+    expect(n).toBe(3);
+    const index = new SqliteSearchIndex(db);
+    expect(await index.health()).toMatchObject({
+      state: "degraded",
+      reason: expect.stringMatching(/partition full/),
+    });
+    const q = parseSearchQuery(new URLSearchParams("q=spill&file_type=image"));
+    const degraded = await index.search(owner, q);
+    expect(degraded.plan[0]).toBe("count: exact scan of files");
+    expect(degraded.total).toBe(3);
+    await expectSearchesExact(owner, [first, second, third]);
+    const report = await index.rebuild();
+    expect(report.health).toEqual({ state: "ok", reason: null, since: null });
+    expect((await index.search(owner, q)).plan[0]).not.toBe("count: exact scan of files");
     expectIndexConsistent(db);
+    await expectSearchesExact(owner, [first, second, third]);
   });
 
-  test("an owner id beyond the 24 bits of the layout is refused instead of overlapping another owner's ids", () => {
+  test("an owner id beyond the 24 bits of the layout never overlaps another owner's ids: the write commits, the index is degraded until a rebuild renumbers the owners", async () => {
     const owner = newUser().address;
     sql.query("INSERT INTO search_owners (id, owner) VALUES (?, ?)").run(PARTITION.maxOwners, owner);
-    expect(() => upsert(fileRow(owner, { path: "p/x.jpg" }))).toThrow(/over 2\^24 owners/);
-    sql.query("DELETE FROM search_owners WHERE owner = ?").run(owner);
+    const row = fileRow(owner, { path: "p/spill_owner.jpg" });
+    upsert(row);
+    const index = new SqliteSearchIndex(db);
+    expect(await index.health()).toMatchObject({
+      state: "degraded",
+      reason: "search index: over 2^24 owners",
+    });
+    expect(
+      sql.query("SELECT count(*) AS n FROM search_entries WHERE oid >= ?").get(PARTITION.maxOwners),
+    ).toEqual({ n: 0 });
+    await expectSearchesExact(owner, [row]);
+    await index.rebuild();
+    expect((await index.health()).state).toBe("ok");
     expectIndexConsistent(db);
+    await expectSearchesExact(owner, [row]);
   });
 });

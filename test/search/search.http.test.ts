@@ -263,12 +263,17 @@ describe("the index follows the write paths", () => {
     expectIndexConsistent(db);
   });
 
-  test("moving a file row to another owner is refused by the index trigger instead of corrupting it", () => {
+  test("moving a file row to another owner commits and re-indexes it under the new owner", async () => {
     const u = newUser();
+    const v = newUser();
     insertFiles(t, u.address, [{ path: "mine.txt" }]);
-    expect(() =>
-      t.db.$client.query("UPDATE files SET owner = 'someone-else' WHERE owner = ?").run(u.address),
-    ).toThrow(/not supported/);
+    insertFiles(t, v.address, [{ path: "theirs.txt" }]);
+    t.db.$client
+      .query("UPDATE files SET owner = ? WHERE owner = ? AND file_name = 'mine.txt'")
+      .run(v.address, u.address);
+    expect((await search(t, u)).body.Success.total_count).toBe(0);
+    const s = (await search(t, v, "sort_by=file_name&sort_order=asc")).body.Success;
+    expect(s.files.map((f: { file_name: string }) => f.file_name)).toEqual(["mine.txt", "theirs.txt"]);
     expectIndexConsistent(t.db);
   });
 

@@ -8,31 +8,32 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { FileRow } from "../../src/files/file-entry.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SearchRepository } from "../../src/search/search.repository.ts";
-import { SearchService, type SearchTuning } from "../../src/search/search.service.ts";
+import { SearchService } from "../../src/search/search.service.ts";
+import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
+import type { SearchTuning } from "../../src/search/sqlite-planner.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { type FileSpec, hex, insertFiles, modelSearch, search } from "./support.ts";
 
 const t = makeTestApp();
 afterAll(() => t.close());
-const repo = new SearchRepository(t.db);
+const db = t.db;
 
-/** Runs a query through the service (with `tuning`) and returns total, page (hex) and plan. */
-function run(owner: string, qs: string, tuning: Partial<SearchTuning> = {}) {
+/** Runs a query through the service (on the SQLite index with `tuning`): total, page (hex) and plan. */
+async function run(owner: string, qs: string, tuning: Partial<SearchTuning> = {}) {
   const q = parseSearchQuery(new URLSearchParams(qs));
-  const { hits, outcome } = new SearchService(repo, tuning).run(owner, q);
+  const { hits, page } = await new SearchService(new SqliteSearchIndex(db, { tuning })).run(owner, q);
   return {
     total: hits.total_count,
     page: hits.files.map((f) => hex(f.path_hash)),
-    plan: outcome.plan.join("; "),
+    plan: page.plan.join("; "),
     hits,
   };
 }
 
 /** Asserts the service answers `qs` as the model does on `rows`. */
-function expectModel(owner: string, rows: FileRow[], qs: string, tuning: Partial<SearchTuning> = {}) {
-  const got = run(owner, qs, tuning);
+async function expectModel(owner: string, rows: FileRow[], qs: string, tuning: Partial<SearchTuning> = {}) {
+  const got = await run(owner, qs, tuning);
   const want = modelSearch(rows, parseSearchQuery(new URLSearchParams(qs)));
   expect({ qs, total: got.total, page: got.page }).toEqual({ qs, total: want.total, page: want.page });
   return got;
@@ -314,8 +315,8 @@ describe("planner paths", () => {
     ["walk", "offset=40&sort_by=size_bytes&size_min=1000", {}],
   ];
   for (const [path, qs, tuning] of cases) {
-    test(`"${path}" answers ${qs || "(no filter)"} ${JSON.stringify(tuning)} as the model does`, () => {
-      const got = expectModel(u.address, rows, qs, tuning);
+    test(`"${path}" answers ${qs || "(no filter)"} ${JSON.stringify(tuning)} as the model does`, async () => {
+      const got = await expectModel(u.address, rows, qs, tuning);
       expect(got.plan).toContain(path);
     });
   }

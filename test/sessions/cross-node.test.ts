@@ -1,7 +1,7 @@
 /**
- * Cross-node rules of issue 11 on the embedded database: two apps ("nodes") in this process on
- * one SQLite file and one blob directory, each with its own process state (ingest hashes,
- * in-flight limits, sweeper). Proves that every guarantee lives in the database: finalize on a
+ * Cross-node rules of issue 11: two apps ("nodes") in this process on one database (a SQLite
+ * file, or one PostgreSQL database under `ESYNC_TEST_DATABASE=postgres`) and one blob
+ * directory, each with its own process state (ingest hashes, in-flight limits, sweeper). Proves that every guarantee lives in the database: finalize on a
  * node that saw no chunk (full BLAKE3 pass), the finalize lease (one that ran out is returned to
  * `receiving` by any node's sweeper and its late commit refused; a live one is left alone), the
  * deletion-queue claim (each object deleted once with two sweepers), the per-user session limit
@@ -27,8 +27,9 @@ import {
   UPLOAD_RESULT_KEYS,
   uploadSingle,
 } from "../http/helpers.ts";
-import { makeTestApp, type TestApp } from "../support/app.ts";
+import { makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import { type PgLease, pgMigratedDatabase } from "../support/pg-server.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** The node's view of the shared store, with a switch that holds every `get` (finalize's read-back). */
@@ -95,15 +96,25 @@ interface Node {
 
 let nodes: Node[] = [];
 
-/** Two nodes on one database file and one data directory; `env` applies to both. */
-function twoNodes(env: Record<string, string> = {}): [Node, Node] {
+/** The PostgreSQL database the current test's nodes share (`ESYNC_TEST_DATABASE=postgres`). */
+let database: PgLease | null = null;
+
+/**
+ * Two nodes on one database (a SQLite file, or one PostgreSQL database under
+ * `ESYNC_TEST_DATABASE=postgres`) and one data directory; `env` applies to both.
+ */
+async function twoNodes(env: Record<string, string> = {}): Promise<[Node, Node]> {
   const shared = tempDir("esync-nodes-");
+  if (testDatabase === "postgres") database = await pgMigratedDatabase("nodes");
+  const dbVars: Record<string, string> = database
+    ? { ESYNC_DATABASE_URL: database.url }
+    : { ESYNC_DB_PATH: join(shared, "esync.sqlite") };
   const make = (): Node => {
     let store: NodeStore | undefined;
     const t = makeTestApp(
       {
         ESYNC_DATA_DIR: shared,
-        ESYNC_DB_PATH: join(shared, "esync.sqlite"),
+        ...dbVars,
         ESYNC_FINALIZE_LEASE_SECONDS: "60",
         ...env,
       },
@@ -132,6 +143,8 @@ function advance(seconds: number): void {
 afterEach(async () => {
   for (const n of nodes.reverse()) await n.t.close();
   nodes = [];
+  await database?.release();
+  database = null;
 });
 
 /** The `_count` of `esync_finalize_duration_seconds` for one path and outcome on `t`. */
@@ -147,7 +160,7 @@ async function finalizeCount(t: TestApp, path: string, outcome: string): Promise
 }
 
 test("finalize on a node that received none of the chunks does the full BLAKE3 pass and commits (200)", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const ct = randomCiphertext(10_000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -160,7 +173,7 @@ test("finalize on a node that received none of the chunks does the full BLAKE3 p
 });
 
 test("chunks spread over two nodes finalize on either; the node that saw a prefix hashes only the rest", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const ct = randomCiphertext(8000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -171,7 +184,7 @@ test("chunks spread over two nodes finalize on either; the node that saw a prefi
 });
 
 test("a finalize whose lease ran out is returned to receiving by the other node's sweeper; its late commit gets 409 and the retry commits once", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -183,11 +196,14 @@ test("a finalize whose lease ran out is returned to receiving by the other node'
   const held = a.store.held();
   const stalled = finalize(a.t, s.auth, s.sessionId);
   await held; // node A is "hashing", holding the session
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
 
   advance(31);
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "receiving", finalizing_until: null });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({
+    state: "receiving",
+    finalizing_until: null,
+  });
 
   expectSuccess(await finalize(b.t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   a.store.hold = null;
@@ -196,11 +212,11 @@ test("a finalize whose lease ran out is returned to receiving by the other node'
   expect(expectConflict(await stalled).current_revision_seq).toBe(1);
   const files = (await stateOf(b.t, u)).files;
   expect(files).toHaveLength(1);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalized" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "finalized" });
 });
 
 test("a finalize that lost its lease cannot commit even when nothing else changed (409), and a retry commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -218,13 +234,13 @@ test("a finalize that lost its lease cannot commit even when nothing else change
   release();
   expect(expectConflict(await stalled).message).toContain("changed during finalize");
   expect((await stateOf(a.t, u)).files).toHaveLength(0);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "receiving" });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({ state: "receiving" });
   expectSuccess(await finalize(b.t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
   expect((await stateOf(a.t, u)).files).toHaveLength(1);
 });
 
 test("a live finalize lease is left alone by the other node's sweeper (409 to a second finalize) and commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "30" });
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -239,7 +255,7 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
 
   advance(29);
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
   const second = expectConflict(await finalize(b.t, s.auth, s.sessionId));
   expect(second.message).toContain("being finalized");
   expectError(await abort(b.t, s.auth, s.sessionId), 409, "conflict");
@@ -247,11 +263,14 @@ test("a live finalize lease is left alone by the other node's sweeper (409 to a 
   a.store.hold = null;
   release();
   expectSuccess(await running, UPLOAD_RESULT_KEYS);
-  expect(rowsOf(a.t, "upload_sessions")[0]).toMatchObject({ state: "finalized", finalizing_until: null });
+  expect((await rowsOf(a.t, "upload_sessions"))[0]).toMatchObject({
+    state: "finalized",
+    finalizing_until: null,
+  });
 });
 
 test("a finalize running longer than its lease renews it, so the other node's sweeper leaves it alone and it commits (200)", async () => {
-  const [a, b] = twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "3" }); // renewed every second
+  const [a, b] = await twoNodes({ ESYNC_FINALIZE_LEASE_SECONDS: "3" }); // renewed every second
   const u = newUser();
   const ct = randomCiphertext(3000);
   const s = await openSession(a.t, u, ct, { chunkSize: 1000 });
@@ -263,20 +282,20 @@ test("a finalize running longer than its lease renews it, so the other node's sw
   const held = a.store.held();
   const running = finalize(a.t, s.auth, s.sessionId);
   await held;
-  const first = rowsOf(a.t, "upload_sessions")[0]!.finalizing_until as number;
+  const first = (await rowsOf(a.t, "upload_sessions"))[0]!.finalizing_until as number;
   advance(2);
   await Bun.sleep(1300); // one renewal: the lease now ends 3 s after the advanced clock
-  expect(rowsOf(a.t, "upload_sessions")[0]!.finalizing_until).toBe(first + 2);
+  expect((await rowsOf(a.t, "upload_sessions"))[0]!.finalizing_until).toBe(first + 2);
   advance(2); // past the first lease, within the renewed one
   await b.t.sweeper.runOnce();
-  expect(rowsOf(b.t, "upload_sessions")[0]).toMatchObject({ state: "finalizing" });
+  expect((await rowsOf(b.t, "upload_sessions"))[0]).toMatchObject({ state: "finalizing" });
   a.store.hold = null;
   release();
   expectSuccess(await running, UPLOAD_RESULT_KEYS);
 });
 
 test("two nodes' sweepers running at once delete every queued object exactly once", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const targets = Array.from({ length: 150 }, (_, i) =>
     blobPrefix(`${i.toString(16).padStart(2, "0")}${"ab".repeat(15)}`),
   );
@@ -285,11 +304,11 @@ test("two nodes' sweepers running at once delete every queued object exactly onc
   expect(ra.deletions + rb.deletions).toBe(150);
   const all = [...a.store.deleted, ...b.store.deleted].sort();
   expect(all).toEqual([...targets].sort());
-  expect(rowsOf(a.t, "blob_deletions")).toEqual([]);
+  expect(await rowsOf(a.t, "blob_deletions")).toEqual([]);
 });
 
 test("the per-user session limit is exact when two nodes open sessions at once (429 session_limit beyond it)", async () => {
-  const [a, b] = twoNodes({ ESYNC_MAX_SESSIONS_PER_USER: "3" });
+  const [a, b] = await twoNodes({ ESYNC_MAX_SESSIONS_PER_USER: "3" });
   const u = newUser();
   const opens = Array.from({ length: 8 }, (_, i) => {
     const t = (i % 2 === 0 ? a : b).t;
@@ -308,11 +327,11 @@ test("the per-user session limit is exact when two nodes open sessions at once (
   const answers = await Promise.all(opens);
   expect(answers.filter((r) => r.status === 200)).toHaveLength(3);
   for (const r of answers.filter((x) => x.status !== 200)) expectError(r, 429, "session_limit");
-  expect(rowsOf(a.t, "upload_sessions")).toHaveLength(3);
+  expect(await rowsOf(a.t, "upload_sessions")).toHaveLength(3);
 });
 
 test("the same new file uploaded through two nodes at once commits once; the other gets the Conflict envelope (409)", async () => {
-  const [a, b] = twoNodes();
+  const [a, b] = await twoNodes();
   const u = newUser();
   const upload = (t: TestApp, user: TestUser, n: number) => {
     const ct = randomCiphertext(n);

@@ -1,7 +1,14 @@
 /**
- * In-process test app: in-memory SQLite, a blob store, a manual clock, and helpers to call
+ * In-process test app: a metadata store, a blob store, a manual clock, and helpers to call
  * `app.handle` with JSON or raw bodies. Every answer is checked against its route's documented
  * statuses and response schemas (`checkAnswer`).
+ *
+ * The metadata store is the one `ESYNC_TEST_DATABASE` names (`testDatabase`): by default
+ * in-memory SQLite (or the file `ESYNC_DB_PATH` names); with `postgres`, a migrated, empty
+ * database of the test PostgreSQL server (`test/support/pg-server.ts`) lent to the app and
+ * emptied by `close`. `ESYNC_DATABASE_URL` in `env` puts the app on that (migrated) PostgreSQL
+ * database instead, which the caller owns (several apps on one database: "nodes"). A few are made ready when this module loads, so that `makeTestApp` stays
+ * synchronous.
  *
  * The blob store is the one `ESYNC_TEST_STORAGE` names (`testStorage`): by default a disk store
  * in a temporary directory; with `s3`, the S3 store on the real test server
@@ -13,7 +20,9 @@ import { rmSync } from "node:fs";
 import { createApp } from "../../src/app.ts";
 import { type Config, loadConfig, type S3Config } from "../../src/config/config.ts";
 import type { Db } from "../../src/db/client.ts";
-import { openSqliteStore } from "../../src/db/sqlite/store.ts";
+import { connectPostgres } from "../../src/db/postgres/client.ts";
+import { PgMetadataStore, pgDb } from "../../src/db/postgres/store.ts";
+import { openSqliteStore, sqliteDb } from "../../src/db/sqlite/store.ts";
 import type { MetadataStore } from "../../src/db/store.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
@@ -23,10 +32,11 @@ import { ManualClock } from "../../src/util/clock.ts";
 import { type Logger, silentLogger } from "../../src/util/log.ts";
 import { Sweeper } from "../../src/workers/sweeper.ts";
 import { checkAnswer } from "./contract.ts";
+import { type PgLease, pgMigratedDatabase, testDatabase } from "./pg-server.ts";
 import { s3Env, s3TestConfig, testStorage } from "./s3-server.ts";
 import { tempDir } from "./tmp.ts";
 
-export { testStorage };
+export { testDatabase, testStorage };
 
 /** Creates the bucket every S3 test app of this process shares (each under its own prefix). */
 async function createSharedBucket(): Promise<S3Config> {
@@ -43,6 +53,41 @@ async function createSharedBucket(): Promise<S3Config> {
 /** The shared bucket when the tests run on S3, else null. */
 const s3Bucket: S3Config | null = testStorage === "s3" ? await createSharedBucket() : null;
 
+/**
+ * Migrated, empty PostgreSQL databases for the next test apps (`ESYNC_TEST_DATABASE=postgres`):
+ * each app takes one and a replacement is prepared at once, so that a burst of `PG_READY` apps
+ * made without awaiting in between never waits.
+ */
+const PG_READY = 3;
+const pgReady: PgLease[] =
+  testDatabase === "postgres"
+    ? await Promise.all(Array.from({ length: PG_READY }, () => pgMigratedDatabase("http")))
+    : [];
+let pgRefillError: unknown = null;
+
+/** Prepares one more PostgreSQL database for `pgReady` in the background. */
+function refillPg(): void {
+  pgMigratedDatabase("http").then(
+    (lease) => void pgReady.push(lease),
+    (e: unknown) => {
+      pgRefillError = e;
+    },
+  );
+}
+
+/** A PostgreSQL store for a new test app, and the database lease to give back on close. */
+function takePgStore(): { store: PgMetadataStore; lease: PgLease } {
+  const lease = pgReady.shift();
+  if (!lease) {
+    throw new Error(
+      `no PostgreSQL test database ready: more than ${PG_READY} test apps were made without awaiting in between` +
+        (pgRefillError ? ` (preparing one failed: ${pgRefillError})` : ""),
+    );
+  }
+  refillPg();
+  return { store: new PgMetadataStore(connectPostgres(lease.url, { poolSize: 4 })), lease };
+}
+
 /** A parsed JSON answer body; tests assert its fields one by one, so it is deliberately untyped. */
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 export type JsonBody = any;
@@ -55,8 +100,11 @@ export interface TestApp {
   clock: ManualClock;
   /** The metadata store the app runs on. */
   store: MetadataStore;
-  /** The SQLite handle of `store`, for tests that inspect or damage rows directly. */
-  db: Db;
+  /**
+   * The SQLite handle of `store`, for tests that inspect or damage rows directly.
+   * @throws Error on PostgreSQL (`ESYNC_TEST_DATABASE=postgres`), where there is none.
+   */
+  readonly db: Db;
   blobs: BlobStore;
   services: ReturnType<typeof createApp>["services"];
   /** The app's metrics (a fresh registry, without the process metrics). */
@@ -96,7 +144,15 @@ export function makeTestApp(
     ...storageVars,
     ...env,
   });
-  const metadata = openSqliteStore(config.dbPath);
+  const pg =
+    testDatabase === "postgres" && env.ESYNC_DB_PATH === undefined && config.databaseUrl === null
+      ? takePgStore()
+      : null;
+  const metadata: MetadataStore =
+    pg?.store ??
+    (config.databaseUrl !== null
+      ? new PgMetadataStore(connectPostgres(config.databaseUrl, { poolSize: 4 }))
+      : openSqliteStore(config.dbPath));
   const store =
     typeof blobs === "function" ? blobs(createBlobStore(config)) : (blobs ?? createBlobStore(config));
   const clock = new ManualClock();
@@ -120,7 +176,11 @@ export function makeTestApp(
     config,
     clock,
     store: metadata,
-    db: metadata.db,
+    get db(): Db {
+      const db = sqliteDb(metadata);
+      if (!db) throw new Error("this test reads the SQLite database directly; the app runs on PostgreSQL");
+      return db;
+    },
     blobs: store,
     services,
     metrics,
@@ -140,6 +200,7 @@ export function makeTestApp(
       const closing = metadata.close();
       rmSync(dir, { recursive: true, force: true });
       await closing;
+      await pg?.lease.release();
       try {
         if (store.kind === "s3") await store.delete(await store.list(""));
       } finally {
@@ -154,4 +215,76 @@ export function jsonInit(method: string, auth: string | null, body: unknown): Re
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (auth) headers.authorization = auth;
   return { method, headers, body: typeof body === "string" ? body : JSON.stringify(body) };
+}
+
+/** Names of the `bigint` columns of each PostgreSQL table (read once per table). */
+const pgBigintColumns = new Map<string, Promise<Set<string>>>();
+
+/**
+ * Every row of `table` in the app's metadata database, as plain objects keyed by column name,
+ * whichever the dialect: SQLite rows in rowid order; PostgreSQL rows ordered by every column in
+ * turn, with `bigint` columns as numbers and `bytea` as `Uint8Array`, as SQLite gives them.
+ * For tests that inspect rows directly (snapshots before and after a refused request).
+ */
+export async function tableRows(t: TestApp, table: string): Promise<Record<string, unknown>[]> {
+  const sqlite = sqliteDb(t.store);
+  if (sqlite)
+    return sqlite.$client.query(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Record<string, unknown>[];
+  const pg = pgDb(t.store);
+  if (!pg) throw new Error(`unknown metadata store dialect ${t.store.dialect}`);
+  let bigints = pgBigintColumns.get(table);
+  if (!bigints) {
+    bigints =
+      pg.$client`SELECT column_name FROM information_schema.columns WHERE table_name = ${table} AND data_type = 'bigint'`.then(
+        (rows: { column_name: string }[]) => new Set(rows.map((r) => r.column_name)),
+      );
+    pgBigintColumns.set(table, bigints);
+  }
+  const [cols] = await pg.$client.unsafe(
+    `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = '${table}'`,
+  );
+  const order = Array.from({ length: Number(cols?.n ?? 1) }, (_, i) => i + 1).join(", ");
+  const rows = (await pg.$client.unsafe(`SELECT * FROM "${table}" ORDER BY ${order}`)) as Record<
+    string,
+    unknown
+  >[];
+  const big = await bigints;
+  return rows.map((r) =>
+    Object.fromEntries(
+      Object.entries(r).map(([k, v]) => [
+        k,
+        v !== null && big.has(k) ? Number(v) : Buffer.isBuffer(v) ? new Uint8Array(v) : v,
+      ]),
+    ),
+  );
+}
+
+/**
+ * Makes every `op` on `table` of the app's metadata database fail with a database error until
+ * `heal` is awaited: a SQLite trigger that raises ABORT, or a PostgreSQL trigger that raises an
+ * exception. For tests of what a failed database write leaves behind.
+ */
+export async function injectWriteFault(
+  t: TestApp,
+  table: string,
+  op: "INSERT" | "DELETE" | "UPDATE" = "INSERT",
+): Promise<{ heal(): Promise<void> }> {
+  const name = `fault_${table}_${op.toLowerCase()}`;
+  const sqlite = sqliteDb(t.store);
+  if (sqlite) {
+    sqlite.$client.exec(
+      `CREATE TRIGGER ${name} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`,
+    );
+    return { heal: async () => void sqlite.$client.exec(`DROP TRIGGER ${name}`) };
+  }
+  const pg = pgDb(t.store);
+  if (!pg) throw new Error(`unknown metadata store dialect ${t.store.dialect}`);
+  await pg.$client.unsafe(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+    CREATE TRIGGER ${name} BEFORE ${op} ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}();`);
+  return {
+    heal: async () => {
+      await pg.$client.unsafe(`DROP TRIGGER ${name} ON ${table}; DROP FUNCTION ${name}();`);
+    },
+  };
 }

@@ -27,6 +27,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSy
 import { join, resolve } from "node:path";
 import { Client } from "minio";
 import type { S3Config } from "../../src/config/config.ts";
+import { databaseEnv } from "./pg-server.ts";
 
 /** Where and how to reach the test S3 server. */
 export interface S3TestServer {
@@ -401,12 +402,20 @@ export interface TestStorageEnv {
 /**
  * Settings for server processes on the test storage (`testStorage`): no variable on disk (the
  * server's default); on S3, a fresh bucket of the test server, which the server creates at
- * start-up. `label` goes into the bucket name.
+ * start-up. `label` goes into the bucket name. With `ESYNC_TEST_DATABASE=postgres` they also
+ * name a fresh PostgreSQL database (`databaseEnv` of `test/support/pg-server.ts`).
  */
 export async function storageEnv(label: string): Promise<TestStorageEnv> {
-  if (testStorage === "disk") return { env: {}, remove: async () => {} };
+  const database = await databaseEnv(label);
+  if (testStorage === "disk") return database;
   const cfg = await s3TestConfig(label, "esync");
-  return { env: s3Env(cfg), remove: () => removeTestBucket(cfg) };
+  return {
+    env: { ...s3Env(cfg), ...database.env },
+    remove: async () => {
+      await database.remove();
+      await removeTestBucket(cfg);
+    },
+  };
 }
 
 /** Deletes every object of `cfg.bucket` and the bucket; a missing bucket is fine. */

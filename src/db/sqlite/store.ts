@@ -169,6 +169,15 @@ export class SqliteMetadataStore implements MetadataStore {
     };
   }
 
+  /**
+   * Runs the synchronous statements of `fn` outside any transaction of this store: at once when
+   * the gate is free, else once it is (as every repository method runs). The search index reads
+   * through it.
+   */
+  read<T>(fn: () => T): Promise<T> {
+    return this.gate.free ? Promise.resolve(fn()) : this.gate.run(async () => fn());
+  }
+
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     if (this.gate.calledByOwner) throw new NestedUseError("transaction");
     await this.gate.acquire();

@@ -1,0 +1,74 @@
+/**
+ * @module db/postgres/folder-entries
+ * `FolderEntriesRepository` on PostgreSQL (contract: `src/folders/folder-entries.repository.ts`).
+ * `relative_path` is `COLLATE "C"`, so order and the prefix range are bytewise as on SQLite.
+ */
+import { and, asc, eq, gt, inArray, lt } from "drizzle-orm";
+import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
+import type { PgConn } from "./conn.ts";
+import { folderEntries } from "./schema.ts";
+
+/** Folder entries (explicit directories) on PostgreSQL. */
+export class PgFolderEntriesRepository implements FolderEntriesRepository {
+  constructor(private readonly db: PgConn) {}
+
+  async list(owner: string, folderHash: string): Promise<string[]> {
+    const rows = await this.db
+      .select({ p: folderEntries.relativePath })
+      .from(folderEntries)
+      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
+      .orderBy(asc(folderEntries.relativePath));
+    return rows.map((r) => r.p);
+  }
+
+  async add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void> {
+    if (paths.length === 0) return;
+    await this.db
+      .insert(folderEntries)
+      .values(paths.map((relativePath) => ({ owner, folderHash, relativePath, createdAt: now })))
+      .onConflictDoNothing();
+  }
+
+  async remove(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
+    if (paths.length === 0) return 0;
+    const rows = await this.db
+      .delete(folderEntries)
+      .where(
+        and(
+          eq(folderEntries.owner, owner),
+          eq(folderEntries.folderHash, folderHash),
+          inArray(folderEntries.relativePath, [...paths]),
+        ),
+      )
+      .returning({ p: folderEntries.relativePath });
+    return rows.length;
+  }
+
+  async removeFolder(owner: string, folderHash: string): Promise<void> {
+    await this.db
+      .delete(folderEntries)
+      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)));
+  }
+
+  async childNames(owner: string, folderHash: string, path: string): Promise<string[]> {
+    const prefix = path === "" ? "" : `${path}/`;
+    const rows = await this.db
+      .select({ p: folderEntries.relativePath })
+      .from(folderEntries)
+      .where(
+        and(
+          eq(folderEntries.owner, owner),
+          eq(folderEntries.folderHash, folderHash),
+          prefix === "" ? undefined : gt(folderEntries.relativePath, prefix),
+          // "0" is the code point after "/": every path below `path/` sorts before `path0`.
+          prefix === "" ? undefined : lt(folderEntries.relativePath, `${path}0`),
+        ),
+      );
+    const names = new Set<string>();
+    for (const { p } of rows) {
+      const rest = p.slice(prefix.length);
+      if (rest !== "") names.add(rest.split("/")[0] ?? rest);
+    }
+    return [...names];
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * @module db/postgres/schema
+ * Drizzle schema of the metadata database on PostgreSQL: the tables of `src/db/schema.ts`
+ * (SQLite) with the same names, columns and meaning, so that rows have the same TypeScript
+ * shape in both dialects. Times are Unix seconds and sizes bytes, both `bigint` read as numbers
+ * (SQLite integers are 64-bit); byte arrays are `bytea` read as `Buffer`. Text that is sorted or
+ * compared by range is `COLLATE "C"` (bytewise, as SQLite's BINARY), whatever the database's
+ * default collation.
+ *
+ * The SQLite search index tables have no counterpart: on PostgreSQL, search reads `files`
+ * through a `pg_trgm` GIN index on the folded `search_name`, one b-tree per sort column ending
+ * in `path_hash` and one per directory (src/search/postgres-index.ts). The counters `account_usage` and `usage_buckets` are kept by plpgsql triggers
+ * on `files` (drizzle/postgres/0001_counters.sql), as SQLite triggers keep them.
+ * Migrations are generated from this file into `drizzle/postgres/` by `bun run db:generate:postgres`.
+ */
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  bigserial,
+  customType,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+/** `bytea`, read as a `Buffer` like SQLite's BLOB columns. */
+const bytes = customType<{ data: Buffer; driverData: Uint8Array }>({
+  dataType: () => "bytea",
+  fromDriver: (v) => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength)),
+});
+/** `text COLLATE "C"`: bytewise order and range comparisons. */
+const ctext = customType<{ data: string }>({ dataType: () => 'text COLLATE "C"' });
+/** A 64-bit integer read as a JavaScript number (Unix seconds, bytes, counts). */
+const int64 = (name: string) => bigint(name, { mode: "number" });
+
+/** Folder registrations and per-folder counters (see `folders` in `src/db/schema.ts`). */
+export const folders = pgTable(
+  "folders",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    label: text("label"),
+    deviceName: text("device_name"),
+    createdAt: int64("created_at"),
+    updatedAt: int64("updated_at").notNull(),
+    fileCount: int64("file_count").notNull().default(0),
+    totalBytes: int64("total_bytes").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash] })],
+);
+
+/** One row per live file (see `files` in `src/db/schema.ts`). */
+export const files = pgTable(
+  "files",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    saltedHash: bytes("salted_hash").notNull(),
+    sizeBytes: int64("size_bytes").notNull(),
+    revisionSeq: int64("revision_seq").notNull(),
+    revisionId: bytes("revision_id").notNull(),
+    encryptedPath: bytes("encrypted_path").notNull(),
+    fileName: ctext("file_name"),
+    relativePath: ctext("relative_path"),
+    /** NFC, case-folded `file_name ?? relative_path` (the search key for `q`). */
+    searchName: ctext("search_name"),
+    ext: ctext("ext"),
+    storeHash: text("store_hash"),
+    chunkHashes: text("chunk_hashes"),
+    createdAt: int64("created_at").notNull(),
+    updatedAt: int64("updated_at").notNull(),
+    clientTimestamp: int64("client_timestamp").notNull(),
+    source: text("source"),
+    attributes: bytes("attributes"),
+    uploadId: text("upload_id").notNull(),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: int64("ciphertext_size").notNull(),
+    blobId: text("blob_id").notNull(),
+    chunkSize: int64("chunk_size").notNull(),
+    chunkCount: int64("chunk_count").notNull(),
+    chunkGens: text("chunk_gens").notNull(),
+    uploadedBy: ctext("uploaded_by"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
+    // Search (`q`, src/search/postgres-index.ts): trigram matches on the folded search name
+    // (word-final ς read as σ, as `foldCase` folds `q`).
+    index("files_search_fold_trgm").using("gin", sql`replace(${t.searchName}, 'ς', 'σ') gin_trgm_ops`),
+    // Search and browse pages: one per sort key (spec §4.9, extensions §1.7), `path_hash` next
+    // as the tiebreak, so that a page is read in index order; nullable keys sort nulls first
+    // ascending (SQLite's order), and the same index read backwards gives descending nulls last.
+    // Then folder_hash (a page's keys) and the filtered columns, so that a walk skipping to an
+    // offset and testing file_type, size and date bounds reads the index only.
+    index("files_by_file_name").on(
+      t.owner,
+      t.fileName.asc().nullsFirst(),
+      t.pathHash,
+      t.folderHash,
+      t.ext,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    index("files_by_size").on(t.owner, t.sizeBytes, t.pathHash, t.folderHash, t.ext, t.createdAt),
+    index("files_by_created").on(t.owner, t.createdAt, t.pathHash, t.folderHash, t.ext, t.sizeBytes),
+    index("files_by_updated").on(
+      t.owner,
+      t.updatedAt,
+      t.pathHash,
+      t.folderHash,
+      t.ext,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    index("files_by_uploader").on(t.owner, t.uploadedBy.asc().nullsFirst(), t.pathHash, t.folderHash),
+    index("files_by_ext").on(
+      t.owner,
+      t.ext.asc().nullsFirst(),
+      t.pathHash,
+      t.folderHash,
+      t.sizeBytes,
+      t.createdAt,
+    ),
+    // Browse: the files directly in one directory of a folder (`search_entries.dir` on SQLite).
+    index("files_by_dir").on(
+      t.owner,
+      t.folderHash,
+      sql`btrim(regexp_replace(${t.relativePath}, '[^/]*$', ''), '/')`,
+      t.pathHash,
+    ),
+  ],
+);
+
+/** Upload sessions (see `upload_sessions` in `src/db/schema.ts`). */
+export const uploadSessions = pgTable(
+  "upload_sessions",
+  {
+    sessionId: text("session_id").primaryKey(),
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    manifest: text("manifest").notNull(),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: int64("ciphertext_size").notNull(),
+    chunkSize: int64("chunk_size").notNull(),
+    chunkCount: int64("chunk_count").notNull(),
+    blobId: text("blob_id").notNull(),
+    state: text("state", { enum: ["receiving", "finalizing", "finalized"] }).notNull(),
+    createdAt: int64("created_at").notNull(),
+    expiresAt: int64("expires_at").notNull(),
+    /** While `finalizing`: Unix second the finalizing node's lease runs out; null otherwise. */
+    finalizingUntil: int64("finalizing_until"),
+    result: text("result"),
+  },
+  (t) => [
+    index("sessions_owner").on(t.owner, t.state),
+    index("sessions_expires").on(t.expiresAt),
+    index("sessions_finalizing").on(t.finalizingUntil).where(sql`${t.finalizingUntil} IS NOT NULL`),
+  ],
+);
+
+/** Chunks received by a session (see `session_chunks` in `src/db/schema.ts`). */
+export const sessionChunks = pgTable(
+  "session_chunks",
+  {
+    sessionId: text("session_id").notNull(),
+    chunkIndex: integer("chunk_index").notNull(),
+    gen: text("gen").notNull(),
+    size: int64("size").notNull(),
+    receivedAt: int64("received_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],
+);
+
+/** The deletion queue and write-intent log (see `blob_deletions` in `src/db/schema.ts`). */
+export const blobDeletions = pgTable(
+  "blob_deletions",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    target: text("target").notNull(),
+    notBefore: int64("not_before").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    /** Unix second until which a sweeper that claimed the row holds it; null when unclaimed. */
+    leasedUntil: int64("leased_until"),
+  },
+  (t) => [index("blob_deletions_due").on(t.notBefore)],
+);
+
+/** Issued API tokens (see `api_tokens` in `src/db/schema.ts`). */
+export const apiTokens = pgTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    tokenSha256: text("token_sha256").notNull(),
+    owner: ctext("owner").notNull(),
+    label: text("label"),
+    createdAt: int64("created_at").notNull(),
+    expiresAt: int64("expires_at"),
+    revokedAt: int64("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_tokens_sha").on(t.tokenSha256), index("api_tokens_owner").on(t.owner)],
+);
+
+/** Explicit directories of a folder (see `folder_entries` in `src/db/schema.ts`). */
+export const folderEntries = pgTable(
+  "folder_entries",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    relativePath: ctext("relative_path").notNull(),
+    createdAt: int64("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
+);
+
+/** Per-account totals of live files, kept by triggers on `files` (see `account_usage` in `src/db/schema.ts`). */
+export const accountUsage = pgTable("account_usage", {
+  owner: ctext("owner").primaryKey(),
+  fileCount: int64("file_count").notNull().default(0),
+  totalBytes: int64("total_bytes").notNull().default(0),
+  createdAt: int64("created_at").notNull(),
+  updatedAt: int64("updated_at").notNull(),
+});
+
+/** Per-account allowances (see `quota_overrides` in `src/db/schema.ts`). */
+export const quotaOverrides = pgTable("quota_overrides", {
+  owner: ctext("owner").primaryKey(),
+  quotaBytes: int64("quota_bytes"),
+  updatedAt: int64("updated_at").notNull(),
+});
+
+/** Per-folder summary buckets, kept by triggers on `files` (see `usage_buckets` in `src/db/schema.ts`). */
+export const usageBuckets = pgTable(
+  "usage_buckets",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    kind: text("kind", { enum: ["type", "source"] }).notNull(),
+    bucket: text("bucket").notNull(),
+    fileCount: int64("file_count").notNull(),
+    totalBytes: int64("total_bytes").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
+);

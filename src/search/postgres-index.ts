@@ -1,0 +1,305 @@
+/**
+ * @module search/postgres-index
+ * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It keeps no tables of
+ * its own: it reads `files` through indexes that PostgreSQL keeps in the transaction of every
+ * write (src/db/postgres/schema.ts):
+ * - `q`: a `pg_trgm` GIN index on the folded name `replace(search_name, 'ς', 'σ')`, queried with
+ *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
+ *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
+ *   are stored NFC and lower-cased, `q` is folded the same way by `foldCase`). Terms of 1 or 2
+ *   characters have no trigram: each row is tested with `strpos`, never through the GIN index.
+ * - sort and page: one b-tree per sort key `(owner, key, path_hash)`, with nulls first for the
+ *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
+ *   BINARY order; descending: the same index backwards); pages past the middle are read from
+ *   the far end.
+ * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
+ *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
+ * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
+ *   (`search_ext_counts`); else `count(*)` of the same conditions. Both in the same REPEATABLE
+ *   READ snapshot as the page.
+ * - page: the keys of the page are read first (ORDER BY … LIMIT … OFFSET in the sort b-tree),
+ *   then their rows and folder labels.
+ * - sub-folders: the per-directory counters (`search_dirs`).
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003), so the index is never
+ * degraded; `rebuild` recounts them (`esync_search_recount()`), re-creates the indexes from
+ * `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
+ */
+import type { SQL } from "bun";
+import type { PgDb } from "../db/postgres/client.ts";
+import type { SearchQuery } from "./search.query.ts";
+import type { OrderKey } from "./search.repository.ts";
+import type {
+  DirectoryQuery,
+  DirRow,
+  HitRow,
+  RebuildProgress,
+  RebuildReport,
+  SearchIndex,
+  SearchIndexHealth,
+  SearchOptions,
+  SearchPage,
+} from "./search-index.ts";
+
+/** The folded name `q` is matched against (`foldCase` reads ς as σ). */
+const NAME_SQL = "replace(f.search_name, 'ς', 'σ')";
+/** The directory of a file in its folder (`search_entries.dir` of the SQLite index). */
+export const DIR_SQL = "btrim(regexp_replace(f.relative_path, '[^/]*$', ''), '/')";
+
+const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
+  file_name: { col: "f.file_name", nullable: true },
+  size_bytes: { col: "f.size_bytes", nullable: false },
+  created_at: { col: "f.created_at", nullable: false },
+  updated_at: { col: "f.updated_at", nullable: false },
+  extension: { col: "f.ext", nullable: true },
+  uploaded_by: { col: "f.uploaded_by", nullable: true },
+};
+
+/** Indexes `rebuild` re-creates. */
+const SEARCH_INDEXES = [
+  "files_search_fold_trgm",
+  "files_by_file_name",
+  "files_by_size",
+  "files_by_created",
+  "files_by_updated",
+  "files_by_uploader",
+  "files_by_ext",
+  "files_by_dir",
+];
+
+/** `s` with the LIKE wildcards `%` and `_` (and the escape `\\`) escaped. */
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** `q` as a LIKE pattern matching any name that contains it. */
+export function likeContains(q: string): string {
+  return `%${escapeLike(q)}%`;
+}
+
+/** Filters of a query; null = not set. */
+interface Filter {
+  q: string | null;
+  exts: readonly string[] | null;
+  size: [number, number] | null;
+  created: [number, number] | null;
+  folderHash: string | null;
+  uploader: { by: string | null } | null;
+  /** Files directly in this directory of the folder (browse). */
+  dir: string | null;
+}
+
+/** A page request in sort order. */
+interface Page {
+  sortBy: OrderKey;
+  descending: boolean;
+  offset: number;
+  limit: number;
+}
+
+/** A row of the page query. */
+interface PgHit {
+  folder_hash: string;
+  folder_label: string;
+  path_hash: Buffer;
+  salted_hash: Buffer;
+  size_bytes: number | bigint | string;
+  revision_seq: number | bigint | string;
+  revision_id: Buffer;
+  encrypted_path: Buffer;
+  file_name: string | null;
+  relative_path: string | null;
+  store_hash: string | null;
+  chunk_hashes: string | null;
+  created_at: number | bigint | string;
+  updated_at: number | bigint | string;
+  uploaded_by: string | null;
+}
+
+/** The search index of the PostgreSQL metadata database (see the module comment). */
+export class PgSearchIndex implements SearchIndex {
+  readonly kind = "postgres";
+
+  constructor(private readonly db: PgDb) {}
+
+  private get sql(): SQL {
+    return this.db.$client;
+  }
+
+  /** The WHERE clause (on `files AS f`) and its parameters `$1…`. */
+  private where(owner: string, f: Filter): { sql: string; params: unknown[] } {
+    const params: unknown[] = [owner];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const where = ["f.owner = $1"];
+    if (f.folderHash !== null) where.push(`f.folder_hash = ${p(f.folderHash)}`);
+    if (f.dir !== null) where.push("f.relative_path IS NOT NULL", `${DIR_SQL} = ${p(f.dir)}`);
+    if (f.q !== null) {
+      if ([...f.q].length >= 3) where.push(`${NAME_SQL} LIKE ${p(likeContains(f.q))}`);
+      // No trigram to look up: test each row, on the stored name itself when q has no σ (then
+      // q occurs in the folded name exactly where it occurs in the stored one).
+      else where.push(`strpos(${f.q.includes("σ") ? NAME_SQL : "f.search_name"}, ${p(f.q)}) > 0`);
+    }
+    if (f.exts !== null) where.push(`f.ext IN (${f.exts.map((e) => p(e)).join(", ")})`);
+    if (f.size) where.push(`f.size_bytes BETWEEN ${p(f.size[0])} AND ${p(f.size[1])}`);
+    if (f.created) where.push(`f.created_at BETWEEN ${p(f.created[0])} AND ${p(f.created[1])}`);
+    if (f.uploader !== null)
+      where.push(f.uploader.by === null ? "f.uploaded_by IS NULL" : `f.uploaded_by = ${p(f.uploader.by)}`);
+    return { sql: where.join(" AND "), params };
+  }
+
+  /** Exact total and one page of the files of `owner` that pass `f`, in one snapshot. */
+  private async run(owner: string, f: Filter, page: Page, plan: string): Promise<SearchPage> {
+    const empty = (f.size && f.size[0] > f.size[1]) || (f.created && f.created[0] > f.created[1]);
+    if (empty) return { total: 0, hits: [], plan: ["empty range"], degraded: null };
+    const w = this.where(owner, f);
+    const counted =
+      f.q === null &&
+      f.size === null &&
+      f.created === null &&
+      f.folderHash === null &&
+      f.uploader === null &&
+      f.dir === null;
+    return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
+      const [c] = counted
+        ? await tx.unsafe(
+            `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
+              f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 2}`).join(", ")})` : ""
+            }`,
+            [owner, ...(f.exts ?? [])],
+          )
+        : await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
+      const total = Number(c?.n ?? 0);
+      const steps = [`count: ${counted ? "extension counters" : plan}`, `total ${total}`];
+      if (page.offset >= total || page.limit === 0) return { total, hits: [], plan: steps, degraded: null };
+      // Past the middle, read the page backwards from the far end (fewer index entries skipped).
+      const end = Math.min(page.offset + page.limit, total);
+      const fromEnd = page.offset > total - end;
+      const descending = page.descending !== fromEnd;
+      const skip = fromEnd ? total - end : page.offset;
+      const order = ORDER_SQL[page.sortBy];
+      const dir = descending ? "DESC" : "ASC";
+      const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
+      const n = w.params.length;
+      const rows = (await tx.unsafe(
+        `WITH page AS MATERIALIZED (
+           SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY f.k ${dir}${nulls}, f.path_hash ${dir}) AS i
+           FROM (SELECT f.folder_hash, f.path_hash, ${order.col} AS k FROM files AS f WHERE ${w.sql}
+             ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
+         SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
+           f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
+           f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
+         FROM page AS p
+         JOIN files AS f ON f.owner = $1 AND f.folder_hash = p.folder_hash AND f.path_hash = p.path_hash
+         LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+         ORDER BY p.i`,
+        [...w.params, end - page.offset, skip],
+      )) as PgHit[];
+      const hits = rows.map(hitOf);
+      if (fromEnd) hits.reverse();
+      steps.push(`page: ${page.sortBy} b-tree${fromEnd ? " from the far end" : ""}, skipping ${skip}`);
+      return { total, hits, plan: steps, degraded: null };
+    });
+  }
+
+  search(owner: string, q: SearchQuery, _opts?: SearchOptions): Promise<SearchPage> {
+    if (q.nothing)
+      return Promise.resolve({
+        total: 0,
+        hits: [],
+        plan: ["matches nothing (profile rule)"],
+        degraded: null,
+      });
+    const size: [number, number] | null =
+      q.sizeMin === null && q.sizeMax === null
+        ? null
+        : [q.sizeMin ?? 0, q.sizeMax ?? Number.MAX_SAFE_INTEGER];
+    const created: [number, number] | null =
+      q.dateFrom === null && q.dateTo === null
+        ? null
+        : [q.dateFrom ?? -Number.MAX_SAFE_INTEGER, q.dateTo ?? Number.MAX_SAFE_INTEGER];
+    const how =
+      q.q === null ? "b-tree" : [...q.q].length >= 3 ? "trigram GIN and recheck" : "short term, rows checked";
+    return this.run(
+      owner,
+      { q: q.q, exts: q.exts, size, created, folderHash: q.folderHash, uploader: q.uploader, dir: null },
+      q,
+      how,
+    );
+  }
+
+  directory(owner: string, folderHash: string, q: DirectoryQuery): Promise<SearchPage> {
+    return this.run(
+      owner,
+      { q: q.q, exts: q.exts, size: null, created: null, folderHash, uploader: q.uploader, dir: q.path },
+      q,
+      "dir b-tree",
+    );
+  }
+
+  async subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {
+    const prefix = path === "" ? "" : `${path}/`;
+    const rows = (await this.sql.unsafe(
+      `SELECT path, file_count, total_bytes FROM search_dirs
+       WHERE owner = $1 AND folder_hash = $2 AND file_count > 0 AND path LIKE $3
+         AND strpos(substr(path, $4), '/') = 0`,
+      [owner, folderHash, `${escapeLike(prefix)}%`, prefix.length + 1],
+    )) as { path: string; file_count: number | bigint | string; total_bytes: number | bigint | string }[];
+    return rows
+      .filter((r) => r.path.length > prefix.length)
+      .map((r) => ({ path: r.path, fileCount: Number(r.file_count), totalBytes: Number(r.total_bytes) }));
+  }
+
+  health(): Promise<SearchIndexHealth> {
+    return Promise.resolve({ state: "ok", reason: null, since: null });
+  }
+
+  /**
+   * Recounts the counters (writers to `files` wait for that transaction), re-creates the search
+   * indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`) and runs ANALYZE.
+   */
+  async rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
+    const started = performance.now();
+    const [c] = await this.sql`SELECT count(*) AS n FROM files`;
+    const total = Number(c?.n ?? 0);
+    onProgress({ done: 0, total });
+    const present = new Set(
+      (
+        (await this.sql`SELECT indexname FROM pg_indexes WHERE tablename = 'files'`) as {
+          indexname: string;
+        }[]
+      ).map((r) => r.indexname),
+    );
+    await this.sql.begin(async (tx) => {
+      // Writers wait for the recount instead of changing counters it is rebuilding.
+      await tx`LOCK TABLE files IN SHARE MODE`;
+      await tx`SELECT esync_search_recount()`;
+    });
+    for (const name of SEARCH_INDEXES.filter((n) => present.has(n)))
+      await this.sql.unsafe(`REINDEX INDEX CONCURRENTLY "${name}"`);
+    await this.sql`ANALYZE files`;
+    onProgress({ done: total, total });
+    return { files: total, seconds: (performance.now() - started) / 1000, health: await this.health() };
+  }
+}
+
+function hitOf(r: PgHit): HitRow {
+  return {
+    folderHash: r.folder_hash,
+    folderLabel: r.folder_label,
+    pathHash: r.path_hash,
+    saltedHash: r.salted_hash,
+    sizeBytes: Number(r.size_bytes),
+    revisionSeq: Number(r.revision_seq),
+    revisionId: r.revision_id,
+    encryptedPath: r.encrypted_path,
+    fileName: r.file_name,
+    relativePath: r.relative_path,
+    storeHash: r.store_hash,
+    chunkHashes: r.chunk_hashes,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    uploadedBy: r.uploaded_by,
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * PostgreSQL start-up migration (issue 11): nodes starting at once on a fresh database migrate
+ * it exactly once (advisory lock) and all end up on the full schema.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { openPostgres, type PgDb } from "../../src/db/postgres/client.ts";
+import type { Logger } from "../../src/util/log.ts";
+import { PG_SETUP_TIMEOUT_MS, type PgTestDatabase, pgTestDatabase } from "../support/pg-server.ts";
+
+const databases: PgTestDatabase[] = [];
+afterAll(async () => {
+  for (const d of databases) await d.drop();
+});
+
+/** A logger that records event names. */
+function recorder(events: string[]): Logger {
+  const push = (event: string) => void events.push(event);
+  return { debug: push, info: push, warn: push, error: push };
+}
+
+test(
+  "three nodes opening a fresh database at once: exactly one migrates, all see every table",
+  async () => {
+    const db = await pgTestDatabase("migrate");
+    databases.push(db);
+    const events: string[][] = [[], [], []];
+    const handles: PgDb[] = await Promise.all(
+      events.map((e) => openPostgres(db.url, recorder(e), { poolSize: 2 })),
+    );
+    try {
+      expect(events.map((e) => e.filter((x) => x === "db.migrating").length).sort()).toEqual([0, 0, 1]);
+      expect(events.flat().filter((x) => x === "db.migrated").length).toBe(1);
+      for (const h of handles) {
+        const rows = await h.$client`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`;
+        // The 10 tables of src/db/postgres/schema.ts and the 2 counters of the search index.
+        expect(rows[0].n).toBe(12);
+        const [trgm] = await h.$client`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`;
+        expect(trgm.n).toBe(1);
+      }
+      // A later start finds nothing pending.
+      const again: string[] = [];
+      const later = await openPostgres(db.url, recorder(again));
+      await later.$client.close();
+      expect(again).not.toContain("db.migrating");
+    } finally {
+      for (const h of handles) await h.$client.close();
+    }
+  },
+  PG_SETUP_TIMEOUT_MS,
+);

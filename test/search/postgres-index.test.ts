@@ -1,0 +1,78 @@
+/**
+ * The PostgreSQL search index runs the `SearchIndex` conformance suite on a fresh database of the
+ * test server (test/support/pg-server.ts), written through the PostgreSQL files repository.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { openPostgres } from "../../src/db/postgres/client.ts";
+import { PgFilesRepository } from "../../src/db/postgres/files.ts";
+import { PgSearchIndex } from "../../src/search/postgres-index.ts";
+import { parseSearchQuery } from "../../src/search/search.query.ts";
+import { PG_SETUP_TIMEOUT_MS, pgTestDatabase } from "../support/pg-server.ts";
+import { type FileWrite, type IndexUnderTest, searchIndexConformance } from "./search-index.conformance.ts";
+import { fileRow } from "./support.ts";
+
+const database = await pgTestDatabase("search_index");
+const db = await openPostgres(database.url);
+afterAll(async () => {
+  await db.$client.close();
+  await database.drop();
+}, PG_SETUP_TIMEOUT_MS);
+
+const sut: IndexUnderTest = {
+  index: new PgSearchIndex(db),
+  write: async (writes: FileWrite[]) => {
+    await db.transaction(async (tx) => {
+      const files = new PgFilesRepository(tx);
+      for (const w of writes) {
+        if (w.kind === "upsert") await files.upsert(w.row);
+        else await files.remove(w.owner, w.folderHash, w.pathHash);
+      }
+    });
+  },
+  // The counters the triggers keep equal a recount from files (zero rows ignored).
+  checkConsistent: async () => {
+    const sql = db.$client;
+    const exts = await sql`SELECT owner, ext, n::int AS n FROM search_ext_counts WHERE n <> 0 ORDER BY 1, 2`;
+    const extsWanted = await sql`SELECT owner, coalesce(ext, '') AS ext, count(*)::int AS n FROM files
+      GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect([...exts]).toEqual([...extsWanted]);
+    const dirs = await sql`SELECT owner, folder_hash, path, file_count::int AS n, total_bytes::float8 AS b
+      FROM search_dirs WHERE file_count <> 0 ORDER BY 1, 2, 3`;
+    const dirsWanted = await sql`SELECT f.owner, f.folder_hash, array_to_string(f.segs[1:i], '/') AS path,
+        count(*)::int AS n, sum(f.size_bytes)::float8 AS b
+      FROM (SELECT owner, folder_hash, size_bytes,
+          string_to_array(btrim(regexp_replace(relative_path, '[^/]*$', ''), '/'), '/') AS segs
+        FROM files WHERE relative_path IS NOT NULL) AS f
+        CROSS JOIN LATERAL generate_series(1, coalesce(array_length(f.segs, 1), 0)) AS i
+      GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
+    expect([...dirs]).toEqual([...dirsWanted]);
+  },
+};
+
+searchIndexConformance("postgres", () => sut, { numRuns: 100, timeoutMs: 120_000 });
+
+test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {
+  const sql = db.$client;
+  await sut.write([
+    {
+      kind: "upsert",
+      row: fileRow("rebuild-owner", { path: "a/b/one.png", size: 10 }),
+    },
+    {
+      kind: "upsert",
+      row: fileRow("rebuild-owner", { path: "a/two.pdf", size: 20 }),
+    },
+  ]);
+  await sql`UPDATE search_ext_counts SET n = n + 5 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_dirs SET file_count = 99 WHERE owner = 'rebuild-owner'`;
+  const progress: number[] = [];
+  const report = await sut.index.rebuild((p) => progress.push(p.done));
+  expect(report.health).toEqual({ state: "ok", reason: null, since: null });
+  expect(progress.at(-1)).toBe(report.files);
+  await sut.checkConsistent?.();
+  const page = await sut.index.search(
+    "rebuild-owner",
+    parseSearchQuery(new URLSearchParams("file_type=image,pdf")),
+  );
+  expect(page.total).toBe(2);
+}, 120_000);
