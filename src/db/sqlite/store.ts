@@ -23,6 +23,7 @@ import { SqliteDeletionQueueRepository } from "./deletion-queue.ts";
 import { SqliteFilesRepository } from "./files.ts";
 import { SqliteFolderEntriesRepository } from "./folder-entries.ts";
 import { SqliteFoldersRepository } from "./folders.ts";
+import { SqliteOpsRepository } from "./ops.ts";
 import { SqliteQuotaRepository } from "./quota.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
@@ -99,6 +100,7 @@ function repositoriesOn(db: Db): Repositories {
     apiTokens: new SqliteApiTokensRepository(db),
     deletionQueue: new SqliteDeletionQueueRepository(db),
     summaries: new SqliteSummariesRepository(db),
+    ops: new SqliteOpsRepository(db),
   };
 }
 
