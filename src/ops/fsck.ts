@@ -25,8 +25,9 @@
  * running server writes meanwhile is already covered by its write intent when the rows are read.
  * Repairs are safe beside live servers on any number of nodes: an orphan is deleted only after
  * the database is asked once more whether anything references it; counters are recomputed in a
- * transaction under the owner's lock (the lock every file write takes); a stuck session is
- * released by a conditional update that a renewed lease defeats.
+ * transaction under the owner's lock, in a way that loses no concurrent writer's counter change
+ * (`OpsRepository.recountFolder`); a stuck session is released by a conditional update that a
+ * renewed lease defeats.
  */
 import { existsSync } from "node:fs";
 import type { Config } from "../config/config.ts";

@@ -9,6 +9,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:te
 import { pgDb } from "../../src/db/postgres/store.ts";
 import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
+import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { blobPrefix } from "../../src/storage/layout.ts";
 import {
   authAt,
@@ -59,6 +60,19 @@ async function populate() {
   const big = randomCiphertext(2500);
   const { session } = await uploadViaSession(t, u, big, { path: "b.bin", chunkSize: 1000 });
   return { u, m, session };
+}
+
+/** `t.blobs` with `before` awaited ahead of every `size` call (fsck sizes objects between its snapshot and its repairs). */
+function sizingHook(before: (key: string) => Promise<void>): BlobStore {
+  return new Proxy(t.blobs, {
+    get(target, name, receiver) {
+      if (name !== "size") return Reflect.get(target, name, receiver);
+      return async (key: string) => {
+        await before(key);
+        return target.size(key);
+      };
+    },
+  });
 }
 
 async function putRaw(key: string, bytes: Uint8Array): Promise<void> {
@@ -208,5 +222,94 @@ for (const dialect of ["sqlite", "postgres"] as const)
         expires_at: t.clock.now() + 600,
       });
       expect(await rowsOf(t, "session_chunks")).toHaveLength(1);
+    });
+    test("repair keeps an orphan that a write intent comes to cover between the snapshot and the delete", async () => {
+      await populate();
+      const prefix = "b/ab/abababababababababababababababab/";
+      const key = `${prefix}0.123456`;
+      await putRaw(key, new Uint8Array(10));
+      let reserved = false;
+      const blobs = sizingHook(async (k) => {
+        if (k !== key || reserved) return;
+        reserved = true;
+        await t.services.deletions.reserve(prefix, t.clock.now());
+      });
+      const r = await runFsck({ store: t.store, blobs, clock: t.clock }, { repair: true });
+      expect(reserved).toBe(true);
+      expect(r).toEqual({ ok: true, problems: [], repaired: 0 });
+      expect(await t.blobs.size(key)).toBe(10);
+    });
+
+    test("repair leaves a stuck session alone when a finalize renews its lease after the snapshot", async () => {
+      await populate();
+      const u = newUser();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { chunkSize: 1000 });
+      await putChunks(t, s, ct, [0]);
+      await sql(
+        "UPDATE upload_sessions SET state = 'finalizing', finalizing_until = ? WHERE session_id = ?",
+        t.clock.now(),
+        s.sessionId,
+      );
+      let renewed = false;
+      const blobs = sizingHook(async () => {
+        if (renewed) return;
+        renewed = true;
+        await sql(
+          "UPDATE upload_sessions SET finalizing_until = ? WHERE session_id = ?",
+          t.clock.now() + 60,
+          s.sessionId,
+        );
+      });
+      const r = await runFsck({ store: t.store, blobs, clock: t.clock }, { repair: true });
+      expect(r.problems).toEqual([
+        expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
+      ]);
+      expect((await rowsOf(t, "upload_sessions")).find((x) => x.session_id === s.sessionId)).toMatchObject({
+        state: "finalizing",
+        finalizing_until: t.clock.now() + 60,
+      });
+    });
+
+    test("a counter repair waits for a file delete that changed the counters and keeps its change", async () => {
+      const { u } = await populate();
+      await sql("UPDATE folders SET total_bytes = -1024 WHERE owner = ?", u.address);
+      const [gone, kept] = (await rowsOf(t, "files")) as {
+        path_hash: Uint8Array;
+        size_bytes: number;
+        blob_id: string;
+      }[];
+      let commit!: () => void;
+      const go = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      let changed!: () => void;
+      const inside = new Promise<void>((resolve) => {
+        changed = resolve;
+      });
+      // A live delete, as FilesService.remove runs it (no owner lock), held open after its counter change.
+      const deleting = t.store.transaction(async (tx) => {
+        await tx.files.remove(u.address, FOLDER, gone!.path_hash);
+        await tx.folders.applyFileChange(u.address, FOLDER, -1, -gone!.size_bytes, t.clock.now());
+        await tx.deletionQueue.enqueue([blobPrefix(gone!.blob_id)], t.clock.now() + 3600);
+        changed();
+        await go;
+      });
+      await inside;
+      let finished = false;
+      const repairing = fsck(true).then((r) => {
+        finished = true;
+        return r;
+      });
+      await Bun.sleep(300);
+      expect(finished).toBe(false);
+      commit();
+      await deleting;
+      const r = await repairing;
+      expect(r.problems.map((p) => [p.kind, p.owner, p.repaired])).toEqual([
+        ["counter_mismatch", u.address, true],
+      ]);
+      expect((await rowsOf(t, "folders"))[0]).toMatchObject({ file_count: 1, total_bytes: kept!.size_bytes });
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
     });
   });

@@ -125,13 +125,25 @@ export class PgOpsRepository implements OpsRepository {
     return rows.some((r) => chunkKeysOf(r).includes(key));
   }
 
+  /**
+   * In three statements, so that no counter change of a concurrent writer is lost, whether or
+   * not it holds the owner lock (a file delete does not): the row is created if missing (waiting
+   * for a concurrent creator), locked `FOR UPDATE` (waiting for a writer that already changed the
+   * counters to commit), then set from a count whose snapshot is taken after that wait. A writer
+   * that changes the counters later waits for this transaction and applies its change after it.
+   */
   async recountFolder(owner: string, folderHash: string, now: number): Promise<void> {
+    await this.db
+      .insert(folders)
+      .values({ owner, folderHash, updatedAt: now, fileCount: 0, totalBytes: 0 })
+      .onConflictDoNothing();
+    const where = and(eq(folders.owner, owner), eq(folders.folderHash, folderHash));
+    await this.db.select({ owner: folders.owner }).from(folders).where(where).for("update");
     await this.db.execute(sql`
-      INSERT INTO folders (owner, folder_hash, updated_at, file_count, total_bytes)
-      SELECT ${owner}, ${folderHash}, ${now}, count(*), coalesce(sum(size_bytes), 0)
-        FROM files WHERE owner = ${owner} AND folder_hash = ${folderHash}
-      ON CONFLICT (owner, folder_hash)
-      DO UPDATE SET file_count = excluded.file_count, total_bytes = excluded.total_bytes`);
+      UPDATE folders SET file_count = c.n, total_bytes = c.bytes
+        FROM (SELECT count(*) AS n, coalesce(sum(size_bytes), 0) AS bytes
+                FROM files WHERE owner = ${owner} AND folder_hash = ${folderHash}) c
+       WHERE folders.owner = ${owner} AND folders.folder_hash = ${folderHash}`);
   }
 
   async releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean> {
