@@ -4,8 +4,11 @@
  * search index, folder counters, account usage and summary counters), without blob I/O. Inserts
  * N new files into an account that already holds them, then writes a new revision of each.
  *
- *   bun bench/commit.ts [--files 20000] [--database-url postgres://…] [--out bench/results/commit.json]
+ *   bun bench/commit.ts [--files 20000] [--concurrency 1] [--database-url postgres://…] [--out bench/results/commit.json]
  *
+ * With `--concurrency C`, C writers of C different accounts commit at once (file i belongs to
+ * account i mod C), as requests of several users do; the figures are then wall-clock µs per
+ * commit over all writers.
  * Runs on a SQLite file in a temporary directory (WAL, as the server), or with `--database-url`
  * on that PostgreSQL database (migrated first; it should be empty), prints µs per operation and
  * writes JSON.
@@ -23,9 +26,15 @@ import { systemClock } from "../src/util/clock.ts";
 import { silentLogger } from "../src/util/log.ts";
 
 const { values } = parseArgs({
-  options: { files: { type: "string" }, out: { type: "string" }, "database-url": { type: "string" } },
+  options: {
+    files: { type: "string" },
+    concurrency: { type: "string" },
+    out: { type: "string" },
+    "database-url": { type: "string" },
+  },
 });
 const n = Number(values.files ?? 20000);
+const c = Math.max(1, Number(values.concurrency ?? 1));
 const dir = mkdtempSync(join(tmpdir(), "esync-commit-bench-"));
 try {
   const config = loadConfig({
@@ -49,7 +58,7 @@ try {
     new DataView(pathHash.buffer).setUint32(0, i);
     const name = names[i % names.length]!.replace("%", String(i));
     return {
-      ss58Address: owner,
+      ss58Address: c === 1 ? owner : `${owner}-${i % c}`,
       folderHash: "0123456789abcdef",
       ciphertextHash: "0".repeat(64),
       sizeBytes: 1000 + i + seq,
@@ -77,21 +86,31 @@ try {
     chunkHashes: null,
   });
   const revisions: Uint8Array[] = [];
+  /** Runs `fn(i)` for every i < n, `c` at a time, each writer on its own account's files. */
+  const all = (fn: (i: number) => Promise<void>) =>
+    Promise.all(
+      Array.from({ length: c }, async (_, w) => {
+        for (let i = w; i < n; i += c) await fn(i);
+      }),
+    );
   let t0 = performance.now();
-  for (let i = 0; i < n; i++)
-    revisions.push(Uint8Array.from((await s.files.commit(manifest(i, 1, null), blob(i))).revision_id));
+  await all(async (i) => {
+    revisions[i] = Uint8Array.from((await s.files.commit(manifest(i, 1, null), blob(i))).revision_id);
+  });
   const insertUs = ((performance.now() - t0) * 1000) / n;
   t0 = performance.now();
-  for (let i = 0; i < n; i++) await s.files.commit(manifest(i, 2, revisions[i]!), blob(n + i));
+  await all(async (i) => {
+    await s.files.commit(manifest(i, 2, revisions[i]!), blob(n + i));
+  });
   const reviseUs = ((performance.now() - t0) * 1000) / n;
   await store.close();
   console.log(
-    `${store.dialect}, files ${n}: new file ${insertUs.toFixed(1)} µs, new revision ${reviseUs.toFixed(1)} µs`,
+    `${store.dialect}, files ${n}, concurrency ${c}: new file ${insertUs.toFixed(1)} µs, new revision ${reviseUs.toFixed(1)} µs`,
   );
   const out = values.out ?? "bench/results/commit.json";
   writeFileSync(
     out,
-    `${JSON.stringify({ database: store.dialect, files: n, insert_us: insertUs, revise_us: reviseUs, at: new Date().toISOString() }, null, 2)}\n`,
+    `${JSON.stringify({ database: store.dialect, files: n, concurrency: c, insert_us: insertUs, revise_us: reviseUs, at: new Date().toISOString() }, null, 2)}\n`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

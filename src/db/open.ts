@@ -9,6 +9,7 @@ import { PgSearchIndex } from "../search/postgres-index.ts";
 import type { SearchIndex } from "../search/search-index.ts";
 import { SqliteSearchIndex } from "../search/sqlite-index.ts";
 import type { Logger } from "../util/log.ts";
+import { withoutCredentials } from "./postgres/client.ts";
 import { openPgMetadataStore, pgDb } from "./postgres/store.ts";
 import { openSqliteStore, SqliteMetadataStore } from "./sqlite/store.ts";
 import type { MetadataStore } from "./store.ts";
@@ -29,13 +30,7 @@ export async function openMetadataStore(config: Config, log?: Logger): Promise<M
  * its credentials (`postgres://host:port/database`).
  */
 export function describeDatabase(config: Config): string {
-  if (config.databaseUrl === null) return config.dbPath;
-  try {
-    const u = new URL(config.databaseUrl);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return "postgres (URL not shown)";
-  }
+  return config.databaseUrl === null ? config.dbPath : withoutCredentials(config.databaseUrl);
 }
 
 /**

@@ -48,3 +48,13 @@ test(
   },
   PG_SETUP_TIMEOUT_MS,
 );
+
+test("an unreachable server fails the start with a message naming it, without the password", async () => {
+  const port = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const free = port.port;
+  port.stop(true);
+  const e = await openPostgres(`postgres://esync:s3cret@127.0.0.1:${free}/esync`).catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(Error);
+  expect((e as Error).message).toStartWith(`PostgreSQL at postgres://127.0.0.1:${free}/esync: `);
+  expect((e as Error).message).not.toContain("s3cret");
+});

@@ -81,8 +81,9 @@ export async function migratePostgres(client: SQL, log?: Logger): Promise<number
 /**
  * Connects to the PostgreSQL database at `url` (`postgres://user:password@host:port/db`), migrates
  * it (see `migratePostgres`; `log` receives its events) and returns the Drizzle handle.
- * @throws the driver's error when the server cannot be reached or refuses the credentials, or
- *   the migration's error (the pool is closed then).
+ * @throws Error naming the server (without credentials) and the driver's or the migration's
+ *   message when the server cannot be reached, refuses the credentials or a migration fails (the
+ *   pool is closed then).
  */
 export async function openPostgres(url: string, log?: Logger, opts: PgOptions = {}): Promise<PgDb> {
   const db = connectPostgres(url, opts);
@@ -90,9 +91,20 @@ export async function openPostgres(url: string, log?: Logger, opts: PgOptions = 
     await migratePostgres(db.$client, log);
   } catch (e) {
     await db.$client.close();
-    throw e;
+    const why = e instanceof Error ? e.message : String(e);
+    throw new Error(`PostgreSQL at ${withoutCredentials(url)}: ${why}`, { cause: e });
   }
   return db;
+}
+
+/** `url` without its user and password (`postgres://host:port/database`), for messages and logs. */
+export function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "(URL not shown)";
+  }
 }
 
 /**
