@@ -5,7 +5,7 @@
  * the files it counts) comes from the same moment however many nodes write meanwhile. Counters
  * are `bigint` here, so the only drift is a wrong value or a missing row.
  */
-import { and, count, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import {
   blobIdOfKey,
   chunkKeysOf,
@@ -22,7 +22,7 @@ import { apiTokens, blobDeletions, files, folders, uploadSessions } from "./sche
 function stuckAt(now: number) {
   return and(
     eq(uploadSessions.state, "finalizing"),
-    or(isNull(uploadSessions.finalizingUntil), sql`${uploadSessions.finalizingUntil} <= ${now}`),
+    or(isNull(uploadSessions.finalizingUntil), lte(uploadSessions.finalizingUntil, now)),
   );
 }
 

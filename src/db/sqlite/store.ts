@@ -153,7 +153,7 @@ export class SqliteMetadataStore implements MetadataStore {
    *   same file in this process share one gate.
    */
   constructor(
-    /** The Drizzle handle, for the tools that only exist on the embedded database (fsck, stats, search). */
+    /** The Drizzle handle, for the SQLite search index and for tests that inspect rows directly. */
     readonly db: Db,
     path: string,
   ) {
