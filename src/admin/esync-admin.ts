@@ -2,9 +2,10 @@
 /**
  * @module admin/esync-admin
  * `esync-admin`: the operator's command, separate from the user CLI `esync`. It works on the
- * database of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH` (the same environment as the
- * server; safe while the server runs), with the conventions of `esync`: `--json` for scripts (on
- * the program or any command), one-line errors on stderr, and exit codes:
+ * database of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH`, or `ESYNC_DATABASE_URL` for
+ * PostgreSQL (the same environment as the server; safe while the server runs), with the
+ * conventions of `esync`: `--json` for scripts (on the program or any command), one-line errors
+ * on stderr, and exit codes:
  *
  * | code | meaning |
  * |---|---|
@@ -21,7 +22,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { formatSize } from "../cli/output.ts";
 import { tokenCommand } from "../cli/token.ts";
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { openDb } from "../db/client.ts";
+import { openMetadataStore } from "../db/open.ts";
 import { fsckReportLines, runFsckWithConfig } from "../ops/fsck.ts";
 import { systemClock } from "../util/clock.ts";
 import { quotaCommand } from "./quota.ts";
@@ -68,7 +69,7 @@ export function buildAdminProgram(): Command {
     .addHelpText(
       "after",
       `
-Configuration: the server's environment (ESYNC_DATA_DIR, ESYNC_DB_PATH; see the README).
+Configuration: the server's environment (ESYNC_DATA_DIR, ESYNC_DB_PATH or ESYNC_DATABASE_URL; see the README).
 
 ${EXIT_HELP}`,
     );
@@ -79,12 +80,12 @@ ${EXIT_HELP}`,
     .description("Accounts, folders, files and bytes stored, upload sessions by state, deletion queue")
     .option("--json", "print JSON")
     .action(async (_o: unknown, cmd: Command) => {
-      const db = openDb(loadConfig().dbPath);
+      const store = await openMetadataStore(loadConfig());
       try {
-        const s = await collectStats(db, systemClock.now());
+        const s = await collectStats(store, systemClock.now());
         console.log(cmd.optsWithGlobals().json ? JSON.stringify(s) : statsText(s));
       } finally {
-        db.$client.close();
+        await store.close();
       }
     });
   program

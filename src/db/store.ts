@@ -17,6 +17,7 @@ import type { ApiTokensRepository } from "../auth/api-tokens.repository.ts";
 import type { FilesRepository } from "../files/files.repository.ts";
 import type { FolderEntriesRepository } from "../folders/folder-entries.repository.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
+import type { OpsRepository } from "../ops/ops.repository.ts";
 import type { QuotaRepository } from "../quota/quota.repository.ts";
 import type { SessionsRepository } from "../sessions/sessions.repository.ts";
 import type { SummariesRepository } from "../summaries/summaries.repository.ts";
@@ -32,6 +33,8 @@ export interface Repositories {
   apiTokens: ApiTokensRepository;
   deletionQueue: DeletionQueueRepository;
   summaries: SummariesRepository;
+  /** The operator tools' queries and repairs (fsck, stats). */
+  ops: OpsRepository;
 }
 
 /** The repositories of an open transaction, and nested all-or-nothing steps inside it. */

@@ -20,16 +20,24 @@
  *   this is found only between sweeps or when no server runs. Repair: returned to `receiving` for
  *   one more session lifetime, chunks intact.
  *
- * The store is listed before the database is read (in one read transaction), so that an object
- * a running server writes meanwhile is already covered by its write intent when the rows are read.
+ * The blob store is listed before the database is read (`OpsRepository.snapshot`: one read
+ * transaction on SQLite, one `REPEATABLE READ` transaction on PostgreSQL), so that an object a
+ * running server writes meanwhile is already covered by its write intent when the rows are read.
+ * Repairs are safe beside live servers on any number of nodes: an orphan is deleted only after
+ * the database is asked once more whether anything references it; counters are recomputed in a
+ * transaction under the owner's lock, in a way that loses no concurrent writer's counter change
+ * (`OpsRepository.recountFolder`); a stuck session is released by a conditional update that a
+ * renewed lease defeats.
  */
 import { existsSync } from "node:fs";
 import type { Config } from "../config/config.ts";
-import { type Db, openDb } from "../db/client.ts";
+import { openMetadataStore } from "../db/open.ts";
+import type { MetadataStore } from "../db/store.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
-import { blobPrefix, chunkKey, chunkLength } from "../storage/layout.ts";
+import { blobPrefix, chunkLength } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
+import { chunkKeysOf, type FileLayout, prefixesOf } from "./ops.repository.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -65,7 +73,8 @@ export interface FsckReport {
 
 /** What fsck works on. */
 export interface FsckDeps {
-  db: Db;
+  /** The metadata store (either dialect). */
+  store: MetadataStore;
   blobs: BlobStore;
   clock: Clock;
 }
@@ -78,36 +87,6 @@ export interface FsckOptions {
   sessionTtlSeconds?: number;
 }
 
-interface FileLayoutRow {
-  owner: string;
-  folder_hash: string;
-  path_hash: Uint8Array;
-  blob_id: string;
-  chunk_size: number;
-  chunk_count: number;
-  ciphertext_size: number;
-  chunk_gens: string;
-}
-
-interface CounterRow {
-  owner: string;
-  folder_hash: string;
-  file_count: unknown;
-  total_bytes: unknown;
-  count_type: string;
-  bytes_type: string;
-  n: number;
-  bytes: number;
-  has_folder: number;
-}
-
-interface StuckRow {
-  session_id: string;
-  owner: string;
-  folder_hash: string;
-  finalizing_until: number | null;
-}
-
 /** Sizes of `keys`, 32 requests at a time. */
 async function sizes(blobs: BlobStore, keys: string[]): Promise<(number | null)[]> {
   const out: (number | null)[] = new Array(keys.length);
@@ -118,55 +97,32 @@ async function sizes(blobs: BlobStore, keys: string[]): Promise<(number | null)[
   return out;
 }
 
-/** Every prefix (ending in `/`) of `key`, shortest first: `a/`, `a/b/`, … */
-function prefixesOf(key: string): string[] {
-  const out: string[] = [];
-  for (let i = key.indexOf("/"); i >= 0; i = key.indexOf("/", i + 1)) out.push(key.slice(0, i + 1));
-  return out;
-}
-
 /**
- * Checks (and with `repair`, repairs) the database against the blob store. Safe to run beside a
- * running server: it reads one consistent snapshot of the rows and repairs with conditional
- * statements.
+ * Checks (and with `repair`, repairs) the database against the blob store. Safe to run beside
+ * running servers (see the module comment).
  * @throws when the database or the store cannot be read (the CLI's exit status 2).
  */
 export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<FsckReport> {
-  const { db, blobs, clock } = deps;
+  const { store, blobs, clock } = deps;
   const repair = opts.repair ?? false;
   const ttl = opts.sessionTtlSeconds ?? 86400;
-  const sqlite = db.$client;
   const problems: FsckProblem[] = [];
 
   // 1. List the store first (see the module comment), then read the rows in one snapshot.
   const listed = await blobs.list("");
-  const snapshot = sqlite.transaction(() => ({
-    files: sqlite
-      .query<FileLayoutRow, []>(
-        "SELECT owner, folder_hash, path_hash, blob_id, chunk_size, chunk_count, ciphertext_size, chunk_gens FROM files",
-      )
-      .all(),
-    sessionBlobs: sqlite.query<{ blob_id: string }, []>("SELECT blob_id FROM upload_sessions").all(),
-    targets: sqlite.query<{ target: string }, []>("SELECT target FROM blob_deletions").all(),
-  }))();
+  const now = clock.now();
+  const snapshot = await store.repos.ops.snapshot(now);
 
   const referenced = new Set<string>();
-  const fileChunks: { key: string; expected: number; row: FileLayoutRow }[] = [];
+  const fileChunks: { key: string; expected: number; row: FileLayout }[] = [];
   for (const row of snapshot.files) {
-    let gens: string[] = [];
-    try {
-      gens = JSON.parse(row.chunk_gens) as string[];
-    } catch {
-      gens = [];
-    }
-    for (let i = 0; i < row.chunk_count; i++) {
-      const key = chunkKey(row.blob_id, i, gens[i] ?? "");
+    for (const [i, key] of chunkKeysOf(row).entries()) {
       referenced.add(key);
-      fileChunks.push({ key, expected: chunkLength(row.ciphertext_size, row.chunk_size, i), row });
+      fileChunks.push({ key, expected: chunkLength(row.ciphertextSize, row.chunkSize, i), row });
     }
   }
-  const covered = new Set<string>(snapshot.sessionBlobs.map((s) => blobPrefix(s.blob_id)));
-  for (const { target } of snapshot.targets) covered.add(target);
+  const covered = new Set<string>(snapshot.sessionBlobIds.map((id) => blobPrefix(id)));
+  for (const target of snapshot.deletionTargets) covered.add(target);
 
   // 2. Orphan objects (a candidate deleted since the listing, e.g. by the sweeper, is skipped).
   const candidates = listed.filter(
@@ -181,7 +137,10 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
       key,
       repaired: false,
     };
+    // Asked again right before deleting: whatever came to reference the object since the
+    // snapshot keeps it (it is then no orphan, and not reported).
     if (repair) {
+      if (await store.repos.ops.isReferenced(key)) continue;
       await blobs.delete([key]);
       problem.repaired = true;
     }
@@ -197,7 +156,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   );
   const sizeOf = new Map(toSize.map((c, i) => [c.key, actual[i] ?? null]));
   for (const c of fileChunks) {
-    const file = `file ${Buffer.from(c.row.path_hash).toString("hex")} of folder ${c.row.folder_hash} (${c.row.owner})`;
+    const file = `file ${Buffer.from(c.row.pathHash).toString("hex")} of folder ${c.row.folderHash} (${c.row.owner})`;
     const size = present.has(c.key) ? (sizeOf.get(c.key) ?? null) : await blobs.size(c.key);
     if (size === null) {
       problems.push({
@@ -205,7 +164,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
         detail: `object ${c.key} of ${file} does not exist`,
         key: c.key,
         owner: c.row.owner,
-        folder_hash: c.row.folder_hash,
+        folder_hash: c.row.folderHash,
         repaired: false,
       });
     } else if (size !== c.expected) {
@@ -214,77 +173,47 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
         detail: `object ${c.key} of ${file} has ${size} bytes; its chunk layout says ${c.expected}`,
         key: c.key,
         owner: c.row.owner,
-        folder_hash: c.row.folder_hash,
+        folder_hash: c.row.folderHash,
         repaired: false,
       });
     }
   }
 
   // 4. Folder counters against their files (a folder with files but no row counts as a mismatch).
-  const counters = sqlite
-    .query<CounterRow, []>(
-      `SELECT k.owner, k.folder_hash, f.file_count, f.total_bytes,
-              typeof(f.file_count) AS count_type, typeof(f.total_bytes) AS bytes_type,
-              coalesce(c.n, 0) AS n, coalesce(c.bytes, 0) AS bytes, f.owner IS NOT NULL AS has_folder
-         FROM (SELECT owner, folder_hash FROM folders UNION SELECT owner, folder_hash FROM files) k
-         LEFT JOIN folders f ON f.owner = k.owner AND f.folder_hash = k.folder_hash
-         LEFT JOIN (SELECT owner, folder_hash, count(*) AS n, sum(size_bytes) AS bytes
-                      FROM files GROUP BY owner, folder_hash) c
-                ON c.owner = k.owner AND c.folder_hash = k.folder_hash`,
-    )
-    .all();
-  for (const r of counters) {
-    const ok =
-      r.has_folder === 1 &&
-      r.count_type === "integer" &&
-      r.bytes_type === "integer" &&
-      r.file_count === r.n &&
-      r.total_bytes === r.bytes;
-    if (ok) continue;
+  for (const m of snapshot.counterMismatches) {
     const problem: FsckProblem = {
       kind: "counter_mismatch",
-      detail:
-        r.has_folder === 1
-          ? `folder ${r.folder_hash} (${r.owner}) counts file_count ${String(r.file_count)} (${r.count_type}), total_bytes ${String(r.total_bytes)} (${r.bytes_type}); its files: ${r.n} files, ${r.bytes} bytes`
-          : `folder ${r.folder_hash} (${r.owner}) has ${r.n} files but no folder row`,
-      owner: r.owner,
-      folder_hash: r.folder_hash,
+      detail: m.hasRow
+        ? `folder ${m.folderHash} (${m.owner}) counts file_count ${m.fileCount}, total_bytes ${m.totalBytes}; its files: ${m.files} files, ${m.bytes} bytes`
+        : `folder ${m.folderHash} (${m.owner}) has ${m.files} files but no folder row`,
+      owner: m.owner,
+      folder_hash: m.folderHash,
       repaired: false,
     };
     if (repair) {
-      recomputeCounters(db, r.owner, r.folder_hash, clock.now());
+      await store.transaction(async (tx) => {
+        await tx.sessions.lockOwner(m.owner);
+        await tx.ops.recountFolder(m.owner, m.folderHash, clock.now());
+      });
       problem.repaired = true;
     }
     problems.push(problem);
   }
 
   // 5. Sessions stuck in the internal finalizing state.
-  const now = clock.now();
-  const stuck = sqlite
-    .query<StuckRow, [number]>(
-      "SELECT session_id, owner, folder_hash, finalizing_until FROM upload_sessions WHERE state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?)",
-    )
-    .all(now);
-  for (const s of stuck) {
+  for (const s of snapshot.stuckSessions) {
     const problem: FsckProblem = {
       kind: "stuck_session",
       detail:
-        s.finalizing_until === null
-          ? `session ${s.session_id} (${s.owner}) is finalizing without a lease`
-          : `session ${s.session_id} (${s.owner}) has been finalizing with no live lease since ${new Date(s.finalizing_until * 1000).toISOString()}`,
-      session_id: s.session_id,
+        s.finalizingUntil === null
+          ? `session ${s.sessionId} (${s.owner}) is finalizing without a lease`
+          : `session ${s.sessionId} (${s.owner}) has been finalizing with no live lease since ${new Date(s.finalizingUntil * 1000).toISOString()}`,
+      session_id: s.sessionId,
       owner: s.owner,
-      folder_hash: s.folder_hash,
+      folder_hash: s.folderHash,
       repaired: false,
     };
-    if (repair) {
-      const changed = sqlite
-        .query(
-          "UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, expires_at = ? WHERE session_id = ? AND state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?)",
-        )
-        .run(now + ttl, s.session_id, now).changes;
-      problem.repaired = changed > 0;
-    }
+    if (repair) problem.repaired = await store.repos.ops.releaseStuckSession(s.sessionId, now, now + ttl);
     problems.push(problem);
   }
 
@@ -292,36 +221,29 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   return { ok: problems.every((p) => p.repaired), problems, repaired };
 }
 
-/** Sets a folder's counters to its files' count and byte sum (creating an unregistered row if missing). */
-function recomputeCounters(db: Db, owner: string, folderHash: string, now: number): void {
-  db.$client
-    .query(
-      `INSERT INTO folders (owner, folder_hash, updated_at, file_count, total_bytes)
-       SELECT ?1, ?2, ?3, count(*), coalesce(sum(size_bytes), 0) FROM files WHERE owner = ?1 AND folder_hash = ?2
-       ON CONFLICT (owner, folder_hash) DO UPDATE SET file_count = excluded.file_count, total_bytes = excluded.total_bytes`,
-    )
-    .run(owner, folderHash, now);
-}
-
 /**
- * `runFsck` on the database and blob store `config` names (the server's `ESYNC_*` settings), for
- * the command lines (`bun run fsck`, `esync-admin fsck`); both are closed again afterwards.
- * @throws when there is no database at `config.dbPath`, or it or the store cannot be opened.
+ * `runFsck` on the metadata database and blob store `config` names (the server's `ESYNC_*`
+ * settings: `ESYNC_DATABASE_URL` for PostgreSQL, else the SQLite file), for the command lines
+ * (`bun run fsck`, `esync-admin fsck`); both are closed again afterwards. Opening applies
+ * pending migrations, as a server start would.
+ * @throws when there is no SQLite database at `config.dbPath`, or the database or the store
+ *   cannot be opened.
  */
 export async function runFsckWithConfig(config: Config, repair: boolean): Promise<FsckReport> {
-  if (config.dbPath !== ":memory:" && !existsSync(config.dbPath))
+  if (config.databaseUrl === null && config.dbPath !== ":memory:" && !existsSync(config.dbPath))
     throw new Error(`no database at ${config.dbPath} (set ESYNC_DATA_DIR or ESYNC_DB_PATH)`);
-  const db = openDb(config.dbPath);
   let blobs: BlobStore | null = null;
+  let store: MetadataStore | null = null;
   try {
     blobs = createBlobStore(config);
+    store = await openMetadataStore(config);
     return await runFsck(
-      { db, blobs, clock: systemClock },
+      { store, blobs, clock: systemClock },
       { repair, sessionTtlSeconds: config.sessionTtlSeconds },
     );
   } finally {
     await blobs?.close().catch(() => {});
-    db.$client.close();
+    await store?.close();
   }
 }
 

@@ -3,7 +3,7 @@
  * authenticate and stop authenticating once revoked, `stats` reports exactly a known workload,
  * and failures end with one line on stderr and the documented exit code.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,11 +13,29 @@ import { abort, openSession, putChunks, uploadViaSession } from "../http/helpers
 import { bodyOf } from "../storage/conformance.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser, randomCiphertext } from "../support/fixtures.ts";
+import { PG_SETUP_TIMEOUT_MS, pgMigratedDatabase, pgTestServer } from "../support/pg-server.ts";
 import { REPO_ROOT } from "../support/server.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "esync-admin-"));
 const dbPath = join(dir, "esync.sqlite");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The metadata databases the stats and fsck commands are tested on. */
+const DIALECTS = ["sqlite", "postgres"] as const;
+
+/**
+ * The settings naming a fresh database of `dialect`: a SQLite file in `dir`, or a migrated,
+ * empty PostgreSQL database of the test server (released, i.e. emptied, by `release`).
+ */
+async function dialectDatabase(
+  dialect: (typeof DIALECTS)[number],
+  label: string,
+): Promise<{ env: Record<string, string>; release(): Promise<void> }> {
+  if (dialect === "sqlite")
+    return { env: { ESYNC_DB_PATH: join(dir, `${label}.sqlite`) }, release: async () => {} };
+  const lease = await pgMigratedDatabase(label);
+  return { env: { ESYNC_DATABASE_URL: lease.url }, release: () => lease.release() };
+}
 
 function admin(...args: string[]): { code: number; stdout: string; stderr: string } {
   const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), ...args], {
@@ -70,45 +88,58 @@ describe("esync-admin token", () => {
 });
 
 describe("esync-admin stats", () => {
-  test("reports the accounts, files, bytes, sessions by state and deletion queue of a known workload", async () => {
-    const statsDb = join(dir, "stats.sqlite");
-    const app = makeTestApp({ ESYNC_DB_PATH: statsDb });
-    const a = newUser();
-    const b = newUser();
-    const sizes = [3000, 1500, 700];
-    try {
-      await uploadViaSession(app, a, randomCiphertext(sizes[0] as number), { path: "a/1.bin" });
-      await uploadViaSession(app, a, randomCiphertext(sizes[1] as number), { path: "a/2.bin" });
-      await uploadViaSession(app, b, randomCiphertext(sizes[2] as number), { path: "b/1.bin" });
-      const open = randomCiphertext(2048);
-      const receiving = await openSession(app, b, open, { path: "b/open.bin" });
-      await putChunks(app, receiving, open, [0]);
-      const gone = await openSession(app, b, randomCiphertext(100), { path: "b/gone.bin" });
-      expect((await abort(app, gone.auth, gone.sessionId)).status).toBe(200);
-    } finally {
-      await app.close();
-    }
-    const r = Bun.spawnSync(
-      [process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "stats", "--json"],
-      {
-        env: { ...process.env, ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: statsDb },
-        stdout: "pipe",
-        stderr: "pipe",
-      },
-    );
-    expect(r.exitCode).toBe(0);
-    const s = JSON.parse(r.stdout.toString());
-    expect(s).toMatchObject({
-      accounts: 2,
-      files: 3,
-      ciphertext_bytes: sizes.reduce((x, y) => x + y, 0),
-      sessions: { receiving: 1, finalizing: 0, finalized: 3 },
-      deletion_queue: { depth: 1 },
+  beforeAll(() => pgTestServer(), PG_SETUP_TIMEOUT_MS);
+
+  for (const dialect of DIALECTS)
+    test(`reports the accounts, files, bytes, sessions by state and deletion queue of a known workload (${dialect})`, async () => {
+      const db = await dialectDatabase(dialect, "stats");
+      const app = makeTestApp(db.env);
+      const a = newUser();
+      const b = newUser();
+      const sizes = [3000, 1500, 700];
+      try {
+        await uploadViaSession(app, a, randomCiphertext(sizes[0] as number), { path: "a/1.bin" });
+        await uploadViaSession(app, a, randomCiphertext(sizes[1] as number), { path: "a/2.bin" });
+        await uploadViaSession(app, b, randomCiphertext(sizes[2] as number), { path: "b/1.bin" });
+        const open = randomCiphertext(2048);
+        const receiving = await openSession(app, b, open, { path: "b/open.bin" });
+        await putChunks(app, receiving, open, [0]);
+        const gone = await openSession(app, b, randomCiphertext(100), { path: "b/gone.bin" });
+        expect((await abort(app, gone.auth, gone.sessionId)).status).toBe(200);
+      } finally {
+        await app.close();
+      }
+      try {
+        const r = Bun.spawnSync(
+          [process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "stats", "--json"],
+          {
+            env: { ...process.env, ESYNC_DATA_DIR: dir, ...db.env },
+            stdout: "pipe",
+            stderr: "pipe",
+          },
+        );
+        expect(r.stderr.toString()).toBe("");
+        expect(r.exitCode).toBe(0);
+        const s = JSON.parse(r.stdout.toString());
+        expect(s).toMatchObject({
+          accounts: 2,
+          folders: 2,
+          files: 3,
+          ciphertext_bytes: sizes.reduce((x, y) => x + y, 0),
+          sessions: { receiving: 1, finalizing: 0, finalized: 3 },
+          deletion_queue: { depth: 1 },
+        });
+        const text = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "stats"], {
+          env: { ...process.env, ESYNC_DATA_DIR: dir, ...db.env },
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        expect(text.exitCode).toBe(0);
+        expect(text.stdout.toString()).toContain("accounts:");
+      } finally {
+        await db.release();
+      }
     });
-    const text = admin("stats");
-    expect(text.code).toBe(0);
-    expect(text.stdout).toContain("accounts:");
-  });
 
   test("exits 2 with a one-line configuration error for a bad setting", () => {
     const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "stats"], {
@@ -122,46 +153,51 @@ describe("esync-admin stats", () => {
 });
 
 describe("esync-admin fsck", () => {
-  test("exits 0 on a clean store, 3 with an orphan object (dry run keeps it), 0 after --repair deletes it", async () => {
-    const fsckDir = mkdtempSync(join(tmpdir(), "esync-admin-fsck-"));
-    try {
-      const env = { ...process.env, ESYNC_DATA_DIR: fsckDir, ESYNC_STORAGE: "disk" };
-      const run = (...args: string[]) => {
-        const r = Bun.spawnSync(
-          [process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "fsck", ...args],
-          {
-            env,
-            stdout: "pipe",
-            stderr: "pipe",
-          },
-        );
-        return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-      };
-      openDb(join(fsckDir, "esync.sqlite")).$client.close();
-      expect(run("--json")).toMatchObject({ code: 0 });
-      const store = new DiskBlobStore({ root: join(fsckDir, "blobs"), fsync: "off" });
-      const key = "b/ab/abababababababababababababababab/0.abcdef";
-      await store.put(key, bodyOf(new Uint8Array(5)), 5);
-      const dry = run("--json");
-      expect(dry.code).toBe(3);
-      expect(JSON.parse(dry.out)).toMatchObject({
-        ok: false,
-        repaired: 0,
-        problems: [{ kind: "orphan_object", key }],
-      });
-      expect(await store.size(key)).toBe(5);
-      const human = run();
-      expect(human.code).toBe(3);
-      expect(human.out).toContain("orphan_object");
-      expect(human.out).toContain("dry run; --repair to repair");
-      const repaired = run("--repair", "--json");
-      expect(repaired.code).toBe(0);
-      expect(JSON.parse(repaired.out)).toMatchObject({ ok: true, repaired: 1 });
-      expect(await store.size(key)).toBeNull();
-    } finally {
-      rmSync(fsckDir, { recursive: true, force: true });
-    }
-  });
+  beforeAll(() => pgTestServer(), PG_SETUP_TIMEOUT_MS);
+
+  for (const dialect of DIALECTS)
+    test(`exits 0 on a clean store, 3 with an orphan object (dry run keeps it), 0 after --repair deletes it (${dialect})`, async () => {
+      const fsckDir = mkdtempSync(join(tmpdir(), "esync-admin-fsck-"));
+      const db = await dialectDatabase(dialect, "admin_fsck");
+      try {
+        const env = { ...process.env, ESYNC_DATA_DIR: fsckDir, ESYNC_STORAGE: "disk", ...db.env };
+        const run = (...args: string[]) => {
+          const r = Bun.spawnSync(
+            [process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "fsck", ...args],
+            {
+              env,
+              stdout: "pipe",
+              stderr: "pipe",
+            },
+          );
+          return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+        };
+        if (db.env.ESYNC_DB_PATH) openDb(db.env.ESYNC_DB_PATH).$client.close();
+        expect(run("--json")).toMatchObject({ code: 0 });
+        const store = new DiskBlobStore({ root: join(fsckDir, "blobs"), fsync: "off" });
+        const key = "b/ab/abababababababababababababababab/0.abcdef";
+        await store.put(key, bodyOf(new Uint8Array(5)), 5);
+        const dry = run("--json");
+        expect(dry.code).toBe(3);
+        expect(JSON.parse(dry.out)).toMatchObject({
+          ok: false,
+          repaired: 0,
+          problems: [{ kind: "orphan_object", key }],
+        });
+        expect(await store.size(key)).toBe(5);
+        const human = run();
+        expect(human.code).toBe(3);
+        expect(human.out).toContain("orphan_object");
+        expect(human.out).toContain("dry run; --repair to repair");
+        const repaired = run("--repair", "--json");
+        expect(repaired.code).toBe(0);
+        expect(JSON.parse(repaired.out)).toMatchObject({ ok: true, repaired: 1 });
+        expect(await store.size(key)).toBeNull();
+      } finally {
+        rmSync(fsckDir, { recursive: true, force: true });
+        await db.release();
+      }
+    });
 
   test("exits 2 with one line on stderr when there is no database", () => {
     const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), "fsck"], {

@@ -18,7 +18,7 @@ import {
   type PutOptions,
 } from "../../src/storage/blob-store.ts";
 import { silentLogger } from "../../src/util/log.ts";
-import { makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
+import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
 import {
   abort,
@@ -114,9 +114,7 @@ function app(env: Record<string, string> = {}) {
 }
 afterEach(() => t.close());
 
-const fsck = () => runFsck({ db: t.db, blobs: t.blobs, clock: t.clock });
-/** fsck (src/ops/fsck.ts) reads the SQLite database only, so the tests that call it run on SQLite alone. */
-const testWithFsck = test.skipIf(testDatabase === "postgres");
+const fsck = () => runFsck({ store: t.store, blobs: t.blobs, clock: t.clock });
 const enospc = () => Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
 
 /** What fsck says about the state as it is right now (the state a SIGKILL here would leave). */
@@ -125,22 +123,19 @@ async function orphansNow(): Promise<string[]> {
 }
 
 describe("write intents (a crash at any point leaves nothing unreclaimed)", () => {
-  testWithFsck(
-    "single-shot /upload: once its bytes are stored and before the row commits, fsck finds no orphan",
-    async () => {
-      app();
-      const u = newUser();
-      const ct = randomCiphertext(900);
-      const midWrite: { orphans?: string[] } = {};
-      store.after = async () => {
-        midWrite.orphans = await orphansNow();
-      };
-      const m = makeManifest({ owner: u.address, ciphertext: ct });
-      expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
-      expect(midWrite.orphans).toEqual([]);
-      expect(await rowsOf(t, "blob_deletions")).toEqual([]); // the commit claimed the intent
-    },
-  );
+  test("single-shot /upload: once its bytes are stored and before the row commits, fsck finds no orphan", async () => {
+    app();
+    const u = newUser();
+    const ct = randomCiphertext(900);
+    const midWrite: { orphans?: string[] } = {};
+    store.after = async () => {
+      midWrite.orphans = await orphansNow();
+    };
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+    expect(midWrite.orphans).toEqual([]);
+    expect(await rowsOf(t, "blob_deletions")).toEqual([]); // the commit claimed the intent
+  });
 
   test("single-shot /upload: a crash after the bytes land is reclaimed by the sweeper once the intent's lease ends", async () => {
     app();
@@ -157,30 +152,27 @@ describe("write intents (a crash at any point leaves nothing unreclaimed)", () =
     expect(await blobFiles(t)).toEqual([]);
   });
 
-  testWithFsck(
-    "chunk PUT: once its bytes are stored and before the chunk is recorded, fsck finds no orphan, even after the session is deleted",
-    async () => {
-      app();
-      const u = newUser();
-      const ct = randomCiphertext(2000);
-      const s = await openSession(t, u, ct, { chunkSize: 1000 });
-      const midWrite: { orphans?: string[] } = {};
-      store.before = async () => {
-        expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
-        await t.sweeper.runOnce();
-      };
-      store.after = async () => {
-        midWrite.orphans = await orphansNow();
-      };
-      expectError(await putChunk(t, s.auth, s.sessionId, 0, chunkOf(ct, 1000, 0)), 404, "not_found");
-      expect(midWrite.orphans).toEqual([]);
-      // The chunk that landed after its session vanished is queued and swept.
+  test("chunk PUT: once its bytes are stored and before the chunk is recorded, fsck finds no orphan, even after the session is deleted", async () => {
+    app();
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    const midWrite: { orphans?: string[] } = {};
+    store.before = async () => {
+      expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
       await t.sweeper.runOnce();
-      expect(await blobFiles(t)).toEqual([]);
-      expect(await rowsOf(t, "blob_deletions")).toEqual([]);
-      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-    },
-  );
+    };
+    store.after = async () => {
+      midWrite.orphans = await orphansNow();
+    };
+    expectError(await putChunk(t, s.auth, s.sessionId, 0, chunkOf(ct, 1000, 0)), 404, "not_found");
+    expect(midWrite.orphans).toEqual([]);
+    // The chunk that landed after its session vanished is queued and swept.
+    await t.sweeper.runOnce();
+    expect(await blobFiles(t)).toEqual([]);
+    expect(await rowsOf(t, "blob_deletions")).toEqual([]);
+    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+  });
 });
 
 describe("chunk PUT racing the end of its session", () => {
@@ -216,7 +208,7 @@ describe("chunk PUT racing the end of its session", () => {
     expect(await blobFiles(t)).toEqual([]);
   });
 
-  testWithFsck("an expired session's and an aborted session's objects are all reclaimed", async () => {
+  test("an expired session's and an aborted session's objects are all reclaimed", async () => {
     app();
     const u = newUser();
     const ct = randomCiphertext(3000);
@@ -416,24 +408,21 @@ describe("single-shot /upload refused by its revision precondition", () => {
     expect(store.puts).toBe(puts);
   });
 
-  testWithFsck(
-    "checks the precondition again at commit: a write that wins the race meanwhile makes it 409, its bytes reclaimed",
-    async () => {
-      app();
-      const u = newUser();
-      const a = randomCiphertext(900);
-      const b = randomCiphertext(901);
-      store.before = async () => {
-        store.before = null;
-        const m = makeManifest({ owner: u.address, ciphertext: b });
-        expectSuccess(await uploadSingle(t, authAt(t, u), m, b), UPLOAD_RESULT_KEYS);
-      };
-      const r = await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: a }), a);
-      expect(r.status).toBe(409);
-      expect(await blobFiles(t)).toHaveLength(1);
-      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-    },
-  );
+  test("checks the precondition again at commit: a write that wins the race meanwhile makes it 409, its bytes reclaimed", async () => {
+    app();
+    const u = newUser();
+    const a = randomCiphertext(900);
+    const b = randomCiphertext(901);
+    store.before = async () => {
+      store.before = null;
+      const m = makeManifest({ owner: u.address, ciphertext: b });
+      expectSuccess(await uploadSingle(t, authAt(t, u), m, b), UPLOAD_RESULT_KEYS);
+    };
+    const r = await uploadSingle(t, authAt(t, u), makeManifest({ owner: u.address, ciphertext: a }), a);
+    expect(r.status).toBe(409);
+    expect(await blobFiles(t)).toHaveLength(1);
+    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+  });
 });
 
 describe("disk store directories", () => {

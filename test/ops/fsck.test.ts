@@ -1,11 +1,15 @@
 /**
- * fsck (`runFsck`, src/ops/fsck.ts) on the test storage (disk, or S3 with ESYNC_TEST_STORAGE=s3):
- * each problem kind is found in a dry run, left alone by it, repaired by `repair` where it can
- * be, and what a healthy service holds (files, live sessions, write intents, deletions waiting
- * out the grace period) is never reported.
+ * fsck (`runFsck`, src/ops/fsck.ts) on the test storage (disk, or S3 with ESYNC_TEST_STORAGE=s3),
+ * on SQLite and on PostgreSQL (a migrated database of test/support/pg-server.ts): each problem
+ * kind is found in a dry run, left alone by it, repaired by `repair` where it can be, and what a
+ * healthy service holds (files, live sessions, write intents, deletions waiting out the grace
+ * period) is never reported.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { pgDb } from "../../src/db/postgres/store.ts";
+import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
+import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { blobPrefix } from "../../src/storage/layout.ts";
 import {
   authAt,
@@ -23,16 +27,29 @@ import {
 import { bodyOf } from "../storage/conformance.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
+import { PG_SETUP_TIMEOUT_MS, type PgLease, pgMigratedDatabase, pgTestServer } from "../support/pg-server.ts";
 
 let t: TestApp;
-beforeEach(() => {
-  t = makeTestApp();
-});
-afterEach(() => t.close());
+let lease: PgLease | null = null;
 
 const fsck = (repair = false) =>
-  runFsck({ db: t.db, blobs: t.blobs, clock: t.clock }, { repair, sessionTtlSeconds: 600 });
-const sql = (q: string, ...args: (string | number)[]) => t.db.$client.query(q).run(...args);
+  runFsck({ store: t.store, blobs: t.blobs, clock: t.clock }, { repair, sessionTtlSeconds: 600 });
+
+/** Runs statement `q` (`?` placeholders) on the app's database, whichever the dialect (damage done by hand). */
+async function sql(q: string, ...args: (string | number)[]): Promise<void> {
+  const sqlite = sqliteDb(t.store);
+  if (sqlite) {
+    sqlite.$client.query(q).run(...args);
+    return;
+  }
+  const pg = pgDb(t.store);
+  if (!pg) throw new Error(`unknown dialect ${t.store.dialect}`);
+  let n = 0;
+  await pg.$client.unsafe(
+    q.replace(/\?/g, () => `$${++n}`),
+    args,
+  );
+}
 
 /** Two files (one single-shot, one through a 3-chunk session) of one user. */
 async function populate() {
@@ -45,134 +62,254 @@ async function populate() {
   return { u, m, session };
 }
 
+/** `t.blobs` with `before` awaited ahead of every `size` call (fsck sizes objects between its snapshot and its repairs). */
+function sizingHook(before: (key: string) => Promise<void>): BlobStore {
+  return new Proxy(t.blobs, {
+    get(target, name, receiver) {
+      if (name !== "size") return Reflect.get(target, name, receiver);
+      return async (key: string) => {
+        await before(key);
+        return target.size(key);
+      };
+    },
+  });
+}
+
 async function putRaw(key: string, bytes: Uint8Array): Promise<void> {
   await t.blobs.put(key, bodyOf(bytes), bytes.byteLength);
 }
 
-describe("runFsck", () => {
-  test("finds no problem in a healthy store: files, a live session with chunks, an open write intent", async () => {
-    const { u } = await populate();
-    const ct = randomCiphertext(2000);
-    const s = await openSession(t, u, ct, { path: "c.bin", chunkSize: 1000 });
-    await putChunks(t, s, ct, [1]);
-    await t.services.deletions.reserve("b/ee/eeee0000000000000000000000000000/", t.clock.now());
-    await putRaw("b/ee/eeee0000000000000000000000000000/0.aa", new Uint8Array(5));
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-  });
-
-  test("does not report a replaced or deleted file's objects while they wait out the grace period", async () => {
-    const { u, m } = await populate();
-    const r = await t.fetch(`/delete/${u.address}/${FOLDER}/${fileIdOf(m)}`, {
-      method: "DELETE",
-      headers: { authorization: authAt(t, u) },
+for (const dialect of ["sqlite", "postgres"] as const)
+  describe(`runFsck on ${dialect}`, () => {
+    if (dialect === "postgres") beforeAll(() => pgTestServer(), PG_SETUP_TIMEOUT_MS);
+    beforeEach(async () => {
+      lease = dialect === "postgres" ? await pgMigratedDatabase("fsck") : null;
+      t = makeTestApp(lease ? { ESYNC_DATABASE_URL: lease.url } : { ESYNC_DB_PATH: ":memory:" });
     });
-    expect(r.status).toBe(200);
-    await t.sweeper.runOnce();
-    expect((await blobFiles(t)).length).toBe(4);
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-  });
+    afterEach(async () => {
+      await t.close();
+      await lease?.release();
+    });
 
-  test("reports an orphan_object (dry run keeps it) and deletes it with repair", async () => {
-    await populate();
-    const key = "b/ab/abababababababababababababababab/0.123456";
-    await putRaw(key, new Uint8Array(10));
-    const dry = await fsck();
-    expect(dry.ok).toBe(false);
-    expect(dry.repaired).toBe(0);
-    expect(dry.problems).toEqual([expect.objectContaining({ kind: "orphan_object", key, repaired: false })]);
-    expect(await t.blobs.size(key)).toBe(10);
-    const fixed = await fsck(true);
-    expect(fixed).toMatchObject({ ok: true, repaired: 1 });
-    expect(await t.blobs.size(key)).toBeNull();
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-  });
+    test("finds no problem in a healthy store: files, a live session with chunks, an open write intent", async () => {
+      const { u } = await populate();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { path: "c.bin", chunkSize: 1000 });
+      await putChunks(t, s, ct, [1]);
+      await t.services.deletions.reserve("b/ee/eeee0000000000000000000000000000/", t.clock.now());
+      await putRaw("b/ee/eeee0000000000000000000000000000/0.aa", new Uint8Array(5));
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
 
-  test("reports an object left in a finished session's blob beside a file's chunks as an orphan", async () => {
-    const { session } = await populate();
-    const blobId = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)?.blob_id as string;
-    sql("DELETE FROM upload_sessions WHERE session_id = ?", session.sessionId);
-    const stray = `${blobPrefix(blobId)}1.ffffffffffff`;
-    await putRaw(stray, new Uint8Array(1000));
-    const r = await fsck();
-    expect(r.problems.map((p) => [p.kind, p.key])).toEqual([["orphan_object", stray]]);
-  });
+    test("does not report a replaced or deleted file's objects while they wait out the grace period", async () => {
+      const { u, m } = await populate();
+      const r = await t.fetch(`/delete/${u.address}/${FOLDER}/${fileIdOf(m)}`, {
+        method: "DELETE",
+        headers: { authorization: authAt(t, u) },
+      });
+      expect(r.status).toBe(200);
+      await t.sweeper.runOnce();
+      expect((await blobFiles(t)).length).toBe(4);
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
 
-  test("reports missing_object and wrong_size for a file's chunks, which repair cannot fix", async () => {
-    await populate();
-    const row = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)!;
-    const gens = JSON.parse(row.chunk_gens as string) as string[];
-    const prefix = blobPrefix(row.blob_id as string);
-    await t.blobs.delete([`${prefix}0.${gens[0]}`]);
-    await putRaw(`${prefix}2.${gens[2]}`, new Uint8Array(499)); // the last chunk holds 500 bytes
-    for (const repair of [false, true]) {
-      const r = await fsck(repair);
-      expect(r.ok).toBe(false);
-      expect(r.repaired).toBe(0);
-      expect(r.problems.map((p) => [p.kind, p.key, p.repaired]).sort()).toEqual([
-        ["missing_object", `${prefix}0.${gens[0]}`, false],
-        ["wrong_size", `${prefix}2.${gens[2]}`, false],
+    test("reports an orphan_object (dry run keeps it) and deletes it with repair", async () => {
+      await populate();
+      const key = "b/ab/abababababababababababababababab/0.123456";
+      await putRaw(key, new Uint8Array(10));
+      const dry = await fsck();
+      expect(dry.ok).toBe(false);
+      expect(dry.repaired).toBe(0);
+      expect(dry.problems).toEqual([
+        expect.objectContaining({ kind: "orphan_object", key, repaired: false }),
       ]);
-      expect(r.problems.find((p) => p.kind === "wrong_size")?.detail).toContain("499 bytes");
-    }
-  });
-
-  test("reports counter_mismatch for a negative, a non-integer and a wrong count, and recomputes them with repair", async () => {
-    const { u } = await populate();
-    const other = newUser();
-    const ct = randomCiphertext(300);
-    await uploadSingle(t, authAt(t, other), makeManifest({ owner: other.address, ciphertext: ct }), ct);
-    const expected = (await rowsOf(t, "folders")).map((f) => ({ ...f }));
-    sql("UPDATE folders SET total_bytes = -1024 WHERE owner = ?", u.address);
-    sql("UPDATE folders SET file_count = 1.5 WHERE owner = ?", other.address);
-    const dry = await fsck();
-    expect(dry.problems.map((p) => [p.kind, p.owner]).sort()).toEqual(
-      [
-        ["counter_mismatch", u.address],
-        ["counter_mismatch", other.address],
-      ].sort(),
-    );
-    expect((await fsck(true)).repaired).toBe(2);
-    expect((await rowsOf(t, "folders")).map((f) => ({ ...f, updated_at: 0 }))).toEqual(
-      expected.map((f) => ({ ...f, updated_at: 0 })),
-    );
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-  });
-
-  test("reports counter_mismatch for files whose folder row is missing, and recreates it", async () => {
-    const { u } = await populate();
-    sql("DELETE FROM folders WHERE owner = ?", u.address);
-    expect((await fsck()).problems).toEqual([
-      expect.objectContaining({ kind: "counter_mismatch", owner: u.address, folder_hash: FOLDER }),
-    ]);
-    await fsck(true);
-    expect(await rowsOf(t, "folders")).toEqual([
-      expect.objectContaining({ file_count: 2, total_bytes: expect.any(Number) }),
-    ]);
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
-  });
-
-  test("reports a stuck_session (finalizing past its lease) and returns it to receiving with repair", async () => {
-    const u = newUser();
-    const ct = randomCiphertext(2000);
-    const s = await openSession(t, u, ct, { chunkSize: 1000 });
-    await putChunks(t, s, ct, [0]);
-    sql(
-      "UPDATE upload_sessions SET state = 'finalizing', finalizing_until = ? WHERE session_id = ?",
-      t.clock.now() + 60,
-      s.sessionId,
-    );
-    expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // a live finalize holds its lease
-    t.clock.advance(60);
-    const dry = await fsck();
-    expect(dry.problems).toEqual([
-      expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
-    ]);
-    expect((await fsck(true)).repaired).toBe(1);
-    expect((await rowsOf(t, "upload_sessions"))[0]).toMatchObject({
-      state: "receiving",
-      finalizing_until: null,
-      expires_at: t.clock.now() + 600,
+      expect(await t.blobs.size(key)).toBe(10);
+      const fixed = await fsck(true);
+      expect(fixed).toMatchObject({ ok: true, repaired: 1 });
+      expect(await t.blobs.size(key)).toBeNull();
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
     });
-    expect(await rowsOf(t, "session_chunks")).toHaveLength(1);
+
+    test("reports an object left in a finished session's blob beside a file's chunks as an orphan", async () => {
+      const { session } = await populate();
+      const blobId = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)?.blob_id as string;
+      await sql("DELETE FROM upload_sessions WHERE session_id = ?", session.sessionId);
+      const stray = `${blobPrefix(blobId)}1.ffffffffffff`;
+      await putRaw(stray, new Uint8Array(1000));
+      const r = await fsck();
+      expect(r.problems.map((p) => [p.kind, p.key])).toEqual([["orphan_object", stray]]);
+    });
+
+    test("reports missing_object and wrong_size for a file's chunks, which repair cannot fix", async () => {
+      await populate();
+      const row = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)!;
+      const gens = JSON.parse(row.chunk_gens as string) as string[];
+      const prefix = blobPrefix(row.blob_id as string);
+      await t.blobs.delete([`${prefix}0.${gens[0]}`]);
+      await putRaw(`${prefix}2.${gens[2]}`, new Uint8Array(499)); // the last chunk holds 500 bytes
+      for (const repair of [false, true]) {
+        const r = await fsck(repair);
+        expect(r.ok).toBe(false);
+        expect(r.repaired).toBe(0);
+        expect(r.problems.map((p) => [p.kind, p.key, p.repaired]).sort()).toEqual([
+          ["missing_object", `${prefix}0.${gens[0]}`, false],
+          ["wrong_size", `${prefix}2.${gens[2]}`, false],
+        ]);
+        expect(r.problems.find((p) => p.kind === "wrong_size")?.detail).toContain("499 bytes");
+      }
+    });
+
+    test("reports counter_mismatch for a negative and a wrong (on SQLite: non-integer) count, and recomputes them with repair", async () => {
+      const { u } = await populate();
+      const other = newUser();
+      const ct = randomCiphertext(300);
+      await uploadSingle(t, authAt(t, other), makeManifest({ owner: other.address, ciphertext: ct }), ct);
+      const expected = (await rowsOf(t, "folders")).map((f) => ({ ...f }));
+      await sql("UPDATE folders SET total_bytes = -1024 WHERE owner = ?", u.address);
+      // PostgreSQL counters are bigint: a non-integer cannot be stored there, a wrong count can.
+      await sql(
+        "UPDATE folders SET file_count = ? WHERE owner = ?",
+        dialect === "sqlite" ? 1.5 : 7,
+        other.address,
+      );
+      const dry = await fsck();
+      expect(dry.problems.map((p) => [p.kind, p.owner]).sort()).toEqual(
+        [
+          ["counter_mismatch", u.address],
+          ["counter_mismatch", other.address],
+        ].sort(),
+      );
+      expect((await fsck(true)).repaired).toBe(2);
+      expect((await rowsOf(t, "folders")).map((f) => ({ ...f, updated_at: 0 }))).toEqual(
+        expected.map((f) => ({ ...f, updated_at: 0 })),
+      );
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
+
+    test("reports counter_mismatch for files whose folder row is missing, and recreates it", async () => {
+      const { u } = await populate();
+      await sql("DELETE FROM folders WHERE owner = ?", u.address);
+      expect((await fsck()).problems).toEqual([
+        expect.objectContaining({ kind: "counter_mismatch", owner: u.address, folder_hash: FOLDER }),
+      ]);
+      await fsck(true);
+      expect(await rowsOf(t, "folders")).toEqual([
+        expect.objectContaining({ file_count: 2, total_bytes: expect.any(Number) }),
+      ]);
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
+
+    test("reports a stuck_session (finalizing past its lease) and returns it to receiving with repair", async () => {
+      const u = newUser();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { chunkSize: 1000 });
+      await putChunks(t, s, ct, [0]);
+      await sql(
+        "UPDATE upload_sessions SET state = 'finalizing', finalizing_until = ? WHERE session_id = ?",
+        t.clock.now() + 60,
+        s.sessionId,
+      );
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // a live finalize holds its lease
+      t.clock.advance(60);
+      const dry = await fsck();
+      expect(dry.problems).toEqual([
+        expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
+      ]);
+      expect((await fsck(true)).repaired).toBe(1);
+      expect((await rowsOf(t, "upload_sessions"))[0]).toMatchObject({
+        state: "receiving",
+        finalizing_until: null,
+        expires_at: t.clock.now() + 600,
+      });
+      expect(await rowsOf(t, "session_chunks")).toHaveLength(1);
+    });
+    test("repair keeps an orphan that a write intent comes to cover between the snapshot and the delete", async () => {
+      await populate();
+      const prefix = "b/ab/abababababababababababababababab/";
+      const key = `${prefix}0.123456`;
+      await putRaw(key, new Uint8Array(10));
+      let reserved = false;
+      const blobs = sizingHook(async (k) => {
+        if (k !== key || reserved) return;
+        reserved = true;
+        await t.services.deletions.reserve(prefix, t.clock.now());
+      });
+      const r = await runFsck({ store: t.store, blobs, clock: t.clock }, { repair: true });
+      expect(reserved).toBe(true);
+      expect(r).toEqual({ ok: true, problems: [], repaired: 0 });
+      expect(await t.blobs.size(key)).toBe(10);
+    });
+
+    test("repair leaves a stuck session alone when a finalize renews its lease after the snapshot", async () => {
+      await populate();
+      const u = newUser();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { chunkSize: 1000 });
+      await putChunks(t, s, ct, [0]);
+      await sql(
+        "UPDATE upload_sessions SET state = 'finalizing', finalizing_until = ? WHERE session_id = ?",
+        t.clock.now(),
+        s.sessionId,
+      );
+      let renewed = false;
+      const blobs = sizingHook(async () => {
+        if (renewed) return;
+        renewed = true;
+        await sql(
+          "UPDATE upload_sessions SET finalizing_until = ? WHERE session_id = ?",
+          t.clock.now() + 60,
+          s.sessionId,
+        );
+      });
+      const r = await runFsck({ store: t.store, blobs, clock: t.clock }, { repair: true });
+      expect(r.problems).toEqual([
+        expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
+      ]);
+      expect((await rowsOf(t, "upload_sessions")).find((x) => x.session_id === s.sessionId)).toMatchObject({
+        state: "finalizing",
+        finalizing_until: t.clock.now() + 60,
+      });
+    });
+
+    test("a counter repair waits for a file delete that changed the counters and keeps its change", async () => {
+      const { u } = await populate();
+      await sql("UPDATE folders SET total_bytes = -1024 WHERE owner = ?", u.address);
+      const [gone, kept] = (await rowsOf(t, "files")) as {
+        path_hash: Uint8Array;
+        size_bytes: number;
+        blob_id: string;
+      }[];
+      let commit!: () => void;
+      const go = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      let changed!: () => void;
+      const inside = new Promise<void>((resolve) => {
+        changed = resolve;
+      });
+      // A live delete, as FilesService.remove runs it (no owner lock), held open after its counter change.
+      const deleting = t.store.transaction(async (tx) => {
+        await tx.files.remove(u.address, FOLDER, gone!.path_hash);
+        await tx.folders.applyFileChange(u.address, FOLDER, -1, -gone!.size_bytes, t.clock.now());
+        await tx.deletionQueue.enqueue([blobPrefix(gone!.blob_id)], t.clock.now() + 3600);
+        changed();
+        await go;
+      });
+      await inside;
+      let finished = false;
+      const repairing = fsck(true).then((r) => {
+        finished = true;
+        return r;
+      });
+      await Bun.sleep(300);
+      expect(finished).toBe(false);
+      commit();
+      await deleting;
+      const r = await repairing;
+      expect(r.problems.map((p) => [p.kind, p.owner, p.repaired])).toEqual([
+        ["counter_mismatch", u.address, true],
+      ]);
+      expect((await rowsOf(t, "folders"))[0]).toMatchObject({ file_count: 1, total_bytes: kept!.size_bytes });
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
   });
-});

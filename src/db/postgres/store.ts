@@ -22,6 +22,7 @@ import { PgDeletionQueueRepository } from "./deletion-queue.ts";
 import { PgFilesRepository } from "./files.ts";
 import { PgFolderEntriesRepository } from "./folder-entries.ts";
 import { PgFoldersRepository } from "./folders.ts";
+import { PgOpsRepository } from "./ops.ts";
 import { PgQuotaRepository } from "./quota.ts";
 import { PgSessionsRepository } from "./sessions.ts";
 import { PgSummariesRepository } from "./summaries.ts";
@@ -92,6 +93,7 @@ function reposOn(db: PgConn): Repositories {
     apiTokens: new PgApiTokensRepository(db),
     deletionQueue: new PgDeletionQueueRepository(db),
     summaries: new PgSummariesRepository(db),
+    ops: new PgOpsRepository(db),
   };
   return Object.fromEntries(
     Object.entries(repos).map(([k, r]) => [k, translating(r)]),

@@ -23,6 +23,7 @@ import { SqliteDeletionQueueRepository } from "./deletion-queue.ts";
 import { SqliteFilesRepository } from "./files.ts";
 import { SqliteFolderEntriesRepository } from "./folder-entries.ts";
 import { SqliteFoldersRepository } from "./folders.ts";
+import { SqliteOpsRepository } from "./ops.ts";
 import { SqliteQuotaRepository } from "./quota.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
@@ -99,6 +100,7 @@ function repositoriesOn(db: Db): Repositories {
     apiTokens: new SqliteApiTokensRepository(db),
     deletionQueue: new SqliteDeletionQueueRepository(db),
     summaries: new SqliteSummariesRepository(db),
+    ops: new SqliteOpsRepository(db),
   };
 }
 
@@ -151,7 +153,7 @@ export class SqliteMetadataStore implements MetadataStore {
    *   same file in this process share one gate.
    */
   constructor(
-    /** The Drizzle handle, for the tools that only exist on the embedded database (fsck, stats, search). */
+    /** The Drizzle handle, for the SQLite search index and for tests that inspect rows directly. */
     readonly db: Db,
     path: string,
   ) {

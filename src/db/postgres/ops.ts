@@ -1,0 +1,190 @@
+/**
+ * @module db/postgres/ops
+ * `OpsRepository` on PostgreSQL (contract: `src/ops/ops.repository.ts`). The fsck snapshot is
+ * one `REPEATABLE READ READ ONLY` transaction, so every row it reads (and each counter beside
+ * the files it counts) comes from the same moment however many nodes write meanwhile. Counters
+ * are `bigint` here, so the only drift is a wrong value or a missing row.
+ */
+import { and, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import {
+  blobIdOfKey,
+  chunkKeysOf,
+  type FsckSnapshot,
+  type OpsRepository,
+  prefixesOf,
+  type StoreTotals,
+} from "../../ops/ops.repository.ts";
+import type { PgDb } from "./client.ts";
+import type { PgConn } from "./conn.ts";
+import { apiTokens, blobDeletions, files, folders, uploadSessions } from "./schema.ts";
+
+/** Sessions stuck at `now`: finalizing with a lease that ran out, or without one. */
+function stuckAt(now: number) {
+  return and(
+    eq(uploadSessions.state, "finalizing"),
+    or(isNull(uploadSessions.finalizingUntil), lte(uploadSessions.finalizingUntil, now)),
+  );
+}
+
+/** True for the pool (a transaction of its own can be begun), false for an open transaction. */
+function isPool(db: PgConn): db is PgDb {
+  return "$client" in db;
+}
+
+/** Operator queries on the PostgreSQL metadata database. */
+export class PgOpsRepository implements OpsRepository {
+  constructor(private readonly db: PgConn) {}
+
+  async snapshot(now: number): Promise<FsckSnapshot> {
+    if (!isPool(this.db)) return this.read(this.db, now);
+    return this.db.transaction((tx) => this.read(tx, now), {
+      isolationLevel: "repeatable read",
+      accessMode: "read only",
+    });
+  }
+
+  private async read(db: PgConn, now: number): Promise<FsckSnapshot> {
+    const layouts = await db
+      .select({
+        owner: files.owner,
+        folderHash: files.folderHash,
+        pathHash: files.pathHash,
+        blobId: files.blobId,
+        chunkSize: files.chunkSize,
+        chunkCount: files.chunkCount,
+        ciphertextSize: files.ciphertextSize,
+        chunkGens: files.chunkGens,
+      })
+      .from(files);
+    const sessions = await db.select({ blobId: uploadSessions.blobId }).from(uploadSessions);
+    const targets = await db.select({ target: blobDeletions.target }).from(blobDeletions);
+    const counters = (await db.execute(sql`
+      SELECT k.owner, k.folder_hash, f.file_count::text AS file_count, f.total_bytes::text AS total_bytes,
+             coalesce(c.n, 0)::bigint::text AS n, coalesce(c.bytes, 0)::numeric::text AS bytes,
+             f.owner IS NOT NULL AS has_row
+        FROM (SELECT owner, folder_hash FROM folders UNION SELECT owner, folder_hash FROM files) k
+        LEFT JOIN folders f ON f.owner = k.owner AND f.folder_hash = k.folder_hash
+        LEFT JOIN (SELECT owner, folder_hash, count(*) AS n, sum(size_bytes) AS bytes
+                     FROM files GROUP BY owner, folder_hash) c
+               ON c.owner = k.owner AND c.folder_hash = k.folder_hash
+       WHERE f.owner IS NULL OR f.file_count <> coalesce(c.n, 0) OR f.total_bytes <> coalesce(c.bytes, 0)
+       ORDER BY k.owner, k.folder_hash`)) as unknown as {
+      owner: string;
+      folder_hash: string;
+      file_count: string | null;
+      total_bytes: string | null;
+      n: string;
+      bytes: string;
+      has_row: boolean;
+    }[];
+    const stuck = await db
+      .select({
+        sessionId: uploadSessions.sessionId,
+        owner: uploadSessions.owner,
+        folderHash: uploadSessions.folderHash,
+        finalizingUntil: uploadSessions.finalizingUntil,
+      })
+      .from(uploadSessions)
+      .where(stuckAt(now));
+    return {
+      files: layouts.map((f) => ({ ...f, pathHash: new Uint8Array(f.pathHash) })),
+      sessionBlobIds: sessions.map((s) => s.blobId),
+      deletionTargets: targets.map((t) => t.target),
+      counterMismatches: counters.map((c) => ({
+        owner: c.owner,
+        folderHash: c.folder_hash,
+        hasRow: c.has_row,
+        fileCount: String(c.file_count),
+        totalBytes: String(c.total_bytes),
+        files: Number(c.n),
+        bytes: Number(c.bytes),
+      })),
+      stuckSessions: stuck,
+    };
+  }
+
+  async isReferenced(key: string): Promise<boolean> {
+    const [queued] = await this.db
+      .select({ n: sql`1` })
+      .from(blobDeletions)
+      .where(inArray(blobDeletions.target, [key, ...prefixesOf(key)]))
+      .limit(1);
+    if (queued) return true;
+    const blobId = blobIdOfKey(key);
+    if (blobId === null) return false;
+    const [session] = await this.db
+      .select({ n: sql`1` })
+      .from(uploadSessions)
+      .where(eq(uploadSessions.blobId, blobId))
+      .limit(1);
+    if (session) return true;
+    const rows = await this.db
+      .select({ blobId: files.blobId, chunkCount: files.chunkCount, chunkGens: files.chunkGens })
+      .from(files)
+      .where(eq(files.blobId, blobId));
+    return rows.some((r) => chunkKeysOf(r).includes(key));
+  }
+
+  /**
+   * In three statements, so that no counter change of a concurrent writer is lost, whether or
+   * not it holds the owner lock (a file delete does not): the row is created if missing (waiting
+   * for a concurrent creator), locked `FOR UPDATE` (waiting for a writer that already changed the
+   * counters to commit), then set from a count whose snapshot is taken after that wait. A writer
+   * that changes the counters later waits for this transaction and applies its change after it.
+   */
+  async recountFolder(owner: string, folderHash: string, now: number): Promise<void> {
+    await this.db
+      .insert(folders)
+      .values({ owner, folderHash, updatedAt: now, fileCount: 0, totalBytes: 0 })
+      .onConflictDoNothing();
+    const where = and(eq(folders.owner, owner), eq(folders.folderHash, folderHash));
+    await this.db.select({ owner: folders.owner }).from(folders).where(where).for("update");
+    await this.db.execute(sql`
+      UPDATE folders SET file_count = c.n, total_bytes = c.bytes
+        FROM (SELECT count(*) AS n, coalesce(sum(size_bytes), 0) AS bytes
+                FROM files WHERE owner = ${owner} AND folder_hash = ${folderHash}) c
+       WHERE folders.owner = ${owner} AND folders.folder_hash = ${folderHash}`);
+  }
+
+  async releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean> {
+    if (sessionId.includes("\u0000")) return false;
+    const rows = await this.db
+      .update(uploadSessions)
+      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .where(and(eq(uploadSessions.sessionId, sessionId), stuckAt(now)))
+      .returning({ id: uploadSessions.sessionId });
+    return rows.length > 0;
+  }
+
+  async totals(now: number): Promise<StoreTotals> {
+    const read = async (db: PgConn): Promise<StoreTotals> => {
+      const [accounts] = (await db.execute(
+        sql`SELECT count(*)::int AS n FROM (SELECT owner FROM folders UNION SELECT owner FROM files) o`,
+      )) as unknown as { n: number }[];
+      const [f] = await db
+        .select({
+          n: count(),
+          plain: sql<string>`coalesce(sum(${files.sizeBytes}), 0)::text`,
+          cipher: sql<string>`coalesce(sum(${files.ciphertextSize}), 0)::text`,
+        })
+        .from(files);
+      const [fo] = await db.select({ n: count() }).from(folders);
+      const [tokens] = await db
+        .select({ n: count() })
+        .from(apiTokens)
+        .where(
+          and(isNull(apiTokens.revokedAt), or(isNull(apiTokens.expiresAt), gt(apiTokens.expiresAt, now))),
+        );
+      return {
+        accounts: Number(accounts?.n ?? 0),
+        folders: fo?.n ?? 0,
+        files: f?.n ?? 0,
+        plaintextBytes: Number(f?.plain ?? 0),
+        ciphertextBytes: Number(f?.cipher ?? 0),
+        activeApiTokens: tokens?.n ?? 0,
+      };
+    };
+    if (!isPool(this.db)) return read(this.db);
+    return this.db.transaction(read, { isolationLevel: "repeatable read", accessMode: "read only" });
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * @module db/sqlite/ops
+ * `OpsRepository` on SQLite (contract: `src/ops/ops.repository.ts`). The snapshot is one read
+ * transaction; the store's gate keeps this process's writers out of it, and SQLite's own
+ * isolation keeps other processes' commits out.
+ */
+import type { Database } from "bun:sqlite";
+import {
+  blobIdOfKey,
+  type CounterMismatch,
+  chunkKeysOf,
+  type FileLayout,
+  type FsckSnapshot,
+  type OpsRepository,
+  prefixesOf,
+  type StoreTotals,
+  type StuckSession,
+} from "../../ops/ops.repository.ts";
+import type { Db } from "../client.ts";
+
+interface FileRow {
+  owner: string;
+  folder_hash: string;
+  path_hash: Uint8Array;
+  blob_id: string;
+  chunk_size: number;
+  chunk_count: number;
+  ciphertext_size: number;
+  chunk_gens: string;
+}
+
+interface CounterRow {
+  owner: string;
+  folder_hash: string;
+  file_count: unknown;
+  total_bytes: unknown;
+  count_type: string;
+  bytes_type: string;
+  n: number;
+  bytes: number;
+  has_folder: number;
+}
+
+const FILES_SQL =
+  "SELECT owner, folder_hash, path_hash, blob_id, chunk_size, chunk_count, ciphertext_size, chunk_gens FROM files";
+
+/** Every folder (with a row or with files) beside its files' recount; the types catch non-integers. */
+const COUNTERS_SQL = `SELECT k.owner, k.folder_hash, f.file_count, f.total_bytes,
+    typeof(f.file_count) AS count_type, typeof(f.total_bytes) AS bytes_type,
+    coalesce(c.n, 0) AS n, coalesce(c.bytes, 0) AS bytes, f.owner IS NOT NULL AS has_folder
+  FROM (SELECT owner, folder_hash FROM folders UNION SELECT owner, folder_hash FROM files) k
+  LEFT JOIN folders f ON f.owner = k.owner AND f.folder_hash = k.folder_hash
+  LEFT JOIN (SELECT owner, folder_hash, count(*) AS n, sum(size_bytes) AS bytes
+               FROM files GROUP BY owner, folder_hash) c
+         ON c.owner = k.owner AND c.folder_hash = k.folder_hash`;
+
+const STUCK = "state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?1)";
+
+/** A stored counter as text: the value, with its SQLite type when it is not an integer. */
+function shown(value: unknown, type: string): string {
+  return type === "integer" ? String(value) : `${String(value)} (${type})`;
+}
+
+/** Operator queries on the SQLite metadata database. */
+export class SqliteOpsRepository implements OpsRepository {
+  private readonly sqlite: Database;
+
+  constructor(db: Db) {
+    this.sqlite = db.$client;
+  }
+
+  async snapshot(now: number): Promise<FsckSnapshot> {
+    const read = this.sqlite.transaction(() => {
+      const files = this.sqlite.query<FileRow, []>(FILES_SQL).all();
+      const sessions = this.sqlite
+        .query<{ blob_id: string }, []>("SELECT blob_id FROM upload_sessions")
+        .all();
+      const targets = this.sqlite.query<{ target: string }, []>("SELECT target FROM blob_deletions").all();
+      const counters = this.sqlite.query<CounterRow, []>(COUNTERS_SQL).all();
+      const stuck = this.sqlite
+        .query<
+          { session_id: string; owner: string; folder_hash: string; finalizing_until: number | null },
+          [number]
+        >(`SELECT session_id, owner, folder_hash, finalizing_until FROM upload_sessions WHERE ${STUCK}`)
+        .all(now);
+      return { files, sessions, targets, counters, stuck };
+    });
+    const r = read.deferred();
+    return {
+      files: r.files.map(
+        (f): FileLayout => ({
+          owner: f.owner,
+          folderHash: f.folder_hash,
+          pathHash: f.path_hash,
+          blobId: f.blob_id,
+          chunkSize: f.chunk_size,
+          chunkCount: f.chunk_count,
+          ciphertextSize: f.ciphertext_size,
+          chunkGens: f.chunk_gens,
+        }),
+      ),
+      sessionBlobIds: r.sessions.map((s) => s.blob_id),
+      deletionTargets: r.targets.map((t) => t.target),
+      counterMismatches: r.counters
+        .filter(
+          (c) =>
+            c.has_folder !== 1 ||
+            c.count_type !== "integer" ||
+            c.bytes_type !== "integer" ||
+            c.file_count !== c.n ||
+            c.total_bytes !== c.bytes,
+        )
+        .map(
+          (c): CounterMismatch => ({
+            owner: c.owner,
+            folderHash: c.folder_hash,
+            hasRow: c.has_folder === 1,
+            fileCount: shown(c.file_count, c.count_type),
+            totalBytes: shown(c.total_bytes, c.bytes_type),
+            files: c.n,
+            bytes: c.bytes,
+          }),
+        ),
+      stuckSessions: r.stuck.map(
+        (s): StuckSession => ({
+          sessionId: s.session_id,
+          owner: s.owner,
+          folderHash: s.folder_hash,
+          finalizingUntil: s.finalizing_until,
+        }),
+      ),
+    };
+  }
+
+  async isReferenced(key: string): Promise<boolean> {
+    const targets = [key, ...prefixesOf(key)];
+    const queued = this.sqlite
+      .query(`SELECT 1 FROM blob_deletions WHERE target IN (${targets.map(() => "?").join(", ")}) LIMIT 1`)
+      .get(...targets);
+    if (queued) return true;
+    const blobId = blobIdOfKey(key);
+    if (blobId === null) return false;
+    if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE blob_id = ? LIMIT 1").get(blobId)) return true;
+    const rows = this.sqlite
+      .query<{ blob_id: string; chunk_count: number; chunk_gens: string }, [string]>(
+        "SELECT blob_id, chunk_count, chunk_gens FROM files WHERE blob_id = ?",
+      )
+      .all(blobId);
+    return rows.some((r) =>
+      chunkKeysOf({ blobId: r.blob_id, chunkCount: r.chunk_count, chunkGens: r.chunk_gens }).includes(key),
+    );
+  }
+
+  async recountFolder(owner: string, folderHash: string, now: number): Promise<void> {
+    this.sqlite
+      .query(
+        `INSERT INTO folders (owner, folder_hash, updated_at, file_count, total_bytes)
+         SELECT ?1, ?2, ?3, count(*), coalesce(sum(size_bytes), 0) FROM files WHERE owner = ?1 AND folder_hash = ?2
+         ON CONFLICT (owner, folder_hash) DO UPDATE SET file_count = excluded.file_count, total_bytes = excluded.total_bytes`,
+      )
+      .run(owner, folderHash, now);
+  }
+
+  async releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean> {
+    const r = this.sqlite
+      .query(
+        `UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, expires_at = ?2
+          WHERE session_id = ?3 AND ${STUCK}`,
+      )
+      .run(now, expiresAt, sessionId);
+    return r.changes > 0;
+  }
+
+  async totals(now: number): Promise<StoreTotals> {
+    const read = this.sqlite.transaction(() => {
+      const accounts = this.sqlite
+        .query<{ n: number }, []>(
+          "SELECT count(*) AS n FROM (SELECT owner FROM folders UNION SELECT owner FROM files)",
+        )
+        .get();
+      const f = this.sqlite
+        .query<{ n: number; plain: number; cipher: number }, []>(
+          "SELECT count(*) AS n, coalesce(sum(size_bytes), 0) AS plain, coalesce(sum(ciphertext_size), 0) AS cipher FROM files",
+        )
+        .get();
+      const folders = this.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM folders").get();
+      const tokens = this.sqlite
+        .query<{ n: number }, [number]>(
+          "SELECT count(*) AS n FROM api_tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+        )
+        .get(now);
+      return {
+        accounts: accounts?.n ?? 0,
+        folders: folders?.n ?? 0,
+        files: f?.n ?? 0,
+        plaintextBytes: f?.plain ?? 0,
+        ciphertextBytes: f?.cipher ?? 0,
+        activeApiTokens: tokens?.n ?? 0,
+      };
+    });
+    return read.deferred();
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * @module ops/ops.repository
+ * What the operator tools (`fsck`, src/ops/fsck.ts; `esync-admin stats`, src/admin/stats.ts) read
+ * and repair in the metadata database, on either dialect. Implementations:
+ * `src/db/sqlite/ops.ts`, `src/db/postgres/ops.ts`.
+ */
+import { chunkKey } from "../storage/layout.ts";
+
+/** The chunk layout of one file row: what its chunk objects are called and how long they are. */
+export interface FileLayout {
+  owner: string;
+  folderHash: string;
+  pathHash: Uint8Array;
+  blobId: string;
+  /** Bytes. */
+  chunkSize: number;
+  chunkCount: number;
+  /** Bytes. */
+  ciphertextSize: number;
+  /** JSON array of the chunks' generations (as stored; may be malformed in a damaged row). */
+  chunkGens: string;
+}
+
+/** A folder whose counters differ from its files (or are not non-negative integers, or whose row is missing). */
+export interface CounterMismatch {
+  owner: string;
+  folderHash: string;
+  /** False when files name the folder but it has no row. */
+  hasRow: boolean;
+  /** The stored `file_count` and `total_bytes` as text for a person (SQLite adds a non-integer's type). */
+  fileCount: string;
+  totalBytes: string;
+  /** What its files give: their number and the sum of their `size_bytes`. */
+  files: number;
+  bytes: number;
+}
+
+/** A session in `finalizing` whose lease ran out, or that has none. */
+export interface StuckSession {
+  sessionId: string;
+  owner: string;
+  folderHash: string;
+  /** Unix seconds; null for a session left by a version without leases. */
+  finalizingUntil: number | null;
+}
+
+/** Everything fsck compares with the blob store, read in one consistent snapshot. */
+export interface FsckSnapshot {
+  files: FileLayout[];
+  /** Blob ids of every stored upload session (any state, expired or not yet swept). */
+  sessionBlobIds: string[];
+  /** Targets of `blob_deletions` (queued deletions and write intents): object keys or prefixes ending in `/`. */
+  deletionTargets: string[];
+  counterMismatches: CounterMismatch[];
+  /** Stuck at the snapshot's `now`. */
+  stuckSessions: StuckSession[];
+}
+
+/** Whole-database aggregates of `esync-admin stats`. */
+export interface StoreTotals {
+  /** Distinct addresses owning a folder or a file. */
+  accounts: number;
+  folders: number;
+  files: number;
+  /** Sum of the files' `size_bytes` (plaintext, as manifests declare it). */
+  plaintextBytes: number;
+  /** Sum of the files' `ciphertext_size`. */
+  ciphertextBytes: number;
+  /** API tokens neither revoked nor expired at `now`. */
+  activeApiTokens: number;
+}
+
+/** Queries and repairs of the operator tools. */
+export interface OpsRepository {
+  /**
+   * Reads every file's chunk layout, the sessions' blob ids, the deletion targets, the folder
+   * counters that differ from a recount and the sessions stuck at `now` (Unix seconds), all from
+   * one snapshot: SQLite reads them in one read transaction (through the store's gate);
+   * PostgreSQL in one `REPEATABLE READ READ ONLY` transaction. Call it on `store.repos`, not
+   * inside a store transaction (PostgreSQL would read at the transaction's isolation level).
+   */
+  snapshot(now: number): Promise<FsckSnapshot>;
+  /**
+   * True when the database still accounts for object `key`: a file row lists it among its chunk
+   * objects, an upload session has its blob, or a `blob_deletions` target is `key` or one of its
+   * prefixes. fsck asks again just before deleting an orphan.
+   */
+  isReferenced(key: string): Promise<boolean>;
+  /**
+   * Sets the counters of folder (`owner`, `folderHash`) to its files' count and byte sum, creating
+   * a row with no registration when it is missing. Call it inside a transaction, after
+   * `sessions.lockOwner(owner)` (which serialises it with commits of the owner's files). No
+   * counter change of a concurrent writer may be lost, with or without that lock (a file delete
+   * does not take it): the change lands either in the recount or after it.
+   */
+  recountFolder(owner: string, folderHash: string, now: number): Promise<void>;
+  /**
+   * Returns a session stuck at `now` to `receiving` with `expiresAt` (Unix seconds), chunks
+   * intact. Conditional: false when the session is no longer stuck (a live finalize renewed its
+   * lease, a sweeper released it, it was deleted).
+   */
+  releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean>;
+  /** The aggregates of `StoreTotals` at `now` (Unix seconds). */
+  totals(now: number): Promise<StoreTotals>;
+}
+
+/** The blob id of object `key` (`b/xx/<blob id>/…`, src/storage/layout.ts), or null for another key. */
+export function blobIdOfKey(key: string): string | null {
+  const parts = key.split("/");
+  return parts.length >= 4 && parts[0] === "b" && parts[2] ? parts[2] : null;
+}
+
+/** Every prefix (ending in `/`) of `key`, shortest first: `a/`, `a/b/`, … */
+export function prefixesOf(key: string): string[] {
+  const out: string[] = [];
+  for (let i = key.indexOf("/"); i >= 0; i = key.indexOf("/", i + 1)) out.push(key.slice(0, i + 1));
+  return out;
+}
+
+/** The object keys of `row`'s chunks, in index order (a malformed `chunk_gens` reads as none). */
+export function chunkKeysOf(row: Pick<FileLayout, "blobId" | "chunkCount" | "chunkGens">): string[] {
+  let gens: unknown = [];
+  try {
+    gens = JSON.parse(row.chunkGens);
+  } catch {}
+  const list = Array.isArray(gens) ? gens : [];
+  const keys: string[] = [];
+  for (let i = 0; i < row.chunkCount; i++) keys.push(chunkKey(row.blobId, i, String(list[i] ?? "")));
+  return keys;
+}

@@ -1,0 +1,66 @@
+/**
+ * `OpsRepository.isReferenced` (src/ops/ops.repository.ts), the check fsck makes again just
+ * before deleting an orphan, on SQLite and on PostgreSQL: an object is held by a file row that
+ * lists it, by an upload session owning its blob, or by a deletion target that is the key or one
+ * of its prefixes; any other object, a stray generation in a file's blob included, is not.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { blobPrefix, chunkKey } from "../../src/storage/layout.ts";
+import {
+  authAt,
+  expectSuccess,
+  openSession,
+  rowsOf,
+  UPLOAD_RESULT_KEYS,
+  uploadSingle,
+} from "../http/helpers.ts";
+import { makeTestApp, type TestApp } from "../support/app.ts";
+import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
+import { PG_SETUP_TIMEOUT_MS, type PgLease, pgMigratedDatabase, pgTestServer } from "../support/pg-server.ts";
+
+let t: TestApp;
+let lease: PgLease | null = null;
+
+for (const dialect of ["sqlite", "postgres"] as const)
+  describe(`OpsRepository.isReferenced on ${dialect}`, () => {
+    if (dialect === "postgres") beforeAll(() => pgTestServer(), PG_SETUP_TIMEOUT_MS);
+    beforeEach(async () => {
+      lease = dialect === "postgres" ? await pgMigratedDatabase("ops_repo") : null;
+      t = makeTestApp(lease ? { ESYNC_DATABASE_URL: lease.url } : { ESYNC_DB_PATH: ":memory:" });
+    });
+    afterEach(async () => {
+      await t.close();
+      await lease?.release();
+    });
+
+    test("holds a file's chunk object but not another generation of it in the same blob", async () => {
+      const u = newUser();
+      const ct = randomCiphertext(700);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+      const row = (await rowsOf(t, "files"))[0] as { blob_id: string; chunk_gens: string };
+      const gen = (JSON.parse(row.chunk_gens) as string[])[0] as string;
+      expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 0, gen))).toBe(true);
+      expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 0, "ffffffffffff"))).toBe(false);
+      expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 1, gen))).toBe(false);
+    });
+
+    test("holds any object in an upload session's blob", async () => {
+      const u = newUser();
+      await openSession(t, u, randomCiphertext(2000), { chunkSize: 1000 });
+      const blobId = (await rowsOf(t, "upload_sessions"))[0]?.blob_id as string;
+      expect(await t.store.repos.ops.isReferenced(`${blobPrefix(blobId)}7.abcdef`)).toBe(true);
+    });
+
+    test("holds an object under a write intent's prefix or named by a queued deletion, and nothing else", async () => {
+      const prefix = "b/ee/eeee0000000000000000000000000000/";
+      const other = "b/dd/dddd0000000000000000000000000000/0.aa";
+      expect(await t.store.repos.ops.isReferenced(`${prefix}0.aa`)).toBe(false);
+      await t.services.deletions.reserve(prefix, t.clock.now());
+      await t.store.repos.deletionQueue.enqueue([other], t.clock.now() + 60);
+      expect(await t.store.repos.ops.isReferenced(`${prefix}0.aa`)).toBe(true);
+      expect(await t.store.repos.ops.isReferenced(other)).toBe(true);
+      expect(await t.store.repos.ops.isReferenced("b/dd/dddd0000000000000000000000000000/1.aa")).toBe(false);
+      expect(await t.store.repos.ops.isReferenced("not/a/blob")).toBe(false);
+    });
+  });
