@@ -10,6 +10,7 @@ import type { StoredBlob } from "../../src/files/files.service.ts";
 import { parseManifest } from "../../src/manifest/manifest.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
+import { testDatabase } from "../support/pg-server.ts";
 import {
   authAt,
   expectSuccess,
@@ -22,6 +23,9 @@ import {
 
 let t: TestApp;
 afterEach(() => t?.close());
+
+/** Group commit is SQLite's; on PostgreSQL every commit is its own transaction (FilesService.commit). */
+const grouped = testDatabase === "sqlite";
 
 /** Counts the transactions `store` begins and remembers whether each committed. */
 function countTransactions(store: MetadataStore) {
@@ -62,8 +66,10 @@ describe("group commit", () => {
         t.services.files.commit(m, blobOf(i, 200 + i)).then((r) => ({ r, committed: seen.committed })),
       ),
     );
-    expect(seen.begun).toBe(1);
-    for (const { committed } of results) expect(committed).toBe(1);
+    expect(seen.begun).toBe(grouped ? 1 : 10);
+    // Each caller hears back only after a transaction that included its commit committed.
+    for (const { committed } of results) expect(committed).toBeGreaterThanOrEqual(1);
+    if (grouped) for (const { committed } of results) expect(committed).toBe(1);
     expect(new Set(results.map(({ r }) => r.upload_id)).size).toBe(10);
     expect(((await stateOf(t, u)).files as unknown[]).length).toBe(10);
   });
@@ -92,7 +98,7 @@ describe("group commit", () => {
       t.services.files.commit(others[1]!, blobOf(2, 320)),
       t.services.files.commit(others[2]!, blobOf(3, 320)),
     ]);
-    expect(seen.begun).toBe(1);
+    expect(seen.begun).toBe(grouped ? 1 : 4);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
     expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "conflict" });
     const files = (await stateOf(t, u)).files as { file_name: string; size_bytes: number }[];
@@ -127,22 +133,26 @@ describe("group commit", () => {
     expect((await stateOf(t, u)).files).toEqual([]);
   });
 
-  test("a group waits for an announced commit and takes it in the same transaction", async () => {
-    t = makeTestApp();
-    const u = newUser();
-    t.services.files.groupWaitMs = 60_000;
-    const seen = countTransactions(t.store);
-    const m = (i: number) =>
-      parseManifest(makeManifest({ owner: u.address, ciphertext: randomCiphertext(250), path: `w/${i}` }));
-    const announced = t.services.files.expectCommit();
-    const first = t.services.files.commit(m(0), blobOf(0, 250));
-    await Bun.sleep(20);
-    expect(seen.begun).toBe(0);
-    announced();
-    const second = t.services.files.commit(m(1), blobOf(1, 250));
-    await Promise.all([first, second]);
-    expect(seen.begun).toBe(1);
-  });
+  // Waiting for announced commits is part of grouping, which PostgreSQL does not do.
+  test.skipIf(!grouped)(
+    "a group waits for an announced commit and takes it in the same transaction",
+    async () => {
+      t = makeTestApp();
+      const u = newUser();
+      t.services.files.groupWaitMs = 60_000;
+      const seen = countTransactions(t.store);
+      const m = (i: number) =>
+        parseManifest(makeManifest({ owner: u.address, ciphertext: randomCiphertext(250), path: `w/${i}` }));
+      const announced = t.services.files.expectCommit();
+      const first = t.services.files.commit(m(0), blobOf(0, 250));
+      await Bun.sleep(20);
+      expect(seen.begun).toBe(0);
+      announced();
+      const second = t.services.files.commit(m(1), blobOf(1, 250));
+      await Promise.all([first, second]);
+      expect(seen.begun).toBe(1);
+    },
+  );
 
   test("an announced commit withdrawn without committing (a failed upload) releases the waiting group at once", async () => {
     t = makeTestApp();
