@@ -22,30 +22,15 @@
  * `storageEnv`); `scripts/test.sh` runs `test/http` once on PostgreSQL.
  */
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { SQL } from "bun";
+import { acquireSharedServer } from "./shared-server.ts";
 
 /** Timeout for a hook that may have to install or start PostgreSQL (ms). */
 export const PG_SETUP_TIMEOUT_MS = 5 * 60_000;
 
 const ROOT = process.env.ESYNC_TEST_PG_DIR || "/tmp/esync-pg";
-const SERVER_DIR = join(ROOT, "server");
-const LOCK = join(ROOT, "lock");
-/** Present (holding a pid) when this helper started the cluster, so tests should stop it. */
-const MANAGED = join(ROOT, "managed");
-/** One empty file per live test process using the cluster, named by its pid. */
-const CLIENTS = join(ROOT, "clients");
 const SCRIPTS = resolve(import.meta.dir, "../../scripts/pg");
 
 function log(message: string): void {
@@ -60,47 +45,8 @@ export const testDatabase: "sqlite" | "postgres" = (() => {
   return v;
 })();
 
-function isAlive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM";
-  }
-}
-
-/** One attempt at the lock file; clears a lock whose holder is gone. */
-function tryLock(): boolean {
-  try {
-    const fd = openSync(LOCK, "wx");
-    writeSync(fd, String(process.pid));
-    closeSync(fd);
-    return true;
-  } catch (e) {
-    if ((e as { code?: string }).code !== "EEXIST") throw e;
-  }
-  let holder = "";
-  try {
-    holder = readFileSync(LOCK, "utf8").trim();
-  } catch {
-    return false;
-  }
-  const stale = holder === "" ? Date.now() - statSync(LOCK).mtimeMs > 10_000 : !isAlive(Number(holder));
-  if (stale) rmSync(LOCK, { force: true });
-  return false;
-}
-
-async function lock(timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!tryLock()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for the lock ${LOCK}`);
-    await Bun.sleep(100);
-  }
-}
-
 /** The URL `scripts/pg/start.sh` wrote to `dir/pg.env`, or null. */
-function readEnvFile(dir = SERVER_DIR): string | null {
+function readEnvFile(dir: string): string | null {
   try {
     const line = readFileSync(join(dir, "pg.env"), "utf8")
       .split("\n")
@@ -145,45 +91,6 @@ async function ensureInstalled(): Promise<void> {
   await run(["bash", join(SCRIPTS, "install.sh")], "installing PostgreSQL");
 }
 
-/**
- * Bash run by the watchdog: waits for test process $1 to exit, then, holding the lock, stops
- * the cluster if this helper started it and no other test process uses it any more.
- */
-const WATCHDOG = `
-pid=$1 root=$2 stop=$3
-while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
-rm -f "$root/clients/$pid"
-[ -f "$root/managed" ] || exit 0
-for _ in $(seq 1 600); do
-  if (set -o noclobber; echo $$ >"$root/lock") 2>/dev/null; then break; fi
-  holder=$(cat "$root/lock" 2>/dev/null)
-  if [ -n "$holder" ] && ! kill -0 "$holder" 2>/dev/null; then rm -f "$root/lock"; fi
-  sleep 0.2
-done
-[ "$(cat "$root/lock" 2>/dev/null)" = "$$" ] || exit 1
-for f in "$root"/clients/*; do
-  [ -e "$f" ] || continue
-  if kill -0 "\${f##*/}" 2>/dev/null; then rm -f "$root/lock"; exit 0; fi
-done
-if [ -f "$root/managed" ]; then
-  bash "$stop" "$root/server"
-  rm -f "$root/managed" "$root"/clients/*
-fi
-rm -f "$root/lock"
-`;
-
-/**
- * bun test runs no "exit" handlers, so a detached watchdog process (outside the test runner's
- * process tree) does the release once this process has gone, however it ends.
- */
-function releaseWhenGone(): void {
-  const proc = Bun.spawn(
-    ["setsid", "-f", "bash", "-c", WATCHDOG, "watchdog", String(process.pid), ROOT, join(SCRIPTS, "stop.sh")],
-    { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
-  );
-  proc.unref();
-}
-
 async function acquire(): Promise<string> {
   const given = process.env.ESYNC_TEST_DATABASE_URL;
   if (given) {
@@ -191,35 +98,24 @@ async function acquire(): Promise<string> {
     if (err) throw new Error(`ESYNC_TEST_DATABASE_URL does not answer: ${err.message}`);
     return given;
   }
-  mkdirSync(CLIENTS, { recursive: true });
-  await lock(10 * 60_000);
-  try {
-    let url = readEnvFile();
-    const err = url ? await probe(url) : new Error("none running");
-    if (url && !err) {
-      log(`using the PostgreSQL cluster already running at ${url}`);
-    } else {
-      if (url) log(`the cluster in ${SERVER_DIR} does not answer (${err?.message}); starting a new one`);
+  return acquireSharedServer({
+    root: ROOT,
+    scripts: SCRIPTS,
+    log,
+    read: readEnvFile,
+    probe,
+    describe: (url) => `the PostgreSQL cluster at ${url}`,
+    async start(dir) {
       await ensureInstalled();
       const started = Date.now();
-      log(`starting PostgreSQL in ${SERVER_DIR} (scripts/pg/start.sh)`);
-      await run(
-        ["bash", join(SCRIPTS, "start.sh"), SERVER_DIR],
-        `starting PostgreSQL (log in ${SERVER_DIR}/log)`,
-      );
-      url = readEnvFile();
-      if (!url) throw new Error(`scripts/pg/start.sh succeeded but wrote no ${SERVER_DIR}/pg.env`);
+      log(`starting PostgreSQL in ${dir} (scripts/pg/start.sh)`);
+      await run(["bash", join(SCRIPTS, "start.sh"), dir], `starting PostgreSQL (log in ${dir}/log)`);
+      const url = readEnvFile(dir);
+      if (!url) throw new Error(`scripts/pg/start.sh succeeded but wrote no ${dir}/pg.env`);
       log(`PostgreSQL ready at ${url} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      const fd = openSync(MANAGED, "w");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-    }
-    closeSync(openSync(join(CLIENTS, String(process.pid)), "w"));
-    releaseWhenGone();
-    return url;
-  } finally {
-    rmSync(LOCK, { force: true });
-  }
+      return url;
+    },
+  });
 }
 
 const MEMO = Symbol.for("esync.test.pgServer");

@@ -23,11 +23,12 @@
  * `scripts/test.sh` runs them once with each.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Client } from "minio";
 import type { S3Config } from "../../src/config/config.ts";
 import { databaseEnv } from "./pg-server.ts";
+import { acquireSharedServer } from "./shared-server.ts";
 
 /** Where and how to reach the test S3 server. */
 export interface S3TestServer {
@@ -45,12 +46,6 @@ const DEFAULT_SECRET_KEY = "esync-test-secret-key";
 export const SETUP_TIMEOUT_MS = 10 * 60_000;
 
 const ROOT = process.env.ESYNC_TEST_S3_DIR || "/tmp/esync-rgw";
-const SERVER_DIR = join(ROOT, "server");
-const LOCK = join(ROOT, "lock");
-/** Present (holding a pid) when this helper started the server, so tests should stop it. */
-const MANAGED = join(ROOT, "managed");
-/** One empty file per live test process using the server, named by its pid. */
-const CLIENTS = join(ROOT, "clients");
 const SCRIPTS = resolve(import.meta.dir, "../../scripts/s3");
 
 function log(message: string): void {
@@ -79,50 +74,7 @@ export const testStorage: "disk" | "s3" = (() => {
   return v;
 })();
 
-function isAlive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM";
-  }
-}
-
-/** One attempt at the lock file; clears a lock whose holder is gone. */
-function tryLock(): boolean {
-  try {
-    const fd = openSync(LOCK, "wx");
-    writeSync(fd, String(process.pid));
-    closeSync(fd);
-    return true;
-  } catch (e) {
-    if ((e as { code?: string }).code !== "EEXIST") throw e;
-  }
-  let holder = "";
-  try {
-    holder = readFileSync(LOCK, "utf8").trim();
-  } catch {
-    return false;
-  }
-  const stale = holder === "" ? Date.now() - statSync(LOCK).mtimeMs > 10_000 : !isAlive(Number(holder));
-  if (stale) rmSync(LOCK, { force: true });
-  return false;
-}
-
-function unlock(): void {
-  rmSync(LOCK, { force: true });
-}
-
-async function lock(timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!tryLock()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for the lock ${LOCK}`);
-    await Bun.sleep(200);
-  }
-}
-
-function readEnvFile(dir = SERVER_DIR): S3TestServer | null {
+function readEnvFile(dir: string): S3TestServer | null {
   let text: string;
   try {
     text = readFileSync(join(dir, "s3.env"), "utf8");
@@ -219,45 +171,6 @@ async function startRgw(dir: string, env?: Record<string, string>): Promise<S3Te
   return server;
 }
 
-/**
- * Bash run by the watchdog: waits for test process $1 to exit, then, holding the lock, stops
- * the server if this helper started it and no other test process uses it any more.
- */
-const WATCHDOG = `
-pid=$1 root=$2 stop=$3
-while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
-rm -f "$root/clients/$pid"
-[ -f "$root/managed" ] || exit 0
-for _ in $(seq 1 600); do
-  if (set -o noclobber; echo $$ >"$root/lock") 2>/dev/null; then break; fi
-  holder=$(cat "$root/lock" 2>/dev/null)
-  if [ -n "$holder" ] && ! kill -0 "$holder" 2>/dev/null; then rm -f "$root/lock"; fi
-  sleep 0.2
-done
-[ "$(cat "$root/lock" 2>/dev/null)" = "$$" ] || exit 1
-for f in "$root"/clients/*; do
-  [ -e "$f" ] || continue
-  if kill -0 "\${f##*/}" 2>/dev/null; then rm -f "$root/lock"; exit 0; fi
-done
-if [ -f "$root/managed" ]; then
-  bash "$stop" "$root/server"
-  rm -f "$root/managed" "$root"/clients/*
-fi
-rm -f "$root/lock"
-`;
-
-/**
- * bun test runs no "exit" handlers, so a detached watchdog process (outside the test runner's
- * process tree) does the release once this process has gone, however it ends.
- */
-function releaseWhenGone(): void {
-  const proc = Bun.spawn(
-    ["setsid", "-f", "bash", "-c", WATCHDOG, "watchdog", String(process.pid), ROOT, join(SCRIPTS, "stop.sh")],
-    { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
-  );
-  proc.unref();
-}
-
 async function acquire(): Promise<S3TestServer> {
   const env = process.env;
   if (env.ESYNC_TEST_S3_ENDPOINT) {
@@ -271,26 +184,15 @@ async function acquire(): Promise<S3TestServer> {
     if (err) throw new Error(`ESYNC_TEST_S3_ENDPOINT=${server.endpoint} does not answer: ${err.message}`);
     return server;
   }
-  mkdirSync(CLIENTS, { recursive: true });
-  await lock(10 * 60_000);
-  try {
-    let server = readEnvFile();
-    const err = server ? await probe(server) : new Error("none running");
-    if (server && !err) {
-      log(`using the RGW already running at ${server.endpoint}`);
-    } else {
-      if (server) log(`the RGW in ${SERVER_DIR} does not answer (${err?.message}); starting a new one`);
-      server = await startRgw(SERVER_DIR);
-      const fd = openSync(MANAGED, "w");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-    }
-    closeSync(openSync(join(CLIENTS, String(process.pid)), "w"));
-    releaseWhenGone();
-    return server;
-  } finally {
-    unlock();
-  }
+  return acquireSharedServer({
+    root: ROOT,
+    scripts: SCRIPTS,
+    log,
+    read: readEnvFile,
+    probe,
+    start: (dir) => startRgw(dir),
+    describe: (server) => `the RGW at ${server.endpoint}`,
+  });
 }
 
 const MEMO = Symbol.for("esync.test.s3Server");
