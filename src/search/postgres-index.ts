@@ -26,6 +26,7 @@
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
+import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
 import type {
@@ -76,18 +77,6 @@ export function likeContains(q: string): string {
   return `%${escapeLike(q)}%`;
 }
 
-/** Filters of a query; null = not set. */
-interface Filter {
-  q: string | null;
-  exts: readonly string[] | null;
-  size: [number, number] | null;
-  created: [number, number] | null;
-  folderHash: string | null;
-  uploader: { by: string | null } | null;
-  /** Files directly in this directory of the folder (browse). */
-  dir: string | null;
-}
-
 /** A page request in sort order. */
 interface Page {
   sortBy: OrderKey;
@@ -126,7 +115,7 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   /** The WHERE clause (on `files AS f`) and its parameters `$1…`. */
-  private where(owner: string, f: Filter): { sql: string; params: unknown[] } {
+  private where(owner: string, f: RowFilter): { sql: string; params: unknown[] } {
     const params: unknown[] = [owner];
     const p = (v: unknown) => {
       params.push(v);
@@ -150,7 +139,7 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   /** Exact total and one page of the files of `owner` that pass `f`, in one snapshot. */
-  private async run(owner: string, f: Filter, page: Page, plan: string): Promise<SearchPage> {
+  private async run(owner: string, f: RowFilter, page: Page, plan: string): Promise<SearchPage> {
     const empty = (f.size && f.size[0] > f.size[1]) || (f.created && f.created[0] > f.created[1]);
     if (empty) return { total: 0, hits: [], plan: ["empty range"], degraded: null };
     const w = this.where(owner, f);
@@ -211,31 +200,13 @@ export class PgSearchIndex implements SearchIndex {
         plan: ["matches nothing (profile rule)"],
         degraded: null,
       });
-    const size: [number, number] | null =
-      q.sizeMin === null && q.sizeMax === null
-        ? null
-        : [q.sizeMin ?? 0, q.sizeMax ?? Number.MAX_SAFE_INTEGER];
-    const created: [number, number] | null =
-      q.dateFrom === null && q.dateTo === null
-        ? null
-        : [q.dateFrom ?? -Number.MAX_SAFE_INTEGER, q.dateTo ?? Number.MAX_SAFE_INTEGER];
     const how =
       q.q === null ? "b-tree" : [...q.q].length >= 3 ? "trigram GIN and recheck" : "short term, rows checked";
-    return this.run(
-      owner,
-      { q: q.q, exts: q.exts, size, created, folderHash: q.folderHash, uploader: q.uploader, dir: null },
-      q,
-      how,
-    );
+    return this.run(owner, searchFilter(q), q, how);
   }
 
   directory(owner: string, folderHash: string, q: DirectoryQuery): Promise<SearchPage> {
-    return this.run(
-      owner,
-      { q: q.q, exts: q.exts, size: null, created: null, folderHash, uploader: q.uploader, dir: q.path },
-      q,
-      "dir b-tree",
-    );
+    return this.run(owner, directoryFilter(folderHash, q), q, "dir b-tree");
   }
 
   async subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {

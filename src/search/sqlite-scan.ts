@@ -10,6 +10,7 @@
  */
 import type { SQLQueryBindings } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
+import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey, PageKey } from "./search.repository.ts";
 import type { DirectoryQuery, DirRow } from "./search-index.ts";
@@ -26,18 +27,6 @@ const ORDER_SQL: Record<OrderKey, string> = {
   uploaded_by: "uploaded_by",
 };
 
-/** Filters of a scan; null = not set. */
-interface ScanFilter {
-  q: string | null;
-  exts: readonly string[] | null;
-  size: [number, number] | null;
-  created: [number, number] | null;
-  folderHash: string | null;
-  uploader: { by: string | null } | null;
-  /** Files directly in this directory (browse); null = anywhere. */
-  dir: string | null;
-}
-
 /** Queries over `files` that need no index table. */
 export class SqliteScan {
   constructor(private readonly db: Db) {}
@@ -46,7 +35,7 @@ export class SqliteScan {
     return this.db.$client;
   }
 
-  private where(owner: string, f: ScanFilter): { sql: string; params: SQLQueryBindings[] } {
+  private where(owner: string, f: RowFilter): { sql: string; params: SQLQueryBindings[] } {
     const where = ["owner = ?"];
     const params: SQLQueryBindings[] = [owner];
     if (f.folderHash !== null) {
@@ -83,7 +72,7 @@ export class SqliteScan {
   /** Exact total and page keys of the files of `owner` that pass `f`, in `sortBy`, `path_hash` order. */
   private run(
     owner: string,
-    f: ScanFilter,
+    f: RowFilter,
     page: { sortBy: OrderKey; descending: boolean; offset: number; limit: number },
   ): { total: number; keys: PageKey[] } {
     const w = this.where(owner, f);
@@ -105,36 +94,12 @@ export class SqliteScan {
 
   /** A search (spec §4.9) over `files`. */
   search(owner: string, q: SearchQuery): { total: number; keys: PageKey[] } {
-    const size: [number, number] | null =
-      q.sizeMin === null && q.sizeMax === null
-        ? null
-        : [q.sizeMin ?? 0, q.sizeMax ?? Number.MAX_SAFE_INTEGER];
-    const created: [number, number] | null =
-      q.dateFrom === null && q.dateTo === null
-        ? null
-        : [q.dateFrom ?? -Number.MAX_SAFE_INTEGER, q.dateTo ?? Number.MAX_SAFE_INTEGER];
-    return this.run(
-      owner,
-      { q: q.q, exts: q.exts, size, created, folderHash: q.folderHash, uploader: q.uploader, dir: null },
-      q,
-    );
+    return this.run(owner, searchFilter(q), q);
   }
 
   /** The files directly in one directory of a folder (browse) over `files`. */
   directory(owner: string, folderHash: string, q: DirectoryQuery): { total: number; keys: PageKey[] } {
-    return this.run(
-      owner,
-      {
-        q: q.q,
-        exts: q.exts,
-        size: null,
-        created: null,
-        folderHash,
-        uploader: q.uploader,
-        dir: q.path,
-      },
-      q,
-    );
+    return this.run(owner, directoryFilter(folderHash, q), q);
   }
 
   /** The immediate sub-directories of `path` in a folder, with recursive counts, from `files`. */
