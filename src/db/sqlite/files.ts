@@ -6,7 +6,7 @@
  */
 import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
-import type { FilesRepository } from "../../files/files.repository.ts";
+import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { files } from "../schema.ts";
 
@@ -97,18 +97,7 @@ export class SqliteFilesRepository implements FilesRepository {
     owner: string,
     folderHash: string,
     oldPathHash: Uint8Array,
-    row: Pick<
-      FileRow,
-      | "pathHash"
-      | "encryptedPath"
-      | "fileName"
-      | "relativePath"
-      | "searchName"
-      | "ext"
-      | "revisionSeq"
-      | "revisionId"
-      | "updatedAt"
-    >,
+    row: RekeyColumns,
   ): Promise<boolean> {
     return (
       changes(
@@ -122,12 +111,7 @@ export class SqliteFilesRepository implements FilesRepository {
   }
 
   /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
-  async setPath(
-    owner: string,
-    folderHash: string,
-    pathHash: Uint8Array,
-    cols: Pick<FileRow, "relativePath" | "fileName" | "searchName" | "ext">,
-  ): Promise<void> {
+  async setPath(owner: string, folderHash: string, pathHash: Uint8Array, cols: PathColumns): Promise<void> {
     this.db
       .update(files)
       .set(cols)
