@@ -25,7 +25,7 @@ const KEY_COLUMNS = ["owner", "folderHash", "pathHash"] as const;
 /**
  * The upsert of one file row, prepared once: every column a named placeholder, and on conflict
  * every non-key column set from the new row (`excluded`). Preparing it per call would compile
- * the statement and the search-index triggers it fires every time (about 0.9 ms a write).
+ * the statement and the search-index triggers it fires on every write.
  */
 function prepareUpsert(db: Db) {
   type Column = keyof typeof files.$inferInsert;
