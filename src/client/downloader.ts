@@ -75,11 +75,18 @@ export interface DownloadOutcome {
 /**
  * Downloads, decrypts and verifies `entry` into `destPath` atomically. Throws `ApiError`
  * (HTTP), `CiphertextError` (tampered, truncated, wrong key), `IntegrityError`, or
- * `RevisionChangedError` (replaced on the server while a broken download was resumed).
+ * `RevisionChangedError` (the server answers with another revision than `entry`'s, or it was
+ * replaced while a broken download was resumed).
  */
 export async function downloadFile(o: DownloadFileOptions): Promise<DownloadOutcome> {
   const id = toHex(o.entry.path_hash);
   const res = await o.api.download(o.ss58Address, o.folder.folderHash, id, { signal: o.signal });
+  if (res.revisionSeq !== null && res.revisionSeq !== o.entry.revision_seq) {
+    await res.body.cancel().catch(() => {});
+    throw new RevisionChangedError(
+      `${o.entry.relative_path ?? id}: replaced on the server after it was listed (revision ${o.entry.revision_seq}, now ${res.revisionSeq}); list it again`,
+    );
+  }
   let received = 0;
   const total = res.contentLength ?? res.contentRange?.total ?? null;
   const resumable = resumingBody(o, id, res);

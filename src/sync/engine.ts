@@ -46,7 +46,7 @@ import { safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
-import { downloadFile, IntegrityError } from "../client/downloader.ts";
+import { downloadFile, IntegrityError, RevisionChangedError } from "../client/downloader.ts";
 import { PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
@@ -233,13 +233,14 @@ class Replan extends Error {
 
 /**
  * Errors that mean the plan is stale, not that something is broken: a local edit during the
- * pass, a 409 Conflict (the remote has a newer revision), a 404 or a blob whose size or
- * content differs from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
+ * pass, a 409 Conflict (the remote has a newer revision), a 404, a download answered with
+ * another revision, or a blob whose size or content differs from the listing (the file was deleted or replaced after `/get_state`). The path is planned again.
  */
 function movedOn(e: unknown): boolean {
   return (
     e instanceof Replan ||
     e instanceof IntegrityError ||
+    e instanceof RevisionChangedError ||
     e instanceof PlaintextSizeError ||
     (e instanceof ApiError && (e.status === 409 || e.status === 404))
   );

@@ -128,6 +128,21 @@ describe("downloadFile resume", () => {
     expect(await readdir(join(dir, "out2"))).toEqual([]);
   });
 
+  test("a file replaced after it was listed fails with RevisionChangedError before any byte is decrypted", async () => {
+    const listed = await upload("l.bin", crypto.getRandomValues(new Uint8Array(3000)));
+    await upload("l.bin", crypto.getRandomValues(new Uint8Array(2000)), listed);
+    const e = await downloadFile({
+      api,
+      ss58Address: identity.address,
+      folder,
+      entry: listed,
+      destPath: join(dir, "out4/l.bin"),
+    }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(RevisionChangedError);
+    expect(String(e)).toContain(`revision ${listed.revision_seq}, now ${listed.revision_seq + 1}`);
+    expect(await readdir(dir)).not.toContain("out4");
+  });
+
   test("maxResumes 0 turns resuming off: the broken connection's error propagates", async () => {
     const entry = await upload("u.bin", crypto.getRandomValues(new Uint8Array(400_000)));
     cutAfter = 1000;
