@@ -85,6 +85,10 @@ const cases: Record<string, () => Response | Promise<Response>> = {
     new Response(new Blob([Bun.file(fileA).slice(0, N / 2), Bun.file(fileB).slice(0, N / 2)]), {
       headers: length,
     }),
+  "new Blob([file, file])": () =>
+    new Response(new Blob([Bun.file(fileA), Bun.file(fileB)]), { headers: length }),
+  "new Blob([file, file]).stream()": () =>
+    new Response(new Blob([Bun.file(fileA), Bun.file(fileB)]).stream(), { headers: length }),
   "Bun.S3Client file": () => new Response(s3.file("key")),
 };
 
