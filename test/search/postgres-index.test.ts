@@ -46,10 +46,28 @@ const sut: IndexUnderTest = {
         CROSS JOIN LATERAL generate_series(1, coalesce(array_length(f.segs, 1), 0)) AS i
       GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
     expect([...dirs]).toEqual([...dirsWanted]);
+    const hist = await sql`SELECT owner, key, level, bucket::float8 AS b, ext, n::int AS n FROM search_hist
+      WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5`;
+    const histWanted = await sql`SELECT f.owner, k.key, k.level, k.b::float8 AS b, coalesce(f.ext, '') AS ext,
+        count(*)::int AS n
+      FROM (SELECT owner, ext, esync_size_bucket(size_bytes) AS fs, created_at, updated_at FROM files) AS f
+        CROSS JOIN LATERAL (VALUES (1, 0, f.fs >> 5), (1, 1, f.fs), (2, 0, f.created_at >> 20),
+          (2, 1, f.created_at >> 10), (3, 0, f.updated_at >> 20), (3, 1, f.updated_at >> 10)) AS k(key, level, b)
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
+    expect([...hist]).toEqual([...histWanted]);
   },
 };
 
 searchIndexConformance("postgres", () => sut, { numRuns: 100, timeoutMs: 120_000 });
+// Every page past offset 0 in size or time order starts at its histogram bucket.
+searchIndexConformance(
+  "postgres, pages located in the histograms",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { locateFromOffset: 1 }),
+  }),
+  { numRuns: 100, timeoutMs: 120_000 },
+);
 
 test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {
   const sql = db.$client;
