@@ -176,6 +176,17 @@ export class PgSearchIndex implements SearchIndex {
             ? "created_at"
             : null;
     const range = ranged === "size_bytes" ? f.size : ranged === "created_at" ? f.created : null;
+    // Only a q of 3 or 4 characters: its gram counter is the total.
+    const qChars = f.q === null ? 0 : [...f.q].length;
+    const gram =
+      !exact &&
+      (qChars === 3 || qChars === 4) &&
+      f.exts === null &&
+      f.size === null &&
+      f.created === null &&
+      f.folderHash === null &&
+      f.uploader === null &&
+      f.dir === null;
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
       let total: number;
       let how: string;
@@ -188,6 +199,13 @@ export class PgSearchIndex implements SearchIndex {
         );
         total = Number(c?.n ?? 0);
         how = "extension counters";
+      } else if (gram) {
+        const [c] = await tx.unsafe(
+          "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
+          [owner, f.q],
+        );
+        total = Number(c?.n ?? 0);
+        how = "gram counters";
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;

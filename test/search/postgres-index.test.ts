@@ -55,6 +55,14 @@ const sut: IndexUnderTest = {
           (2, 1, f.created_at >> 10), (3, 0, f.updated_at >> 20), (3, 1, f.updated_at >> 10)) AS k(key, level, b)
       GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
     expect([...hist]).toEqual([...histWanted]);
+    const grams = await sql`SELECT owner, gram, n::int AS n FROM search_grams WHERE n <> 0 ORDER BY 1, 2`;
+    const gramsWanted = await sql`SELECT f.owner, s.g AS gram, count(*)::int AS n
+      FROM (SELECT owner, replace(search_name, 'ς', 'σ') AS nm FROM files) AS f
+        CROSS JOIN LATERAL (SELECT DISTINCT substr(f.nm, i, l) AS g
+          FROM generate_series(1, length(f.nm)) AS i, (VALUES (3), (4)) AS k(l)
+          WHERE i + l - 1 <= length(f.nm)) AS s
+      GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect([...grams]).toEqual([...gramsWanted]);
   },
 };
 
