@@ -1,8 +1,8 @@
 /**
  * @module search/postgres-index
- * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It keeps no tables of
- * its own: it reads `files` through indexes that PostgreSQL keeps in the transaction of every
- * write (src/db/postgres/schema.ts):
+ * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
+ * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
+ * and counters that triggers keep in the same transaction:
  * - `q`: a `pg_trgm` GIN index on the folded name `replace(search_name, 'ς', 'σ')`, queried with
  *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
  *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
@@ -15,14 +15,19 @@
  * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
  *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
  * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
- *   (`search_ext_counts`); else `count(*)` of the same conditions. Both in the same REPEATABLE
- *   READ snapshot as the page.
+ *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
+ *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
+ *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
+ *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
+ *   same REPEATABLE READ snapshot as the page.
  * - page: the keys of the page are read first (ORDER BY … LIMIT … OFFSET in the sort b-tree),
- *   then their rows and folder labels.
+ *   then their rows and folder labels. A deep page (offset 1,000 or more) in size or time order
+ *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
+ *   that holds it, so at most one bucket of index entries is skipped.
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003), so the index is never
- * degraded; `rebuild` recounts them (`esync_search_recount()`), re-creates the indexes from
- * `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005) in the writing
+ * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
+ * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";

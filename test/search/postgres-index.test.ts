@@ -5,6 +5,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
+import { fineBucket, fineLo } from "../../src/search/postgres-histogram.ts";
 import { PgSearchIndex } from "../../src/search/postgres-index.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { PG_SETUP_TIMEOUT_MS, pgTestDatabase } from "../support/pg-server.ts";
@@ -91,6 +92,8 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   ]);
   await sql`UPDATE search_ext_counts SET n = n + 5 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_dirs SET file_count = 99 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_hist SET n = n + 2 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_grams SET n = 0 WHERE owner = 'rebuild-owner'`;
   const progress: number[] = [];
   const report = await sut.index.rebuild((p) => progress.push(p.done));
   expect(report.health).toEqual({ state: "ok", reason: null, since: null });
@@ -102,3 +105,24 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   );
   expect(page.total).toBe(2);
 }, 120_000);
+
+test("the size buckets of the histogram queries equal the trigger's esync_size_bucket, and each starts at fineLo", async () => {
+  const values = new Set<number>();
+  for (let v = 0; v <= 200; v++) values.add(v);
+  for (let k = 5; k <= 52; k++) for (const d of [-1, 0, 1]) values.add(2 ** k + d);
+  for (let i = 0; i < 300; i++)
+    values.add(Math.floor(Math.random() * 2 ** (5 + Math.floor(Math.random() * 47))));
+  const list = [...values];
+  const rows = (await db.$client.unsafe(
+    "SELECT v::float8 AS v, esync_size_bucket(v)::float8 AS b FROM unnest($1::bigint[]) AS v",
+    [`{${list.join(",")}}`],
+  )) as { v: number; b: number }[];
+  expect(rows.length).toBe(list.length);
+  for (const r of rows) {
+    expect([r.v, fineBucket("size_bytes", r.v)]).toEqual([r.v, r.b]);
+    const lo = fineLo("size_bytes", r.b);
+    expect(lo).toBeLessThanOrEqual(r.v);
+    expect(fineBucket("size_bytes", lo)).toBe(r.b);
+    if (lo > 0) expect(fineBucket("size_bytes", lo - 1)).toBe(r.b - 1);
+  }
+});
