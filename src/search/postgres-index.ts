@@ -1,8 +1,8 @@
 /**
  * @module search/postgres-index
- * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It keeps no tables of
- * its own: it reads `files` through indexes that PostgreSQL keeps in the transaction of every
- * write (src/db/postgres/schema.ts):
+ * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
+ * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
+ * and counters that triggers keep in the same transaction:
  * - `q`: a `pg_trgm` GIN index on the folded name `replace(search_name, 'ς', 'σ')`, queried with
  *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
  *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
@@ -15,17 +15,23 @@
  * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
  *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
  * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
- *   (`search_ext_counts`); else `count(*)` of the same conditions. Both in the same REPEATABLE
- *   READ snapshot as the page.
+ *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
+ *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
+ *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
+ *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
+ *   same REPEATABLE READ snapshot as the page.
  * - page: the keys of the page are read first (ORDER BY … LIMIT … OFFSET in the sort b-tree),
- *   then their rows and folder labels.
+ *   then their rows and folder labels. A deep page (offset 1,000 or more) in size or time order
+ *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
+ *   that holds it, so at most one bucket of index entries is skipped.
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003), so the index is never
- * degraded; `rebuild` recounts them (`esync_search_recount()`), re-creates the indexes from
- * `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005) in the writing
+ * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
+ * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
+import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -54,6 +60,9 @@ const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
   extension: { col: "f.ext", nullable: true },
   uploaded_by: { col: "f.uploaded_by", nullable: true },
 };
+
+/** From this offset on, a page in a histogram key's order starts at its bucket (`locate`). */
+const LOCATE_MIN_OFFSET = 1000;
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
@@ -108,7 +117,14 @@ interface PgHit {
 export class PgSearchIndex implements SearchIndex {
   readonly kind = "postgres";
 
-  constructor(private readonly db: PgDb) {}
+  /**
+   * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
+   * bucket that holds it (default 1,000; tests lower it to reach that plan on small data).
+   */
+  constructor(
+    private readonly db: PgDb,
+    private readonly opts: { locateFromOffset?: number } = {},
+  ) {}
 
   private get sql(): SQL {
     return this.db.$client;
@@ -138,61 +154,122 @@ export class PgSearchIndex implements SearchIndex {
     return { sql: where.join(" AND "), params };
   }
 
-  /** Exact total and one page of the files of `owner` that pass `f`, in one snapshot. */
-  private async run(owner: string, f: RowFilter, page: Page, plan: string): Promise<SearchPage> {
+  /**
+   * Exact total and one page of the files of `owner` that pass `f`, in one snapshot; `exact`
+   * counts and pages in `files` only (no counters).
+   */
+  private async run(
+    owner: string,
+    f: RowFilter,
+    page: Page,
+    plan: string,
+    exact: boolean,
+  ): Promise<SearchPage> {
     const empty = (f.size && f.size[0] > f.size[1]) || (f.created && f.created[0] > f.created[1]);
     if (empty) return { total: 0, hits: [], plan: ["empty range"], degraded: null };
     const w = this.where(owner, f);
-    const counted =
-      f.q === null &&
+    // Only file_type and ranges: the counters and histograms know these files.
+    const bare = !exact && f.q === null && f.folderHash === null && f.uploader === null && f.dir === null;
+    const counted = bare && f.size === null && f.created === null;
+    // The one key with a range filter, when there is exactly one.
+    const ranged: HistKey | null =
+      !bare || (f.size !== null && f.created !== null)
+        ? null
+        : f.size !== null
+          ? "size_bytes"
+          : f.created !== null
+            ? "created_at"
+            : null;
+    const range = ranged === "size_bytes" ? f.size : ranged === "created_at" ? f.created : null;
+    // Only a q of 3 or 4 characters: its gram counter is the total.
+    const qChars = f.q === null ? 0 : [...f.q].length;
+    const gram =
+      !exact &&
+      (qChars === 3 || qChars === 4) &&
+      f.exts === null &&
       f.size === null &&
       f.created === null &&
       f.folderHash === null &&
       f.uploader === null &&
       f.dir === null;
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
-      const [c] = counted
-        ? await tx.unsafe(
-            `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
-              f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 2}`).join(", ")})` : ""
-            }`,
-            [owner, ...(f.exts ?? [])],
-          )
-        : await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
-      const total = Number(c?.n ?? 0);
-      const steps = [`count: ${counted ? "extension counters" : plan}`, `total ${total}`];
+      let total: number;
+      let how: string;
+      if (counted) {
+        const [c] = await tx.unsafe(
+          `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
+            f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 2}`).join(", ")})` : ""
+          }`,
+          [owner, ...(f.exts ?? [])],
+        );
+        total = Number(c?.n ?? 0);
+        how = "extension counters";
+      } else if (gram) {
+        const [c] = await tx.unsafe(
+          "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
+          [owner, f.q],
+        );
+        total = Number(c?.n ?? 0);
+        how = "gram counters";
+      } else if (ranged !== null && range !== null) {
+        total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
+        how = `${ranged} histogram`;
+      } else {
+        const [c] = await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
+        total = Number(c?.n ?? 0);
+        how = plan;
+      }
+      const steps = [`count: ${how}`, `total ${total}`];
       if (page.offset >= total || page.limit === 0) return { total, hits: [], plan: steps, degraded: null };
-      // Past the middle, read the page backwards from the far end (fewer index entries skipped).
       const end = Math.min(page.offset + page.limit, total);
-      const fromEnd = page.offset > total - end;
-      const descending = page.descending !== fromEnd;
-      const skip = fromEnd ? total - end : page.offset;
       const order = ORDER_SQL[page.sortBy];
-      const dir = descending ? "DESC" : "ASC";
-      const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
-      const n = w.params.length;
-      const rows = (await tx.unsafe(
-        `WITH page AS MATERIALIZED (
-           SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY f.k ${dir}${nulls}, f.path_hash ${dir}) AS i
-           FROM (SELECT f.folder_hash, f.path_hash, ${order.col} AS k FROM files AS f WHERE ${w.sql}
-             ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
-         SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
-           f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
-           f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
-         FROM page AS p
-         JOIN files AS f ON f.owner = $1 AND f.folder_hash = p.folder_hash AND f.path_hash = p.path_hash
-         LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
-         ORDER BY p.i`,
-        [...w.params, end - page.offset, skip],
-      )) as PgHit[];
-      const hits = rows.map(hitOf);
+      // A deep page in a histogram key's order, with no filter but file_type and a range of that
+      // key: start at the fine bucket that holds it.
+      const key = page.sortBy;
+      if (
+        bare &&
+        page.offset >= (this.opts.locateFromOffset ?? LOCATE_MIN_OFFSET) &&
+        (key === "size_bytes" || key === "created_at" || key === "updated_at") &&
+        (ranged === null ? counted : ranged === key)
+      ) {
+        const before = range
+          ? await countBeyond(tx, owner, key, f.exts, range[page.descending ? 1 : 0], page.descending)
+          : 0;
+        const at = await locate(tx, owner, key, f.exts, before + page.offset, page.descending);
+        if (at !== null) {
+          const pw = this.where(owner, { ...f, size: null, created: null });
+          const hits = await pageRows(
+            tx,
+            `${pw.sql} AND ${order.col} ${page.descending ? "<=" : ">="} $${pw.params.length + 1}`,
+            [...pw.params, at.from],
+            order,
+            page.descending,
+            end - page.offset,
+            at.skip,
+          );
+          steps.push(`page: ${key} histogram, ${key} from ${at.from}, skipping ${at.skip}`);
+          return { total, hits, plan: steps, degraded: null };
+        }
+      }
+      // Past the middle, read the page backwards from the far end (fewer index entries skipped).
+      const fromEnd = page.offset > total - end;
+      const skip = fromEnd ? total - end : page.offset;
+      const hits = await pageRows(
+        tx,
+        w.sql,
+        w.params,
+        order,
+        page.descending !== fromEnd,
+        end - page.offset,
+        skip,
+      );
       if (fromEnd) hits.reverse();
       steps.push(`page: ${page.sortBy} b-tree${fromEnd ? " from the far end" : ""}, skipping ${skip}`);
       return { total, hits, plan: steps, degraded: null };
     });
   }
 
-  search(owner: string, q: SearchQuery, _opts?: SearchOptions): Promise<SearchPage> {
+  search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
     if (q.nothing)
       return Promise.resolve({
         total: 0,
@@ -202,11 +279,11 @@ export class PgSearchIndex implements SearchIndex {
       });
     const how =
       q.q === null ? "b-tree" : [...q.q].length >= 3 ? "trigram GIN and recheck" : "short term, rows checked";
-    return this.run(owner, searchFilter(q), q, how);
+    return this.run(owner, searchFilter(q), q, how, opts?.exact === true);
   }
 
   directory(owner: string, folderHash: string, q: DirectoryQuery): Promise<SearchPage> {
-    return this.run(owner, directoryFilter(folderHash, q), q, "dir b-tree");
+    return this.run(owner, directoryFilter(folderHash, q), q, "dir b-tree", false);
   }
 
   async subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {
@@ -253,6 +330,40 @@ export class PgSearchIndex implements SearchIndex {
     onProgress({ done: total, total });
     return { files: total, seconds: (performance.now() - started) / 1000, health: await this.health() };
   }
+}
+
+/**
+ * The rows at positions `skip … skip + limit - 1` of the files passing `where` (on `files AS f`,
+ * parameters `params`) sorted by `order` then `path_hash`: the page's keys first, read in the
+ * sort b-tree, then their rows and folder labels.
+ */
+async function pageRows(
+  tx: Pick<SQL, "unsafe">,
+  where: string,
+  params: unknown[],
+  order: { col: string; nullable: boolean },
+  descending: boolean,
+  limit: number,
+  skip: number,
+): Promise<HitRow[]> {
+  const dir = descending ? "DESC" : "ASC";
+  const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
+  const n = params.length;
+  const rows = (await tx.unsafe(
+    `WITH page AS MATERIALIZED (
+       SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY f.k ${dir}${nulls}, f.path_hash ${dir}) AS i
+       FROM (SELECT f.folder_hash, f.path_hash, ${order.col} AS k FROM files AS f WHERE ${where}
+         ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
+     SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
+       f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
+       f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
+     FROM page AS p
+     JOIN files AS f ON f.owner = $1 AND f.folder_hash = p.folder_hash AND f.path_hash = p.path_hash
+     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+     ORDER BY p.i`,
+    [...params, limit, skip],
+  )) as PgHit[];
+  return rows.map(hitOf);
 }
 
 function hitOf(r: PgHit): HitRow {

@@ -5,6 +5,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
+import { fineBucket, fineLo } from "../../src/search/postgres-histogram.ts";
 import { PgSearchIndex } from "../../src/search/postgres-index.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { PG_SETUP_TIMEOUT_MS, pgTestDatabase } from "../support/pg-server.ts";
@@ -46,10 +47,36 @@ const sut: IndexUnderTest = {
         CROSS JOIN LATERAL generate_series(1, coalesce(array_length(f.segs, 1), 0)) AS i
       GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
     expect([...dirs]).toEqual([...dirsWanted]);
+    const hist = await sql`SELECT owner, key, level, bucket::float8 AS b, ext, n::int AS n FROM search_hist
+      WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5`;
+    const histWanted = await sql`SELECT f.owner, k.key, k.level, k.b::float8 AS b, coalesce(f.ext, '') AS ext,
+        count(*)::int AS n
+      FROM (SELECT owner, ext, esync_size_bucket(size_bytes) AS fs, created_at, updated_at FROM files) AS f
+        CROSS JOIN LATERAL (VALUES (1, 0, f.fs >> 5), (1, 1, f.fs), (2, 0, f.created_at >> 20),
+          (2, 1, f.created_at >> 10), (3, 0, f.updated_at >> 20), (3, 1, f.updated_at >> 10)) AS k(key, level, b)
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
+    expect([...hist]).toEqual([...histWanted]);
+    const grams = await sql`SELECT owner, gram, n::int AS n FROM search_grams WHERE n <> 0 ORDER BY 1, 2`;
+    const gramsWanted = await sql`SELECT f.owner, s.g AS gram, count(*)::int AS n
+      FROM (SELECT owner, replace(search_name, 'ς', 'σ') AS nm FROM files) AS f
+        CROSS JOIN LATERAL (SELECT DISTINCT substr(f.nm, i, l) AS g
+          FROM generate_series(1, length(f.nm)) AS i, (VALUES (3), (4)) AS k(l)
+          WHERE i + l - 1 <= length(f.nm)) AS s
+      GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect([...grams]).toEqual([...gramsWanted]);
   },
 };
 
 searchIndexConformance("postgres", () => sut, { numRuns: 100, timeoutMs: 120_000 });
+// Every page past offset 0 in size or time order starts at its histogram bucket.
+searchIndexConformance(
+  "postgres, pages located in the histograms",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { locateFromOffset: 1 }),
+  }),
+  { numRuns: 100, timeoutMs: 120_000 },
+);
 
 test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {
   const sql = db.$client;
@@ -65,6 +92,8 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   ]);
   await sql`UPDATE search_ext_counts SET n = n + 5 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_dirs SET file_count = 99 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_hist SET n = n + 2 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_grams SET n = 0 WHERE owner = 'rebuild-owner'`;
   const progress: number[] = [];
   const report = await sut.index.rebuild((p) => progress.push(p.done));
   expect(report.health).toEqual({ state: "ok", reason: null, since: null });
@@ -76,3 +105,24 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   );
   expect(page.total).toBe(2);
 }, 120_000);
+
+test("the size buckets of the histogram queries equal the trigger's esync_size_bucket, and each starts at fineLo", async () => {
+  const values = new Set<number>();
+  for (let v = 0; v <= 200; v++) values.add(v);
+  for (let k = 5; k <= 52; k++) for (const d of [-1, 0, 1]) values.add(2 ** k + d);
+  for (let i = 0; i < 300; i++)
+    values.add(Math.floor(Math.random() * 2 ** (5 + Math.floor(Math.random() * 47))));
+  const list = [...values];
+  const rows = (await db.$client.unsafe(
+    "SELECT v::float8 AS v, esync_size_bucket(v)::float8 AS b FROM unnest($1::bigint[]) AS v",
+    [`{${list.join(",")}}`],
+  )) as { v: number; b: number }[];
+  expect(rows.length).toBe(list.length);
+  for (const r of rows) {
+    expect([r.v, fineBucket("size_bytes", r.v)]).toEqual([r.v, r.b]);
+    const lo = fineLo("size_bytes", r.b);
+    expect(lo).toBeLessThanOrEqual(r.v);
+    expect(fineBucket("size_bytes", lo)).toBe(r.b);
+    if (lo > 0) expect(fineBucket("size_bytes", lo - 1)).toBe(r.b - 1);
+  }
+});
