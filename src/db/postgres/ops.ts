@@ -150,7 +150,7 @@ export class PgOpsRepository implements OpsRepository {
     if (sessionId.includes("\u0000")) return false;
     const rows = await this.db
       .update(uploadSessions)
-      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
       .where(and(eq(uploadSessions.sessionId, sessionId), stuckAt(now)))
       .returning({ id: uploadSessions.sessionId });
     return rows.length > 0;

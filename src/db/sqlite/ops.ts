@@ -164,7 +164,7 @@ export class SqliteOpsRepository implements OpsRepository {
   async releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean> {
     const r = this.sqlite
       .query(
-        `UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, expires_at = ?2
+        `UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, finalizing_holder = NULL, expires_at = ?2
           WHERE session_id = ?3 AND ${STUCK}`,
       )
       .run(now, expiresAt, sessionId);
