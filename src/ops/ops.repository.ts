@@ -89,9 +89,9 @@ export interface OpsRepository {
   /**
    * Sets the counters of folder (`owner`, `folderHash`) to its files' count and byte sum, creating
    * a row with no registration when it is missing. Call it inside a transaction, after
-   * `sessions.lockOwner(owner)` (which serialises it with commits of the owner's files). No
-   * counter change of a concurrent writer may be lost, with or without that lock (a file delete
-   * does not take it): the change lands either in the recount or after it.
+   * `sessions.lockOwner(owner)` (which serialises it with every write of the owner's files). No
+   * counter change of a concurrent writer may be lost, with or without that lock: the change
+   * lands either in the recount or after it.
    */
   recountFolder(owner: string, folderHash: string, now: number): Promise<void>;
   /**

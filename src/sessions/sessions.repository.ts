@@ -33,7 +33,9 @@ export interface SessionsRepository {
    * Serialises, until the calling transaction ends, every transaction that takes the same lock
    * for `owner` (PostgreSQL `pg_advisory_xact_lock`; SQLite: nothing to do, `BEGIN IMMEDIATE`
    * already serialises writers). Taken by the rules that read and then write one owner's rows:
-   * the per-user session limit, the quota check and the revision (conflict) checks of a commit.
+   * the per-user session limit, the quota check and the revision (conflict) checks of a commit,
+   * and every change of the owner's files and folder counters (delete, batch delete, rename,
+   * relative paths, unregister), so that none acts on a row a concurrent write replaced.
    * Call inside a transaction, before the reads the rule depends on.
    */
   lockOwner(owner: string): Promise<void>;

@@ -127,7 +127,7 @@ export class PgOpsRepository implements OpsRepository {
 
   /**
    * In three statements, so that no counter change of a concurrent writer is lost, whether or
-   * not it holds the owner lock (a file delete does not): the row is created if missing (waiting
+   * not it holds the owner lock: the row is created if missing (waiting
    * for a concurrent creator), locked `FOR UPDATE` (waiting for a writer that already changed the
    * counters to commit), then set from a count whose snapshot is taken after that wait. A writer
    * that changes the counters later waits for this transaction and applies its change after it.
