@@ -15,10 +15,12 @@
  * - `counter_mismatch`: a folder's `file_count`/`total_bytes` differ from its files, or are
  *   negative or not integers (also a folder row missing for files). Repair: recomputed.
  * - `stuck_session`: a session in the internal `finalizing` state whose finalize lease
- *   (`finalizing_until`) ran out, or that has none (left by a version without leases). A live
- *   finalize renews its lease, and every node's sweeper returns sessions whose lease ran out, so
- *   this is found only between sweeps or when no server runs. Repair: returned to `receiving` for
- *   one more session lifetime, chunks intact.
+ *   (`finalizing_until`) ran out, that has none (left by a version without leases), or whose
+ *   lease holder is provably dead as seen from the fsck process (`LeaseHolders.isDead`: a
+ *   process of this machine and pid namespace that is gone). A live finalize renews its lease,
+ *   and every node's sweeper returns sessions whose lease ran out or whose holder died, so this
+ *   is found only between sweeps or when no server runs. Repair: returned to `receiving` for one
+ *   more session lifetime, chunks intact.
  *
  * The blob store is listed before the database is read (`OpsRepository.snapshot`: one read
  * transaction on SQLite, one `REPEATABLE READ` transaction on PostgreSQL), so that an object a
@@ -37,6 +39,7 @@ import { existsSync } from "node:fs";
 import type { Config } from "../config/config.ts";
 import { openMetadataStore } from "../db/open.ts";
 import type { MetadataStore } from "../db/store.ts";
+import { LeaseHolders } from "../sessions/lease-holder.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
 import { blobPrefix, chunkLength } from "../storage/layout.ts";
@@ -258,6 +261,30 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
       repaired: false,
     };
     if (repair) problem.repaired = await store.repos.ops.releaseStuckSession(s.sessionId, now, now + ttl);
+    problems.push(problem);
+  }
+  // Live leases of dead holders (a server killed mid-finalize, not restarted since).
+  const holders = new LeaseHolders({ localDatabase: store.dialect === "sqlite" });
+  for (const h of await store.repos.sessions.heldFinalizing(now)) {
+    if (h.finalizingUntil === null || h.finalizingHolder === null || !holders.isDead(h.finalizingHolder))
+      continue;
+    const s = await store.repos.sessions.get(h.sessionId);
+    if (!s) continue;
+    const problem: FsckProblem = {
+      kind: "stuck_session",
+      detail: `session ${s.sessionId} (${s.owner}) is finalizing under the lease of a process that is gone (${h.finalizingHolder})`,
+      session_id: s.sessionId,
+      owner: s.owner,
+      folder_hash: s.folderHash,
+      repaired: false,
+    };
+    if (repair)
+      problem.repaired = await store.repos.sessions.takeOverFinalizing(
+        h.sessionId,
+        h.finalizingUntil,
+        h.finalizingHolder,
+        now + ttl,
+      );
     problems.push(problem);
   }
 

@@ -6,9 +6,11 @@
  * period) is never reported.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { pgDb } from "../../src/db/postgres/store.ts";
 import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
+import { LeaseHolders } from "../../src/sessions/lease-holder.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { blobPrefix } from "../../src/storage/layout.ts";
 import {
@@ -254,6 +256,32 @@ for (const dialect of ["sqlite", "postgres"] as const)
       const paged = await runFsck({ store: t.store, blobs: t.blobs, clock: t.clock }, { pageSize: 2 });
       expect(found(paged)).toEqual(expected);
       expect(found(await fsck())).toEqual(expected);
+    });
+
+    test("reports a stuck_session whose lease holder is a dead process of this machine, within its lease, and returns it to receiving with repair", async () => {
+      const u = newUser();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { chunkSize: 1000 });
+      await putChunks(t, s, ct, [0]);
+      const self = new LeaseHolders({ localDatabase: false }).self!;
+      const child = Bun.spawn(["sleep", "60"]);
+      const start = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
+      const holder = self.replace(/:\d+:\d+$/, `:${child.pid}:${start}`);
+      const now = t.clock.now();
+      await t.store.repos.sessions.beginFinalizing(s.sessionId, now + 60, now + 600, holder);
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // its holder is alive
+      child.kill("SIGKILL");
+      await child.exited;
+      expect((await fsck()).problems).toEqual([
+        expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
+      ]);
+      expect((await fsck(true)).repaired).toBe(1);
+      expect((await rowsOf(t, "upload_sessions"))[0]).toMatchObject({
+        state: "receiving",
+        finalizing_until: null,
+        finalizing_holder: null,
+      });
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
     });
 
     test("repair keeps an orphan that a write intent comes to cover between the snapshot and the delete", async () => {
