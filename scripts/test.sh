@@ -9,7 +9,8 @@
 #   2. the S3 pass: `test/http` and `test/e2e` again with ESYNC_TEST_STORAGE=s3, every blob in a
 #      bucket of the real S3 server (test/e2e/s3-fault.test.ts is left out: it runs on S3, on an
 #      RGW of its own, in pass 1 already);
-#   3. the PostgreSQL pass: `test/http` again with ESYNC_TEST_DATABASE=postgres and
+#   3. the PostgreSQL pass: `test/http` and the HTTP browse tests (`test/search/browse.test.ts`,
+#      `test/search/product-filters.test.ts`) again with ESYNC_TEST_DATABASE=postgres and
 #      ESYNC_TEST_STORAGE=s3, the metadata in PostgreSQL (a throw-away cluster the tests start with
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
 #      server (on the local disk store when the S3 tests are skipped); then the two-node tests
@@ -87,8 +88,9 @@ else
   t3=$SECONDS
   pg_storage=s3
   if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
-  echo "== PostgreSQL pass: test/http on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
-  ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass test/http
+  echo "== PostgreSQL pass: test/http and browse on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
+  ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass test/http \
+    test/search/browse.test.ts test/search/product-filters.test.ts
   ESYNC_TEST_DATABASE=postgres run_pass test/sessions/cross-node.test.ts
   echo "== PostgreSQL pass: $((SECONDS - t3)) s"
 fi

@@ -19,6 +19,7 @@ import { QuotaService } from "./quota/quota.service.ts";
 import { BrowseService } from "./search/browse.service.ts";
 import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
+import { LeaseHolders } from "./sessions/lease-holder.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
@@ -93,6 +94,8 @@ export function buildServices(appDeps: AppDeps): Services {
       maxInflightPerUser: config.maxInflightChunksPerUser,
       maxInflight: config.maxInflightChunks,
       finalizeLeaseSeconds: config.finalizeLeaseSeconds,
+      // SQLite is a file on this machine: a holder of an earlier boot of it is dead.
+      leaseHolders: new LeaseHolders({ localDatabase: store.dialect === "sqlite" }),
     }),
     singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),

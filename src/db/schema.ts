@@ -109,6 +109,12 @@ export const uploadSessions = sqliteTable(
      * to `receiving`. The value also fences the finalize that set it: its end transition requires it.
      */
     finalizingUntil: integer("finalizing_until"),
+    /**
+     * While `finalizing`: the process holding the lease (`src/sessions/lease-holder.ts`), so that
+     * a lease of a provably dead process is taken over at once; null otherwise, or when the
+     * process could not name itself (its lease then ends by expiry only).
+     */
+    finalizingHolder: text("finalizing_holder"),
     /** UploadResult JSON once finalized. */
     result: text("result"),
   },

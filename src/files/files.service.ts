@@ -365,7 +365,9 @@ export class FilesService {
    * /register_relative_paths`, extensions §1.6, §9 item 8), in one transaction: a row whose path
    * is null gets it (and its last segment as `file_name` when that is null too): `updated`; a row
    * already holding exactly that path: `skipped`; errors per entry: `invalid_path`, `not_found`,
-   * `path_mismatch` (a different path is never overwritten), `database_error`.
+   * `path_mismatch` (a different path is never overwritten), `database_error`. Runs under the
+   * owner's lock, so that a commit of the same file between its read and its write cannot have
+   * set another path that it would overwrite.
    * @throws AppError `batch_too_large` (400) over `MAX_PATH_BATCH` entries.
    */
   async registerRelativePaths(
@@ -377,6 +379,7 @@ export class FilesService {
       throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${entries.length}`);
     const out: RelativePathsOutcome = { updated: 0, skipped: 0, errors: [] };
     await this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(owner);
       for (const e of entries) {
         const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
           out.errors.push({ path_hash: e.path_hash, reason });
@@ -423,11 +426,14 @@ export class FilesService {
   }
 
   /**
-   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period.
+   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period,
+   * under the owner's lock (`lockOwner`), so that the row it removes and the counters it changes
+   * are those of the last committed write, rename or unregister.
    * @throws AppError `not_found` when there is no such file.
    */
   async remove(owner: string, folderHash: string, pathHash: Uint8Array): Promise<void> {
     await this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(owner);
       if (!(await removeRow(tx, owner, folderHash, pathHash, this.clock.now(), this.graceSeconds)))
         throw fail("not_found", "No file with this file_id in this folder");
     });
@@ -437,7 +443,8 @@ export class FilesService {
    * Deletes files of one folder by id in one transaction (`POST /delete_files`, extensions §1.1,
    * §9 item 7): each id is `deleted`, `already_deleted` (no row) or an error (`invalid_file_id`
    * when not 64 hex characters, `database_error` when its delete failed and was rolled back).
-   * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do.
+   * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do. Runs
+   * under the owner's lock, as `remove`.
    * @throws AppError `batch_too_large` (400) over `MAX_BATCH_DELETE` ids.
    */
   async removeMany(
@@ -453,6 +460,7 @@ export class FilesService {
     const out: BatchDeleteOutcome = { deleted: [], errors: [], filesDeleted: 0 };
     const seen = new Set<string>();
     await this.store.transaction(async (tx) => {
+      await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
       for (const id of fileIds) {
         const key = id.toLowerCase();
@@ -598,7 +606,7 @@ async function removeRow(
 ): Promise<boolean> {
   const current = await tx.files.get(owner, folderHash, pathHash);
   if (!current) return false;
-  await tx.files.remove(owner, folderHash, pathHash);
+  if (!(await tx.files.remove(owner, folderHash, pathHash))) return false;
   await tx.folders.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
   await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + graceSeconds);
   return true;

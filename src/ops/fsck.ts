@@ -15,14 +15,20 @@
  * - `counter_mismatch`: a folder's `file_count`/`total_bytes` differ from its files, or are
  *   negative or not integers (also a folder row missing for files). Repair: recomputed.
  * - `stuck_session`: a session in the internal `finalizing` state whose finalize lease
- *   (`finalizing_until`) ran out, or that has none (left by a version without leases). A live
- *   finalize renews its lease, and every node's sweeper returns sessions whose lease ran out, so
- *   this is found only between sweeps or when no server runs. Repair: returned to `receiving` for
- *   one more session lifetime, chunks intact.
+ *   (`finalizing_until`) ran out, that has none (left by a version without leases), or whose
+ *   lease holder is provably dead as seen from the fsck process (`LeaseHolders.isDead`: a
+ *   process of this machine and pid namespace that is gone). A live finalize renews its lease,
+ *   and every node's sweeper returns sessions whose lease ran out or whose holder died, so this
+ *   is found only between sweeps or when no server runs. Repair: returned to `receiving` for one
+ *   more session lifetime, chunks intact.
  *
  * The blob store is listed before the database is read (`OpsRepository.snapshot`: one read
  * transaction on SQLite, one `REPEATABLE READ` transaction on PostgreSQL), so that an object a
  * running server writes meanwhile is already covered by its write intent when the rows are read.
+ * Memory: the rows are read in pages (`pageSize`, default 1000) and never all held; what grows
+ * with the service is the store's key listing (kept sorted, one string and one byte per object)
+ * and the problems found. The objects of the files are then sized page by page (missing and
+ * wrong-sized ones are reported only when their file row is still the same after a re-read).
  * Repairs are safe beside live servers on any number of nodes: an orphan is deleted only after
  * the database is asked once more whether anything references it; counters are recomputed in a
  * transaction under the owner's lock, in a way that loses no concurrent writer's counter change
@@ -33,11 +39,12 @@ import { existsSync } from "node:fs";
 import type { Config } from "../config/config.ts";
 import { openMetadataStore } from "../db/open.ts";
 import type { MetadataStore } from "../db/store.ts";
+import { LeaseHolders } from "../sessions/lease-holder.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
 import { blobPrefix, chunkLength } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
-import { chunkKeysOf, type FileLayout, prefixesOf } from "./ops.repository.ts";
+import { chunkKeysOf, type FileLayout } from "./ops.repository.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -85,6 +92,20 @@ export interface FsckOptions {
   repair?: boolean;
   /** Session lifetime given to a repaired stuck session, seconds (default 86400). */
   sessionTtlSeconds?: number;
+  /** Rows read per page, and objects sized per batch (default 1000): memory holds one page. */
+  pageSize?: number;
+}
+
+/** The index of the first of the sorted `keys` not below `key` (`keys.length` when none). */
+function lowerBound(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((keys[mid] as string) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Sizes of `keys`, 32 requests at a time. */
@@ -106,77 +127,103 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   const { store, blobs, clock } = deps;
   const repair = opts.repair ?? false;
   const ttl = opts.sessionTtlSeconds ?? 86400;
+  const pageSize = opts.pageSize ?? 1000;
   const problems: FsckProblem[] = [];
 
-  // 1. List the store first (see the module comment), then read the rows in one snapshot.
-  const listed = await blobs.list("");
+  // 1. List the store first (see the module comment), then mark every object the database
+  // accounts for, reading the rows page by page from one snapshot.
+  const listed = (await blobs.list("")).sort();
+  const accounted = new Uint8Array(listed.length);
+  const mark = (key: string) => {
+    const i = lowerBound(listed, key);
+    if (listed[i] === key) accounted[i] = 1;
+  };
+  const markPrefix = (prefix: string) => {
+    for (let i = lowerBound(listed, prefix); i < listed.length && listed[i]?.startsWith(prefix); i++)
+      accounted[i] = 1;
+  };
   const now = clock.now();
-  const snapshot = await store.repos.ops.snapshot(now);
-
-  const referenced = new Set<string>();
-  const fileChunks: { key: string; expected: number; row: FileLayout }[] = [];
-  for (const row of snapshot.files) {
-    for (const [i, key] of chunkKeysOf(row).entries()) {
-      referenced.add(key);
-      fileChunks.push({ key, expected: chunkLength(row.ciphertextSize, row.chunkSize, i), row });
-    }
-  }
-  const covered = new Set<string>(snapshot.sessionBlobIds.map((id) => blobPrefix(id)));
-  for (const target of snapshot.deletionTargets) covered.add(target);
+  const snapshot = await store.repos.ops.snapshot(now, pageSize, (page) => {
+    if (page.kind === "files") for (const row of page.rows) for (const key of chunkKeysOf(row)) mark(key);
+    else if (page.kind === "sessions") for (const id of page.blobIds) markPrefix(blobPrefix(id));
+    else for (const target of page.targets) target.endsWith("/") ? markPrefix(target) : mark(target);
+  });
 
   // 2. Orphan objects (a candidate deleted since the listing, e.g. by the sweeper, is skipped).
-  const candidates = listed.filter(
-    (key) => !referenced.has(key) && !covered.has(key) && !prefixesOf(key).some((p) => covered.has(p)),
-  );
-  const candidateSizes = await sizes(blobs, candidates);
-  for (const [i, key] of candidates.entries()) {
-    if (candidateSizes[i] === null) continue;
-    const problem: FsckProblem = {
-      kind: "orphan_object",
-      detail: `object ${key} is referenced by no file, session, write intent or queued deletion`,
-      key,
-      repaired: false,
-    };
-    // Asked again right before deleting: whatever came to reference the object since the
-    // snapshot keeps it (it is then no orphan, and not reported).
-    if (repair) {
-      if (await store.repos.ops.isReferenced(key)) continue;
-      await blobs.delete([key]);
-      problem.repaired = true;
+  const orphans = async (candidates: string[]) => {
+    const candidateSizes = await sizes(blobs, candidates);
+    for (const [i, key] of candidates.entries()) {
+      if (candidateSizes[i] === null) continue;
+      const problem: FsckProblem = {
+        kind: "orphan_object",
+        detail: `object ${key} is referenced by no file, session, write intent or queued deletion`,
+        key,
+        repaired: false,
+      };
+      // Asked again right before deleting: whatever came to reference the object since the
+      // snapshot keeps it (it is then no orphan, and not reported).
+      if (repair) {
+        if (await store.repos.ops.isReferenced(key)) continue;
+        await blobs.delete([key]);
+        problem.repaired = true;
+      }
+      problems.push(problem);
     }
-    problems.push(problem);
+  };
+  let candidates: string[] = [];
+  for (const [i, key] of listed.entries()) {
+    if (accounted[i]) continue;
+    candidates.push(key);
+    if (candidates.length >= pageSize) {
+      await orphans(candidates);
+      candidates = [];
+    }
   }
+  await orphans(candidates);
 
-  // 3. Missing objects and wrong sizes (an object committed after the listing is sized directly).
-  const present = new Set(listed);
-  const toSize = fileChunks.filter((c) => present.has(c.key));
-  const actual = await sizes(
-    blobs,
-    toSize.map((c) => c.key),
-  );
-  const sizeOf = new Map(toSize.map((c, i) => [c.key, actual[i] ?? null]));
-  for (const c of fileChunks) {
-    const file = `file ${Buffer.from(c.row.pathHash).toString("hex")} of folder ${c.row.folderHash} (${c.row.owner})`;
-    const size = present.has(c.key) ? (sizeOf.get(c.key) ?? null) : await blobs.size(c.key);
-    if (size === null) {
-      problems.push({
-        kind: "missing_object",
-        detail: `object ${c.key} of ${file} does not exist`,
-        key: c.key,
-        owner: c.row.owner,
-        folder_hash: c.row.folderHash,
-        repaired: false,
-      });
-    } else if (size !== c.expected) {
-      problems.push({
-        kind: "wrong_size",
-        detail: `object ${c.key} of ${file} has ${size} bytes; its chunk layout says ${c.expected}`,
-        key: c.key,
-        owner: c.row.owner,
-        folder_hash: c.row.folderHash,
-        repaired: false,
-      });
+  // 3. Missing objects and wrong sizes, file page by file page (reported only when the file row
+  // is still the one read: a file replaced or deleted since may have lost its objects rightly).
+  for (let after: FileLayout | null = null; ; ) {
+    const rows: FileLayout[] = await store.repos.ops.fileLayouts(after, pageSize);
+    const chunks = rows.flatMap((row) =>
+      chunkKeysOf(row).map((key, i) => ({
+        key,
+        expected: chunkLength(row.ciphertextSize, row.chunkSize, i),
+        row,
+      })),
+    );
+    const actual = await sizes(
+      blobs,
+      chunks.map((c) => c.key),
+    );
+    for (const [i, c] of chunks.entries()) {
+      const size = actual[i] ?? null;
+      if (size === c.expected) continue;
+      const current = await store.repos.files.get(c.row.owner, c.row.folderHash, c.row.pathHash);
+      if (current?.blobId !== c.row.blobId || current.chunkGens !== c.row.chunkGens) continue;
+      const file = `file ${Buffer.from(c.row.pathHash).toString("hex")} of folder ${c.row.folderHash} (${c.row.owner})`;
+      problems.push(
+        size === null
+          ? {
+              kind: "missing_object",
+              detail: `object ${c.key} of ${file} does not exist`,
+              key: c.key,
+              owner: c.row.owner,
+              folder_hash: c.row.folderHash,
+              repaired: false,
+            }
+          : {
+              kind: "wrong_size",
+              detail: `object ${c.key} of ${file} has ${size} bytes; its chunk layout says ${c.expected}`,
+              key: c.key,
+              owner: c.row.owner,
+              folder_hash: c.row.folderHash,
+              repaired: false,
+            },
+      );
     }
+    if (rows.length < pageSize) break;
+    after = rows[rows.length - 1] as FileLayout;
   }
 
   // 4. Folder counters against their files (a folder with files but no row counts as a mismatch).
@@ -214,6 +261,30 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
       repaired: false,
     };
     if (repair) problem.repaired = await store.repos.ops.releaseStuckSession(s.sessionId, now, now + ttl);
+    problems.push(problem);
+  }
+  // Live leases of dead holders (a server killed mid-finalize, not restarted since).
+  const holders = new LeaseHolders({ localDatabase: store.dialect === "sqlite" });
+  for (const h of await store.repos.sessions.heldFinalizing(now)) {
+    if (h.finalizingUntil === null || h.finalizingHolder === null || !holders.isDead(h.finalizingHolder))
+      continue;
+    const s = await store.repos.sessions.get(h.sessionId);
+    if (!s) continue;
+    const problem: FsckProblem = {
+      kind: "stuck_session",
+      detail: `session ${s.sessionId} (${s.owner}) is finalizing under the lease of a process that is gone (${h.finalizingHolder})`,
+      session_id: s.sessionId,
+      owner: s.owner,
+      folder_hash: s.folderHash,
+      repaired: false,
+    };
+    if (repair)
+      problem.repaired = await store.repos.sessions.takeOverFinalizing(
+        h.sessionId,
+        h.finalizingUntil,
+        h.finalizingHolder,
+        now + ttl,
+      );
     problems.push(problem);
   }
 

@@ -44,13 +44,26 @@ export interface StuckSession {
   finalizingUntil: number | null;
 }
 
-/** Everything fsck compares with the blob store, read in one consistent snapshot. */
+/** A file row's primary key (the order `fileLayouts` pages in). */
+export interface FileKey {
+  owner: string;
+  folderHash: string;
+  pathHash: Uint8Array;
+}
+
+/**
+ * One page of what the database accounts for in the blob store, as `OpsRepository.snapshot`
+ * reads it: file rows (their chunk objects), the blob ids of stored upload sessions (any state,
+ * expired or not yet swept: every object under their blob prefix), or the targets of
+ * `blob_deletions` (queued deletions and write intents: object keys, or prefixes ending in `/`).
+ */
+export type AccountedPage =
+  | { kind: "files"; rows: FileLayout[] }
+  | { kind: "sessions"; blobIds: string[] }
+  | { kind: "deletions"; targets: string[] };
+
+/** The small part of an fsck snapshot, returned whole. */
 export interface FsckSnapshot {
-  files: FileLayout[];
-  /** Blob ids of every stored upload session (any state, expired or not yet swept). */
-  sessionBlobIds: string[];
-  /** Targets of `blob_deletions` (queued deletions and write intents): object keys or prefixes ending in `/`. */
-  deletionTargets: string[];
   counterMismatches: CounterMismatch[];
   /** Stuck at the snapshot's `now`. */
   stuckSessions: StuckSession[];
@@ -73,13 +86,23 @@ export interface StoreTotals {
 /** Queries and repairs of the operator tools. */
 export interface OpsRepository {
   /**
-   * Reads every file's chunk layout, the sessions' blob ids, the deletion targets, the folder
-   * counters that differ from a recount and the sessions stuck at `now` (Unix seconds), all from
-   * one snapshot: SQLite reads them in one read transaction (through the store's gate);
-   * PostgreSQL in one `REPEATABLE READ READ ONLY` transaction. Call it on `store.repos`, not
-   * inside a store transaction (PostgreSQL would read at the transaction's isolation level).
+   * Reads, from one snapshot, everything the database accounts for in the blob store, handed to
+   * `visit` in pages of at most `pageSize` rows (every file row's chunk layout, every session's
+   * blob id, every deletion target), then returns the folder counters that differ from a
+   * recount and the sessions stuck at `now` (Unix seconds). Memory stays at one page of rows
+   * however large the database: `visit` must not keep the pages, and runs synchronously (on
+   * SQLite the snapshot is one synchronous read transaction through the store's gate; on
+   * PostgreSQL one `REPEATABLE READ READ ONLY` transaction read by keyset pages). Call it on
+   * `store.repos`, not inside a store transaction (PostgreSQL would read at the transaction's
+   * isolation level).
    */
-  snapshot(now: number): Promise<FsckSnapshot>;
+  snapshot(now: number, pageSize: number, visit: (page: AccountedPage) => void): Promise<FsckSnapshot>;
+  /**
+   * Up to `limit` file layouts after the file `after` (null: from the first) in primary-key
+   * order (owner, folder hash, path hash bytewise): keyset pages, each its own statement, so a
+   * caller walks every file with one page in memory.
+   */
+  fileLayouts(after: FileKey | null, limit: number): Promise<FileLayout[]>;
   /**
    * True when the database still accounts for object `key`: a file row lists it among its chunk
    * objects, an upload session has its blob, or a `blob_deletions` target is `key` or one of its
@@ -89,9 +112,9 @@ export interface OpsRepository {
   /**
    * Sets the counters of folder (`owner`, `folderHash`) to its files' count and byte sum, creating
    * a row with no registration when it is missing. Call it inside a transaction, after
-   * `sessions.lockOwner(owner)` (which serialises it with commits of the owner's files). No
-   * counter change of a concurrent writer may be lost, with or without that lock (a file delete
-   * does not take it): the change lands either in the recount or after it.
+   * `sessions.lockOwner(owner)` (which serialises it with every write of the owner's files). No
+   * counter change of a concurrent writer may be lost, with or without that lock: the change
+   * lands either in the recount or after it.
    */
   recountFolder(owner: string, folderHash: string, now: number): Promise<void>;
   /**

@@ -6,12 +6,15 @@
  * gone (404). Chunk i is streamed straight from the request into the blob store as object
  * `<blob>/<i>.<gen>` with a fresh `gen` per upload; only after the bytes are stored is the chunk
  * recorded, and only if the session is still `receiving`. Finalize moves the session to
- * `finalizing` atomically under a lease (`finalizing_until`, renewed while it hashes), so exactly
- * one concurrent finalize on any node proceeds and no chunk can be recorded after the snapshot;
- * it hashes the recorded chunk objects in order, then commits the file and the `finalized` state
- * in one transaction, provided it still holds its lease. Any failure returns it to `receiving`
- * with its chunks intact; so does any node's sweeper once the lease of a finalize whose node died
- * has run out.
+ * `finalizing` atomically under a lease (`finalizing_until`, renewed while it hashes, and its
+ * holder `finalizing_holder`), so exactly one concurrent finalize on any node proceeds and no
+ * chunk can be recorded after the snapshot; it hashes the recorded chunk objects in order, then
+ * commits the file and the `finalized` state in one transaction, provided it still holds its
+ * lease. Any failure returns it to `receiving` with its chunks intact; so does any node's sweeper
+ * once the lease of a finalize whose node died has run out, and at once a retried finalize, an
+ * abort or a sweep that finds the holder provably dead (a process of this machine that is gone:
+ * a server killed mid-finalize and restarted; see lease-holder.ts). A live holder's finalize is
+ * never taken over.
  *
  * State kept in this process is an optimisation only: the running ingest hash (a finalize on a
  * node that saw none or only some of the chunks reads the rest back: the full BLAKE3 pass) and
@@ -44,6 +47,7 @@ import type { Logger } from "../util/log.ts";
 import type { SessionStatus } from "../wire/types.ts";
 import { InflightLimiter } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
+import type { LeaseHolders } from "./lease-holder.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
 
 /** Largest chunk, bytes (spec §8). */
@@ -72,6 +76,8 @@ export interface SessionEngineOptions {
    * return it to `receiving`; the finalize renews the lease every third of it while it runs.
    */
   finalizeLeaseSeconds: number;
+  /** This process as a lease holder, and which holders are provably dead (see lease-holder.ts). */
+  leaseHolders: LeaseHolders;
 }
 
 /**
@@ -184,6 +190,7 @@ export class SessionEngine {
         createdAt: now,
         expiresAt: now + this.opts.ttlSeconds,
         finalizingUntil: null,
+        finalizingHolder: null,
         result: null,
       };
       await tx.sessions.insert(row);
@@ -398,8 +405,10 @@ export class SessionEngine {
    *   missing chunks or hash mismatch); `stale_sequence` (400); `storage_inconsistency` (500).
    */
   async finalize(caller: string, sessionId: string): Promise<UploadResult> {
-    const s = await this.owned(caller, sessionId);
+    let s = await this.owned(caller, sessionId);
     const sessions = this.store.repos.sessions;
+    // A finalize cut by the death of its process (a retry after a crash and restart) starts over.
+    if (s.state === "finalizing" && (await this.releaseAbandoned(s))) s = await this.owned(caller, sessionId);
     // Every 409 from finalize uses the Conflict envelope (complement §1), with the current revision.
     const conflict = async (message: string, repos: Repositories = this.store.repos) =>
       fail("conflict", message, {
@@ -424,7 +433,14 @@ export class SessionEngine {
       this.clock,
       this.log,
     );
-    if (!(await sessions.beginFinalizing(sessionId, lease.until, now + this.opts.ttlSeconds))) {
+    if (
+      !(await sessions.beginFinalizing(
+        sessionId,
+        lease.until,
+        now + this.opts.ttlSeconds,
+        this.opts.leaseHolders.self,
+      ))
+    ) {
       throw await conflict("The session is being finalized by another request");
     }
     lease.startRenewing();
@@ -526,10 +542,12 @@ export class SessionEngine {
   async abort(caller: string, sessionId: string): Promise<{ deleted: true }> {
     await this.store.transaction(async (tx) => {
       const s = await this.owned(caller, sessionId, tx);
-      if (s.state === "finalizing")
+      // Locked: a finalize that is abandoned now (lease out, or holder provably dead) cannot end.
+      const abandoned = s.state === "finalizing" && this.abandoned(s);
+      if (s.state === "finalizing" && !abandoned)
         throw fail("conflict", "The session is being finalized; try again when it completes");
       await tx.sessions.remove(sessionId);
-      if (s.state === "receiving") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
+      if (s.state !== "finalized") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
     });
     this.ingest.forget(sessionId);
     this.log.info("session.deleted", { session: sessionId });
@@ -537,19 +555,66 @@ export class SessionEngine {
   }
 
   /**
+   * True when the finalize holding `s` (state `finalizing`) is abandoned: its lease ran out, or
+   * its holder is provably dead (`LeaseHolders.isDead`).
+   */
+  private abandoned(s: SessionRow): boolean {
+    return (
+      s.finalizingUntil === null ||
+      s.finalizingUntil <= this.clock.now() ||
+      this.opts.leaseHolders.isDead(s.finalizingHolder)
+    );
+  }
+
+  /**
+   * Returns session `s` (as read, state `finalizing`) to `receiving` when its finalize is
+   * abandoned, fenced by the lease and holder read, so a finalize that started since is left
+   * alone.
+   * @returns true when `s` was abandoned (whoever released it: read the session again).
+   */
+  private async releaseAbandoned(s: SessionRow): Promise<boolean> {
+    if (!this.abandoned(s)) return false;
+    const sessions = this.store.repos.sessions;
+    const expiresAt = this.clock.now() + this.opts.ttlSeconds;
+    const released =
+      s.finalizingUntil === null
+        ? (await sessions.releaseExpiredFinalizing(this.clock.now(), expiresAt)) > 0
+        : s.finalizingHolder !== null && this.opts.leaseHolders.isDead(s.finalizingHolder)
+          ? await sessions.takeOverFinalizing(s.sessionId, s.finalizingUntil, s.finalizingHolder, expiresAt)
+          : await sessions.endFinalizing(s.sessionId, s.finalizingUntil, "receiving", { expiresAt });
+    if (released)
+      this.log.warn("session.finalize_abandoned", { session: s.sessionId, holder: s.finalizingHolder });
+    return true;
+  }
+
+  /**
    * Garbage-collects sessions (spec §3.1): first returns to `receiving` every session whose
-   * finalize lease ran out (its node died or stalled), then deletes the rows of sessions idle
-   * past `expires_at` and queues the chunk objects of unfinalized ones for deletion. Safe to run
-   * on every node at once: each expired session is collected by one of them.
+   * finalize lease ran out (its node died or stalled) or whose lease holder is provably dead,
+   * then deletes the rows of sessions idle past `expires_at` and queues the chunk objects of
+   * unfinalized ones for deletion. Safe to run on every node at once: each expired session is
+   * collected by one of them. The first pass at start-up is the crash recovery.
    * @returns how many sessions were collected (deleted).
    */
   async sweepExpired(batch = 500): Promise<number> {
     const now = this.clock.now();
-    const released = await this.store.repos.sessions.releaseExpiredFinalizing(
-      now,
-      now + this.opts.ttlSeconds,
-    );
+    const sessions = this.store.repos.sessions;
+    const released = await sessions.releaseExpiredFinalizing(now, now + this.opts.ttlSeconds);
     if (released > 0) this.log.warn("session.finalize_lease_expired", { count: released });
+    let takenOver = 0;
+    for (const h of await sessions.heldFinalizing(now)) {
+      if (h.finalizingUntil === null || h.finalizingHolder === null) continue;
+      if (!this.opts.leaseHolders.isDead(h.finalizingHolder)) continue;
+      if (
+        await sessions.takeOverFinalizing(
+          h.sessionId,
+          h.finalizingUntil,
+          h.finalizingHolder,
+          now + this.opts.ttlSeconds,
+        )
+      )
+        takenOver++;
+    }
+    if (takenOver > 0) this.log.warn("session.finalize_holder_dead", { count: takenOver });
     let total = 0;
     for (;;) {
       const { seen, removed } = await this.store.transaction(async (tx) => {

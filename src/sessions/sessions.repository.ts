@@ -33,7 +33,9 @@ export interface SessionsRepository {
    * Serialises, until the calling transaction ends, every transaction that takes the same lock
    * for `owner` (PostgreSQL `pg_advisory_xact_lock`; SQLite: nothing to do, `BEGIN IMMEDIATE`
    * already serialises writers). Taken by the rules that read and then write one owner's rows:
-   * the per-user session limit, the quota check and the revision (conflict) checks of a commit.
+   * the per-user session limit, the quota check and the revision (conflict) checks of a commit,
+   * and every change of the owner's files and folder counters (delete, batch delete, rename,
+   * relative paths, unregister), so that none acts on a row a concurrent write replaced.
    * Call inside a transaction, before the reads the rule depends on.
    */
   lockOwner(owner: string): Promise<void>;
@@ -48,10 +50,17 @@ export interface SessionsRepository {
   liveCount(owner: string, now: number): Promise<{ n: number; earliest: number | null }>;
 
   /**
-   * `receiving` → `finalizing` with the lease `finalizingUntil` (Unix seconds) and a new
-   * `expiresAt`. False when the session was not `receiving` (another finalize won, or it is gone).
+   * `receiving` → `finalizing` with the lease `finalizingUntil` (Unix seconds) held by `holder`
+   * (`finalizing_holder`: the process string of `src/sessions/lease-holder.ts`, or null) and a
+   * new `expiresAt`. False when the session was not `receiving` (another finalize won, or it is
+   * gone).
    */
-  beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean>;
+  beginFinalizing(
+    sessionId: string,
+    finalizingUntil: number,
+    expiresAt: number,
+    holder: string | null,
+  ): Promise<boolean>;
 
   /**
    * Extends the lease of the finalize holding `lease` to `until`. False when the session is no
@@ -60,7 +69,7 @@ export interface SessionsRepository {
   renewFinalizing(sessionId: string, lease: number, until: number): Promise<boolean>;
 
   /**
-   * Ends the finalize holding `lease`: `finalizing` → `to` (lease cleared) with the extra columns
+   * Ends the finalize holding `lease`: `finalizing` → `to` (lease and holder cleared) with the extra columns
    * `set`. False when the session is no longer `finalizing` under that lease, in which case
    * nothing changes.
    */
@@ -74,10 +83,27 @@ export interface SessionsRepository {
   /**
    * Returns every `finalizing` session whose lease ran out (`finalizing_until <= now`, or null:
    * left by a version without leases) to `receiving` with `expires_at = expiresAt` and the lease
-   * cleared (the node that finalized it died or stalled).
+   * and holder cleared (the node that finalized it died or stalled).
    * @returns how many sessions were returned.
    */
   releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number>;
+
+  /**
+   * Every `finalizing` session whose lease has not run out at `now` and names its holder: the
+   * candidates for a take-over when that holder is provably dead.
+   */
+  heldFinalizing(
+    now: number,
+  ): Promise<Pick<SessionRow, "sessionId" | "finalizingUntil" | "finalizingHolder">[]>;
+
+  /**
+   * Takes over the lease of a dead holder: `finalizing` under exactly `lease` and `holder` →
+   * `receiving` with `expires_at = expiresAt`, lease and holder cleared. False when the session
+   * is no longer finalizing under that lease and holder (released, ended or taken over already),
+   * in which case nothing changes. The caller must have proven `holder` dead
+   * (`LeaseHolders.isDead`); a live holder's finalize is never taken over.
+   */
+  takeOverFinalizing(sessionId: string, lease: number, holder: string, expiresAt: number): Promise<boolean>;
 
   /** Sets `expires_at` (Unix seconds). */
   setExpiry(sessionId: string, expiresAt: number): Promise<void>;

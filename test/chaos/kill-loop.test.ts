@@ -67,8 +67,6 @@ const dataDir = mkdtempSync(join(tmpdir(), "esync-chaos-kill-"));
 const env = {
   ESYNC_SWEEP_INTERVAL_SECONDS: "1",
   ESYNC_BLOB_GRACE_SECONDS: "0",
-  // A session cut mid-finalize stays `finalizing` until its lease runs out and a sweep returns it.
-  ESYNC_FINALIZE_LEASE_SECONDS: "3",
   ESYNC_LOG_LEVEL: "error",
   // A session whose create committed just before a kill is unknown to the client and stays
   // open until its TTL: the per-user limit must not turn those into failures of later rounds.
@@ -264,9 +262,10 @@ test(
     };
 
     /**
-     * Finalizes a resumed session. One the kill cut mid-finalize answers 409 "being finalized"
-     * until its finalize lease (3 s) runs out and a sweep (every second) returns it to receiving:
-     * retried for up to 10 s, after which it counts as stuck.
+     * Finalizes a resumed session. One the kill cut mid-finalize is taken over at once from the
+     * dead process (its lease, the default 60 s, is not waited for): a 409 "being finalized" is
+     * retried for up to 10 s (a finalize of this process still running), after which it counts
+     * as stuck.
      */
     const finalizeOnceReleased = async (client: Slot["client"], sid: string) => {
       for (const deadline = Date.now() + 10_000; ; ) {

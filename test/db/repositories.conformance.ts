@@ -75,6 +75,7 @@ export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionR
     createdAt: NOW,
     expiresAt: NOW + 3600,
     finalizingUntil: null,
+    finalizingHolder: null,
     result: null,
     ...over,
   };
@@ -325,8 +326,8 @@ export function repositoryConformance(
 
     it("sessions: the finalizing lease is taken once, renewed and ended only by its holder, released when run out", async (s) => {
       await s.repos.sessions.insert(sessionRow("s1"));
-      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 60, NOW + 3600)).toBe(true);
-      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 61, NOW + 3600)).toBe(false);
+      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 60, NOW + 3600, null)).toBe(true);
+      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 61, NOW + 3600, null)).toBe(false);
       expect(await s.repos.sessions.renewFinalizing("s1", NOW + 61, NOW + 120)).toBe(false);
       expect(await s.repos.sessions.renewFinalizing("s1", NOW + 60, NOW + 120)).toBe(true);
       expect(await s.repos.sessions.endFinalizing("s1", NOW + 60, "finalized", { result: "{}" })).toBe(false);
@@ -339,7 +340,7 @@ export function repositoryConformance(
         expiresAt: NOW + 999,
       });
       expect(await s.repos.sessions.endFinalizing("s1", NOW + 120, "finalized", {})).toBe(false);
-      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 200, NOW + 3600)).toBe(true);
+      expect(await s.repos.sessions.beginFinalizing("s1", NOW + 200, NOW + 3600, null)).toBe(true);
       expect(
         await s.repos.sessions.endFinalizing("s1", NOW + 200, "finalized", {
           result: '{"ok":1}',
@@ -354,6 +355,40 @@ export function repositoryConformance(
       });
     });
 
+    it("sessions: the lease records its holder; a take-over needs the exact lease and holder read, and fences the old holder out", async (s) => {
+      const r = s.repos.sessions;
+      await r.insert(sessionRow("s1"));
+      await r.insert(sessionRow("s2"));
+      await r.insert(sessionRow("s3"));
+      expect(await r.beginFinalizing("s1", NOW + 60, NOW + 3600, "holder-a")).toBe(true);
+      expect(await r.beginFinalizing("s2", NOW + 60, NOW + 3600, null)).toBe(true);
+      expect(await r.beginFinalizing("s3", NOW + 10, NOW + 3600, "holder-b")).toBe(true);
+      expect(await r.get("s1")).toMatchObject({ finalizingUntil: NOW + 60, finalizingHolder: "holder-a" });
+      // Candidates: live leases that name a holder (s2 names none, s3's ran out at NOW + 10).
+      expect(await r.heldFinalizing(NOW + 10)).toEqual([
+        { sessionId: "s1", finalizingUntil: NOW + 60, finalizingHolder: "holder-a" },
+      ]);
+      expect(await r.takeOverFinalizing("s1", NOW + 60, "holder-b", NOW + 999)).toBe(false);
+      expect(await r.takeOverFinalizing("s1", NOW + 61, "holder-a", NOW + 999)).toBe(false);
+      expect(await r.takeOverFinalizing("s1", NOW + 60, "holder-a", NOW + 999)).toBe(true);
+      expect(await r.get("s1")).toMatchObject({
+        state: "receiving",
+        finalizingUntil: null,
+        finalizingHolder: null,
+        expiresAt: NOW + 999,
+      });
+      expect(await r.takeOverFinalizing("s1", NOW + 60, "holder-a", NOW + 999)).toBe(false);
+      // A new finalize with the same lease second but another holder is not taken over for the old one.
+      expect(await r.beginFinalizing("s1", NOW + 60, NOW + 3600, "holder-c")).toBe(true);
+      expect(await r.takeOverFinalizing("s1", NOW + 60, "holder-a", NOW + 999)).toBe(false);
+      expect(await r.get("s1")).toMatchObject({ state: "finalizing", finalizingHolder: "holder-c" });
+      // Ending and releasing clear the holder.
+      expect(await r.endFinalizing("s1", NOW + 60, "finalized", {})).toBe(true);
+      expect(await r.get("s1")).toMatchObject({ state: "finalized", finalizingHolder: null });
+      expect(await r.releaseExpiredFinalizing(NOW + 10, NOW + 999)).toBe(1);
+      expect(await r.get("s3")).toMatchObject({ state: "receiving", finalizingHolder: null });
+    });
+
     it("sessions: an id containing U+0000 names no session (PostgreSQL text cannot hold it)", async (s) => {
       await s.repos.sessions.insert(sessionRow("s1"));
       const bad = "s1\u0000";
@@ -362,7 +397,8 @@ export function repositoryConformance(
       expect(await s.repos.sessions.chunk(bad, 0)).toBeUndefined();
       expect(await s.repos.sessions.chunks(bad)).toEqual([]);
       expect(await s.repos.sessions.chunkIndices(bad)).toEqual([]);
-      expect(await s.repos.sessions.beginFinalizing(bad, NOW + 60, NOW)).toBe(false);
+      expect(await s.repos.sessions.beginFinalizing(bad, NOW + 60, NOW, null)).toBe(false);
+      expect(await s.repos.sessions.takeOverFinalizing(bad, NOW + 60, "h", NOW)).toBe(false);
       await s.repos.sessions.setExpiry(bad, NOW);
       expect(await s.repos.sessions.remove(bad)).toBe(false);
       expect(await s.repos.sessions.get("s1")).toEqual(sessionRow("s1"));
@@ -471,7 +507,7 @@ export function repositoryConformance(
           s.transaction(async (tx) => {
             const row = await tx.sessions.getForUpdate("s1");
             if (row?.state !== "receiving") return false;
-            return tx.sessions.beginFinalizing("s1", NOW + i, NOW + 3600);
+            return tx.sessions.beginFinalizing("s1", NOW + i, NOW + 3600, null);
           }),
         ),
       );

@@ -50,6 +50,7 @@ function session(id: string, over: Partial<SessionRow> = {}): SessionRow {
     createdAt: 100,
     expiresAt: 1000,
     finalizingUntil: null,
+    finalizingHolder: null,
     result: null,
     ...over,
   };
@@ -145,8 +146,8 @@ test("only the finalize holding the current lease can renew or end it", async ()
   const s = open();
   const r = s.repos.sessions;
   await r.insert(session("s"));
-  expect(await r.beginFinalizing("s", 200, 2000)).toBe(true);
-  expect(await r.beginFinalizing("s", 201, 2000)).toBe(false);
+  expect(await r.beginFinalizing("s", 200, 2000, null)).toBe(true);
+  expect(await r.beginFinalizing("s", 201, 2000, null)).toBe(false);
   expect(await r.renewFinalizing("s", 199, 300)).toBe(false);
   expect(await r.renewFinalizing("s", 200, 300)).toBe(true);
   expect(await r.endFinalizing("s", 200, "finalized", { result: "{}" })).toBe(false);

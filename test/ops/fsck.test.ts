@@ -6,9 +6,11 @@
  * period) is never reported.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { pgDb } from "../../src/db/postgres/store.ts";
 import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
+import { LeaseHolders } from "../../src/sessions/lease-holder.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
 import { blobPrefix } from "../../src/storage/layout.ts";
 import {
@@ -223,6 +225,65 @@ for (const dialect of ["sqlite", "postgres"] as const)
       });
       expect(await rowsOf(t, "session_chunks")).toHaveLength(1);
     });
+    test("with pages of 2 rows it finds exactly what one page finds: orphans, a missing object, a wrong size over page boundaries", async () => {
+      const users = [newUser(), newUser(), newUser()];
+      for (const [i, u] of users.entries()) {
+        for (let j = 0; j < 3; j++) {
+          const ct = randomCiphertext(300 + j);
+          const m = makeManifest({ owner: u.address, ciphertext: ct, path: `p${i}/${j}.bin` });
+          expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+        }
+        const ct = randomCiphertext(2000);
+        await putChunks(t, await openSession(t, u, ct, { path: `s${i}.bin`, chunkSize: 1000 }), ct, [0]);
+      }
+      for (let i = 0; i < 3; i++) {
+        await t.services.deletions.reserve(`b/e${i}/e${i}${"0".repeat(30)}/`, t.clock.now());
+        await putRaw(`b/e${i}/e${i}${"0".repeat(30)}/0.aa`, new Uint8Array(3));
+      }
+      const stray = Array.from({ length: 5 }, (_, i) => `b/a${i}/a${i}${"b".repeat(30)}/0.ff`);
+      for (const key of stray) await putRaw(key, new Uint8Array(4));
+      const rows = (await rowsOf(t, "files")) as { blob_id: string; chunk_gens: string }[];
+      const keyOf = (r: { blob_id: string; chunk_gens: string }) =>
+        `${blobPrefix(r.blob_id)}0.${(JSON.parse(r.chunk_gens) as string[])[0]}`;
+      await t.blobs.delete([keyOf(rows[1]!)]);
+      await putRaw(keyOf(rows[7]!), new Uint8Array(1));
+      const found = (r: Awaited<ReturnType<typeof fsck>>) => r.problems.map((p) => [p.kind, p.key]).sort();
+      const expected = [
+        ...stray.map((k) => ["orphan_object", k]),
+        ["missing_object", keyOf(rows[1]!)],
+        ["wrong_size", keyOf(rows[7]!)],
+      ].sort();
+      const paged = await runFsck({ store: t.store, blobs: t.blobs, clock: t.clock }, { pageSize: 2 });
+      expect(found(paged)).toEqual(expected);
+      expect(found(await fsck())).toEqual(expected);
+    });
+
+    test("reports a stuck_session whose lease holder is a dead process of this machine, within its lease, and returns it to receiving with repair", async () => {
+      const u = newUser();
+      const ct = randomCiphertext(2000);
+      const s = await openSession(t, u, ct, { chunkSize: 1000 });
+      await putChunks(t, s, ct, [0]);
+      const self = new LeaseHolders({ localDatabase: false }).self!;
+      const child = Bun.spawn(["sleep", "60"]);
+      const start = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
+      const holder = self.replace(/:\d+:\d+$/, `:${child.pid}:${start}`);
+      const now = t.clock.now();
+      await t.store.repos.sessions.beginFinalizing(s.sessionId, now + 60, now + 600, holder);
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 }); // its holder is alive
+      child.kill("SIGKILL");
+      await child.exited;
+      expect((await fsck()).problems).toEqual([
+        expect.objectContaining({ kind: "stuck_session", session_id: s.sessionId, repaired: false }),
+      ]);
+      expect((await fsck(true)).repaired).toBe(1);
+      expect((await rowsOf(t, "upload_sessions"))[0]).toMatchObject({
+        state: "receiving",
+        finalizing_until: null,
+        finalizing_holder: null,
+      });
+      expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+    });
+
     test("repair keeps an orphan that a write intent comes to cover between the snapshot and the delete", async () => {
       await populate();
       const prefix = "b/ab/abababababababababababababababab/";
@@ -287,7 +348,8 @@ for (const dialect of ["sqlite", "postgres"] as const)
       const inside = new Promise<void>((resolve) => {
         changed = resolve;
       });
-      // A live delete, as FilesService.remove runs it (no owner lock), held open after its counter change.
+      // A live delete held open after its counter change, without the owner lock (the recount
+      // must keep a concurrent change whether or not the writer holds it).
       const deleting = t.store.transaction(async (tx) => {
         await tx.files.remove(u.address, FOLDER, gone!.path_hash);
         await tx.folders.applyFileChange(u.address, FOLDER, -1, -gone!.size_bytes, t.clock.now());

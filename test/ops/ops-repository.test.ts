@@ -5,6 +5,7 @@
  * of its prefixes; any other object, a stray generation in a file's blob included, is not.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import type { AccountedPage, FileLayout } from "../../src/ops/ops.repository.ts";
 import { blobPrefix, chunkKey } from "../../src/storage/layout.ts";
 import {
   authAt,
@@ -62,5 +63,57 @@ for (const dialect of ["sqlite", "postgres"] as const)
       expect(await t.store.repos.ops.isReferenced(other)).toBe(true);
       expect(await t.store.repos.ops.isReferenced("b/dd/dddd0000000000000000000000000000/1.aa")).toBe(false);
       expect(await t.store.repos.ops.isReferenced("not/a/blob")).toBe(false);
+    });
+
+    test("snapshot hands every file, session and deletion target once, in pages of at most pageSize rows", async () => {
+      const users = [newUser(), newUser()];
+      for (const u of users)
+        for (let i = 0; i < 5; i++) {
+          const ct = randomCiphertext(200 + i);
+          const m = makeManifest({ owner: u.address, ciphertext: ct, path: `f${i}.bin` });
+          expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+        }
+      for (let i = 0; i < 3; i++)
+        await openSession(t, users[0]!, randomCiphertext(2000), { path: `s${i}.bin` });
+      await t.store.repos.deletionQueue.enqueue(["b/aa/x/", "b/bb/y/", "b/cc/z/", "b/dd/w/"], t.clock.now());
+      const pages: AccountedPage[] = [];
+      await t.store.repos.ops.snapshot(t.clock.now(), 3, (page) => void pages.push(page));
+      const sizes = pages.map(
+        (p) => (p.kind === "files" ? p.rows : p.kind === "sessions" ? p.blobIds : p.targets).length,
+      );
+      expect(Math.max(...sizes)).toBe(3);
+      const fileBlobs = pages.flatMap((p) => (p.kind === "files" ? p.rows.map((r) => r.blobId) : []));
+      expect(fileBlobs.sort()).toEqual(
+        ((await rowsOf(t, "files")) as { blob_id: string }[]).map((r) => r.blob_id).sort(),
+      );
+      const sessionBlobs = pages.flatMap((p) => (p.kind === "sessions" ? p.blobIds : []));
+      expect(sessionBlobs.sort()).toEqual(
+        ((await rowsOf(t, "upload_sessions")) as { blob_id: string }[]).map((r) => r.blob_id).sort(),
+      );
+      const targets = pages.flatMap((p) => (p.kind === "deletions" ? p.targets : []));
+      expect(targets.sort()).toEqual(
+        ((await rowsOf(t, "blob_deletions")) as { target: string }[]).map((r) => r.target).sort(),
+      );
+    });
+
+    test("fileLayouts walks every file once in key order, one keyset page at a time", async () => {
+      const users = [newUser(), newUser(), newUser()];
+      for (const u of users)
+        for (let i = 0; i < 3; i++) {
+          const ct = randomCiphertext(100 + i);
+          const m = makeManifest({ owner: u.address, ciphertext: ct, path: `d/${i}.bin` });
+          expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+        }
+      const walked: FileLayout[] = [];
+      for (let after: FileLayout | null = null; ; ) {
+        const page: FileLayout[] = await t.store.repos.ops.fileLayouts(after, 2);
+        expect(page.length).toBeLessThanOrEqual(2);
+        walked.push(...page);
+        if (page.length < 2) break;
+        after = page[page.length - 1]!;
+      }
+      const key = (r: FileLayout) => `${r.owner}/${r.folderHash}/${Buffer.from(r.pathHash).toString("hex")}`;
+      expect(walked.map(key)).toEqual([...walked.map(key)].sort());
+      expect(new Set(walked.map(key)).size).toBe(9);
     });
   });

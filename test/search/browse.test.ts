@@ -10,7 +10,7 @@ import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { ENTRY_KEYS, expectError, expectSuccess, FOLDER_B } from "../http/helpers.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
-import { browse, FOLDER, hex, insertFiles, modelSearch } from "./support.ts";
+import { browse, FOLDER, hex, modelSearch, seedFiles } from "./support.ts";
 
 const t = makeTestApp();
 afterAll(() => t.close());
@@ -29,8 +29,8 @@ const KEYS = [
 const u = newUser();
 let rows: FileRow[];
 
-beforeAll(() => {
-  rows = insertFiles(t, u.address, [
+beforeAll(async () => {
+  rows = await seedFiles(t, u.address, [
     { path: "top.txt", size: 1, created: 10 },
     { path: "Top2.PNG", size: 2, created: 20 },
     { path: "docs/a.pdf", size: 10, created: 30 },
@@ -168,7 +168,7 @@ test("other folders, unknown folders and unknown paths list nothing", async () =
 describe("limits", () => {
   test("default limit 50, capped at 200", async () => {
     const v = newUser();
-    insertFiles(
+    await seedFiles(
       t,
       v.address,
       Array.from({ length: 230 }, (_, i) => ({ path: `many/f${i}.txt`, created: i })),

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { expectError, type Json } from "../http/helpers.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
-import { browse, FOLDER, insertFiles, search } from "./support.ts";
+import { browse, FOLDER, search, seedFiles } from "./support.ts";
 
 const t = makeTestApp();
 afterAll(() => t.close());
@@ -15,8 +15,8 @@ const u = newUser();
 const other = newUser();
 const FOLDER_B = "0123456789abcdef";
 
-beforeAll(() => {
-  insertFiles(t, u.address, [
+beforeAll(async () => {
+  await seedFiles(t, u.address, [
     { path: "docs/a.txt", uploadedBy: u.address, created: 1 },
     { path: "docs/b.pdf", uploadedBy: other.address, created: 2 },
     { path: "docs/c.png", uploadedBy: null, created: 3 },

@@ -122,6 +122,19 @@ export function insertFiles(t: TestApp, owner: string, specs: FileSpec[]): FileR
   return rows;
 }
 
+/**
+ * Inserts `specs` for `owner` through the repository contract (`FilesRepository.upsert` in one
+ * store transaction, the statement a commit runs, so the search index follows as on upload) on
+ * whichever database the app runs: SQLite or PostgreSQL. Returns the rows.
+ */
+export async function seedFiles(t: TestApp, owner: string, specs: FileSpec[]): Promise<FileRow[]> {
+  const rows = specs.map((s) => fileRow(owner, s));
+  await t.store.transaction(async (tx) => {
+    for (const r of rows) await tx.files.upsert(r);
+  });
+  return rows;
+}
+
 /** `GET /search_files/{address}?{qs}` as `user` (or with `auth`). */
 export function search(t: TestApp, user: TestUser, qs = "", address = user.address) {
   return t.json(`/search_files/${address}${qs ? `?${qs}` : ""}`, {

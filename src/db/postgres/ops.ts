@@ -5,10 +5,13 @@
  * the files it counts) comes from the same moment however many nodes write meanwhile. Counters
  * are `bigint` here, so the only drift is a wrong value or a missing row.
  */
-import { and, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import {
+  type AccountedPage,
   blobIdOfKey,
   chunkKeysOf,
+  type FileKey,
+  type FileLayout,
   type FsckSnapshot,
   type OpsRepository,
   prefixesOf,
@@ -26,6 +29,33 @@ function stuckAt(now: number) {
   );
 }
 
+/** The columns of a `FileLayout`. */
+const LAYOUT = {
+  owner: files.owner,
+  folderHash: files.folderHash,
+  pathHash: files.pathHash,
+  blobId: files.blobId,
+  chunkSize: files.chunkSize,
+  chunkCount: files.chunkCount,
+  ciphertextSize: files.ciphertextSize,
+  chunkGens: files.chunkGens,
+};
+
+/** Up to `limit` file layouts after `after` in primary-key order, through `db`. */
+async function layoutsAfter(db: PgConn, after: FileKey | null, limit: number): Promise<FileLayout[]> {
+  const rows = await db
+    .select(LAYOUT)
+    .from(files)
+    .where(
+      after === null
+        ? undefined
+        : sql`(${files.owner}, ${files.folderHash}, ${files.pathHash}) > (${after.owner}, ${after.folderHash}, ${Buffer.from(after.pathHash)})`,
+    )
+    .orderBy(asc(files.owner), asc(files.folderHash), asc(files.pathHash))
+    .limit(limit);
+  return rows.map((f) => ({ ...f, pathHash: new Uint8Array(f.pathHash) }));
+}
+
 /** True for the pool (a transaction of its own can be begun), false for an open transaction. */
 function isPool(db: PgConn): db is PgDb {
   return "$client" in db;
@@ -35,29 +65,49 @@ function isPool(db: PgConn): db is PgDb {
 export class PgOpsRepository implements OpsRepository {
   constructor(private readonly db: PgConn) {}
 
-  async snapshot(now: number): Promise<FsckSnapshot> {
-    if (!isPool(this.db)) return this.read(this.db, now);
-    return this.db.transaction((tx) => this.read(tx, now), {
+  async snapshot(now: number, pageSize: number, visit: (page: AccountedPage) => void): Promise<FsckSnapshot> {
+    if (!isPool(this.db)) return this.read(this.db, now, pageSize, visit);
+    return this.db.transaction((tx) => this.read(tx, now, pageSize, visit), {
       isolationLevel: "repeatable read",
       accessMode: "read only",
     });
   }
 
-  private async read(db: PgConn, now: number): Promise<FsckSnapshot> {
-    const layouts = await db
-      .select({
-        owner: files.owner,
-        folderHash: files.folderHash,
-        pathHash: files.pathHash,
-        blobId: files.blobId,
-        chunkSize: files.chunkSize,
-        chunkCount: files.chunkCount,
-        ciphertextSize: files.ciphertextSize,
-        chunkGens: files.chunkGens,
-      })
-      .from(files);
-    const sessions = await db.select({ blobId: uploadSessions.blobId }).from(uploadSessions);
-    const targets = await db.select({ target: blobDeletions.target }).from(blobDeletions);
+  /** The snapshot through `db` (one transaction): keyset pages of each table, then the small parts. */
+  private async read(
+    db: PgConn,
+    now: number,
+    pageSize: number,
+    visit: (page: AccountedPage) => void,
+  ): Promise<FsckSnapshot> {
+    for (let after: FileKey | null = null; ; ) {
+      const rows = await layoutsAfter(db, after, pageSize);
+      if (rows.length > 0) visit({ kind: "files", rows });
+      if (rows.length < pageSize) break;
+      after = rows[rows.length - 1] as FileLayout;
+    }
+    for (let after: string | null = null; ; ) {
+      const rows = await db
+        .select({ id: uploadSessions.sessionId, blobId: uploadSessions.blobId })
+        .from(uploadSessions)
+        .where(after === null ? undefined : gt(uploadSessions.sessionId, after))
+        .orderBy(asc(uploadSessions.sessionId))
+        .limit(pageSize);
+      if (rows.length > 0) visit({ kind: "sessions", blobIds: rows.map((r) => r.blobId) });
+      if (rows.length < pageSize) break;
+      after = (rows[rows.length - 1] as { id: string }).id;
+    }
+    for (let after: number | null = null; ; ) {
+      const rows = await db
+        .select({ id: blobDeletions.id, target: blobDeletions.target })
+        .from(blobDeletions)
+        .where(after === null ? undefined : gt(blobDeletions.id, after))
+        .orderBy(asc(blobDeletions.id))
+        .limit(pageSize);
+      if (rows.length > 0) visit({ kind: "deletions", targets: rows.map((r) => r.target) });
+      if (rows.length < pageSize) break;
+      after = (rows[rows.length - 1] as { id: number }).id;
+    }
     const counters = (await db.execute(sql`
       SELECT k.owner, k.folder_hash, f.file_count::text AS file_count, f.total_bytes::text AS total_bytes,
              coalesce(c.n, 0)::bigint::text AS n, coalesce(c.bytes, 0)::numeric::text AS bytes,
@@ -87,9 +137,6 @@ export class PgOpsRepository implements OpsRepository {
       .from(uploadSessions)
       .where(stuckAt(now));
     return {
-      files: layouts.map((f) => ({ ...f, pathHash: new Uint8Array(f.pathHash) })),
-      sessionBlobIds: sessions.map((s) => s.blobId),
-      deletionTargets: targets.map((t) => t.target),
       counterMismatches: counters.map((c) => ({
         owner: c.owner,
         folderHash: c.folder_hash,
@@ -101,6 +148,10 @@ export class PgOpsRepository implements OpsRepository {
       })),
       stuckSessions: stuck,
     };
+  }
+
+  fileLayouts(after: FileKey | null, limit: number): Promise<FileLayout[]> {
+    return layoutsAfter(this.db, after, limit);
   }
 
   async isReferenced(key: string): Promise<boolean> {
@@ -127,7 +178,7 @@ export class PgOpsRepository implements OpsRepository {
 
   /**
    * In three statements, so that no counter change of a concurrent writer is lost, whether or
-   * not it holds the owner lock (a file delete does not): the row is created if missing (waiting
+   * not it holds the owner lock: the row is created if missing (waiting
    * for a concurrent creator), locked `FOR UPDATE` (waiting for a writer that already changed the
    * counters to commit), then set from a count whose snapshot is taken after that wait. A writer
    * that changes the counters later waits for this transaction and applies its change after it.
@@ -150,7 +201,7 @@ export class PgOpsRepository implements OpsRepository {
     if (sessionId.includes("\u0000")) return false;
     const rows = await this.db
       .update(uploadSessions)
-      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
       .where(and(eq(uploadSessions.sessionId, sessionId), stuckAt(now)))
       .returning({ id: uploadSessions.sessionId });
     return rows.length > 0;

@@ -153,6 +153,8 @@ export const uploadSessions = pgTable(
     expiresAt: int64("expires_at").notNull(),
     /** While `finalizing`: Unix second the finalizing node's lease runs out; null otherwise. */
     finalizingUntil: int64("finalizing_until"),
+    /** While `finalizing`: the process holding the lease (see `src/db/schema.ts`); null otherwise. */
+    finalizingHolder: text("finalizing_holder"),
     result: text("result"),
   },
   (t) => [

@@ -69,11 +69,16 @@ export class PgSessionsRepository implements SessionsRepository {
     return { n: r?.n ?? 0, earliest: r?.earliest == null ? null : Number(r.earliest) };
   }
 
-  async beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean> {
+  async beginFinalizing(
+    sessionId: string,
+    finalizingUntil: number,
+    expiresAt: number,
+    holder: string | null,
+  ): Promise<boolean> {
     if (unstorable(sessionId)) return false;
     const rows = await this.db
       .update(uploadSessions)
-      .set({ state: "finalizing", finalizingUntil, expiresAt })
+      .set({ state: "finalizing", finalizingUntil, finalizingHolder: holder, expiresAt })
       .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, "receiving")))
       .returning({ id: uploadSessions.sessionId });
     return rows.length > 0;
@@ -96,7 +101,7 @@ export class PgSessionsRepository implements SessionsRepository {
   ): Promise<boolean> {
     const rows = await this.db
       .update(uploadSessions)
-      .set({ ...set, state: to, finalizingUntil: null })
+      .set({ ...set, state: to, finalizingUntil: null, finalizingHolder: null })
       .where(this.holding(sessionId, lease))
       .returning({ id: uploadSessions.sessionId });
     return rows.length > 0;
@@ -114,7 +119,7 @@ export class PgSessionsRepository implements SessionsRepository {
   async releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number> {
     const rows = await this.db
       .update(uploadSessions)
-      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
       .where(
         and(
           eq(uploadSessions.state, "finalizing"),
@@ -124,6 +129,40 @@ export class PgSessionsRepository implements SessionsRepository {
       )
       .returning({ id: uploadSessions.sessionId });
     return rows.length;
+  }
+
+  heldFinalizing(
+    now: number,
+  ): Promise<Pick<SessionRow, "sessionId" | "finalizingUntil" | "finalizingHolder">[]> {
+    return this.db
+      .select({
+        sessionId: uploadSessions.sessionId,
+        finalizingUntil: uploadSessions.finalizingUntil,
+        finalizingHolder: uploadSessions.finalizingHolder,
+      })
+      .from(uploadSessions)
+      .where(
+        and(
+          eq(uploadSessions.state, "finalizing"),
+          gt(uploadSessions.finalizingUntil, now),
+          isNotNull(uploadSessions.finalizingHolder),
+        ),
+      );
+  }
+
+  async takeOverFinalizing(
+    sessionId: string,
+    lease: number,
+    holder: string,
+    expiresAt: number,
+  ): Promise<boolean> {
+    if (unstorable(sessionId)) return false;
+    const rows = await this.db
+      .update(uploadSessions)
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
+      .where(and(this.holding(sessionId, lease), eq(uploadSessions.finalizingHolder, holder)))
+      .returning({ id: uploadSessions.sessionId });
+    return rows.length > 0;
   }
 
   async setExpiry(sessionId: string, expiresAt: number): Promise<void> {

@@ -6,9 +6,11 @@
  */
 import type { Database } from "bun:sqlite";
 import {
+  type AccountedPage,
   blobIdOfKey,
   type CounterMismatch,
   chunkKeysOf,
+  type FileKey,
   type FileLayout,
   type FsckSnapshot,
   type OpsRepository,
@@ -44,15 +46,35 @@ interface CounterRow {
 const FILES_SQL =
   "SELECT owner, folder_hash, path_hash, blob_id, chunk_size, chunk_count, ciphertext_size, chunk_gens FROM files";
 
-/** Every folder (with a row or with files) beside its files' recount; the types catch non-integers. */
-const COUNTERS_SQL = `SELECT k.owner, k.folder_hash, f.file_count, f.total_bytes,
+/**
+ * Every folder (with a row or with files) whose counters differ from its files' recount, are not
+ * integers, or whose row is missing.
+ */
+const COUNTERS_SQL = `SELECT * FROM (SELECT k.owner, k.folder_hash, f.file_count, f.total_bytes,
     typeof(f.file_count) AS count_type, typeof(f.total_bytes) AS bytes_type,
     coalesce(c.n, 0) AS n, coalesce(c.bytes, 0) AS bytes, f.owner IS NOT NULL AS has_folder
   FROM (SELECT owner, folder_hash FROM folders UNION SELECT owner, folder_hash FROM files) k
   LEFT JOIN folders f ON f.owner = k.owner AND f.folder_hash = k.folder_hash
   LEFT JOIN (SELECT owner, folder_hash, count(*) AS n, sum(size_bytes) AS bytes
                FROM files GROUP BY owner, folder_hash) c
-         ON c.owner = k.owner AND c.folder_hash = k.folder_hash`;
+         ON c.owner = k.owner AND c.folder_hash = k.folder_hash)
+  WHERE has_folder = 0 OR count_type <> 'integer' OR bytes_type <> 'integer'
+     OR file_count <> n OR total_bytes <> bytes
+  ORDER BY owner, folder_hash`;
+
+/** A `files` row as `FileLayout`. */
+function layoutOf(f: FileRow): FileLayout {
+  return {
+    owner: f.owner,
+    folderHash: f.folder_hash,
+    pathHash: f.path_hash,
+    blobId: f.blob_id,
+    chunkSize: f.chunk_size,
+    chunkCount: f.chunk_count,
+    ciphertextSize: f.ciphertext_size,
+    chunkGens: f.chunk_gens,
+  };
+}
 
 const STUCK = "state = 'finalizing' AND (finalizing_until IS NULL OR finalizing_until <= ?1)";
 
@@ -69,13 +91,43 @@ export class SqliteOpsRepository implements OpsRepository {
     this.sqlite = db.$client;
   }
 
-  async snapshot(now: number): Promise<FsckSnapshot> {
+  /**
+   * One synchronous read transaction: each table is walked with a statement iterator (SQLite
+   * hands rows one at a time), cut into pages for `visit`.
+   */
+  async snapshot(now: number, pageSize: number, visit: (page: AccountedPage) => void): Promise<FsckSnapshot> {
     const read = this.sqlite.transaction(() => {
-      const files = this.sqlite.query<FileRow, []>(FILES_SQL).all();
-      const sessions = this.sqlite
+      let rows: FileLayout[] = [];
+      for (const f of this.sqlite.query<FileRow, []>(FILES_SQL).iterate()) {
+        rows.push(layoutOf(f));
+        if (rows.length >= pageSize) {
+          visit({ kind: "files", rows });
+          rows = [];
+        }
+      }
+      if (rows.length > 0) visit({ kind: "files", rows });
+      let blobIds: string[] = [];
+      for (const r of this.sqlite
         .query<{ blob_id: string }, []>("SELECT blob_id FROM upload_sessions")
-        .all();
-      const targets = this.sqlite.query<{ target: string }, []>("SELECT target FROM blob_deletions").all();
+        .iterate()) {
+        blobIds.push(r.blob_id);
+        if (blobIds.length >= pageSize) {
+          visit({ kind: "sessions", blobIds });
+          blobIds = [];
+        }
+      }
+      if (blobIds.length > 0) visit({ kind: "sessions", blobIds });
+      let targets: string[] = [];
+      for (const r of this.sqlite
+        .query<{ target: string }, []>("SELECT target FROM blob_deletions")
+        .iterate()) {
+        targets.push(r.target);
+        if (targets.length >= pageSize) {
+          visit({ kind: "deletions", targets });
+          targets = [];
+        }
+      }
+      if (targets.length > 0) visit({ kind: "deletions", targets });
       const counters = this.sqlite.query<CounterRow, []>(COUNTERS_SQL).all();
       const stuck = this.sqlite
         .query<
@@ -83,44 +135,21 @@ export class SqliteOpsRepository implements OpsRepository {
           [number]
         >(`SELECT session_id, owner, folder_hash, finalizing_until FROM upload_sessions WHERE ${STUCK}`)
         .all(now);
-      return { files, sessions, targets, counters, stuck };
+      return { counters, stuck };
     });
     const r = read.deferred();
     return {
-      files: r.files.map(
-        (f): FileLayout => ({
-          owner: f.owner,
-          folderHash: f.folder_hash,
-          pathHash: f.path_hash,
-          blobId: f.blob_id,
-          chunkSize: f.chunk_size,
-          chunkCount: f.chunk_count,
-          ciphertextSize: f.ciphertext_size,
-          chunkGens: f.chunk_gens,
+      counterMismatches: r.counters.map(
+        (c): CounterMismatch => ({
+          owner: c.owner,
+          folderHash: c.folder_hash,
+          hasRow: c.has_folder === 1,
+          fileCount: shown(c.file_count, c.count_type),
+          totalBytes: shown(c.total_bytes, c.bytes_type),
+          files: c.n,
+          bytes: c.bytes,
         }),
       ),
-      sessionBlobIds: r.sessions.map((s) => s.blob_id),
-      deletionTargets: r.targets.map((t) => t.target),
-      counterMismatches: r.counters
-        .filter(
-          (c) =>
-            c.has_folder !== 1 ||
-            c.count_type !== "integer" ||
-            c.bytes_type !== "integer" ||
-            c.file_count !== c.n ||
-            c.total_bytes !== c.bytes,
-        )
-        .map(
-          (c): CounterMismatch => ({
-            owner: c.owner,
-            folderHash: c.folder_hash,
-            hasRow: c.has_folder === 1,
-            fileCount: shown(c.file_count, c.count_type),
-            totalBytes: shown(c.total_bytes, c.bytes_type),
-            files: c.n,
-            bytes: c.bytes,
-          }),
-        ),
       stuckSessions: r.stuck.map(
         (s): StuckSession => ({
           sessionId: s.session_id,
@@ -130,6 +159,20 @@ export class SqliteOpsRepository implements OpsRepository {
         }),
       ),
     };
+  }
+
+  async fileLayouts(after: FileKey | null, limit: number): Promise<FileLayout[]> {
+    const rows =
+      after === null
+        ? this.sqlite
+            .query<FileRow, [number]>(`${FILES_SQL} ORDER BY owner, folder_hash, path_hash LIMIT ?`)
+            .all(limit)
+        : this.sqlite
+            .query<FileRow, [string, string, Uint8Array, number]>(
+              `${FILES_SQL} WHERE (owner, folder_hash, path_hash) > (?, ?, ?) ORDER BY owner, folder_hash, path_hash LIMIT ?`,
+            )
+            .all(after.owner, after.folderHash, after.pathHash, limit);
+    return rows.map(layoutOf);
   }
 
   async isReferenced(key: string): Promise<boolean> {
@@ -164,7 +207,7 @@ export class SqliteOpsRepository implements OpsRepository {
   async releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean> {
     const r = this.sqlite
       .query(
-        `UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, expires_at = ?2
+        `UPDATE upload_sessions SET state = 'receiving', finalizing_until = NULL, finalizing_holder = NULL, expires_at = ?2
           WHERE session_id = ?3 AND ${STUCK}`,
       )
       .run(now, expiresAt, sessionId);

@@ -3,7 +3,7 @@
  * `SessionsRepository` on SQLite: `upload_sessions` and `session_chunks`. Every method runs its
  * statements synchronously (no await inside), so a call is atomic with respect to the store's gate.
  */
-import { and, asc, eq, gt, inArray, isNull, lte, ne, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lte, ne, or, sql } from "drizzle-orm";
 import type { ChunkRow, SessionRow, SessionsRepository } from "../../sessions/sessions.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { sessionChunks, uploadSessions } from "../schema.ts";
@@ -92,10 +92,15 @@ export class SqliteSessionsRepository implements SessionsRepository {
     return { n: r?.n ?? 0, earliest: r?.earliest ?? null };
   }
 
-  async beginFinalizing(sessionId: string, finalizingUntil: number, expiresAt: number): Promise<boolean> {
+  async beginFinalizing(
+    sessionId: string,
+    finalizingUntil: number,
+    expiresAt: number,
+    holder: string | null,
+  ): Promise<boolean> {
     const r = this.db
       .update(uploadSessions)
-      .set({ state: "finalizing", finalizingUntil, expiresAt })
+      .set({ state: "finalizing", finalizingUntil, finalizingHolder: holder, expiresAt })
       .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.state, "receiving")))
       .run();
     return changes(r) > 0;
@@ -118,7 +123,7 @@ export class SqliteSessionsRepository implements SessionsRepository {
   ): Promise<boolean> {
     const r = this.db
       .update(uploadSessions)
-      .set({ ...set, state: to, finalizingUntil: null })
+      .set({ ...set, state: to, finalizingUntil: null, finalizingHolder: null })
       .where(this.holding(sessionId, lease))
       .run();
     return changes(r) > 0;
@@ -127,7 +132,7 @@ export class SqliteSessionsRepository implements SessionsRepository {
   async releaseExpiredFinalizing(now: number, expiresAt: number): Promise<number> {
     const r = this.db
       .update(uploadSessions)
-      .set({ state: "receiving", finalizingUntil: null, expiresAt })
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
       .where(
         and(
           eq(uploadSessions.state, "finalizing"),
@@ -136,6 +141,40 @@ export class SqliteSessionsRepository implements SessionsRepository {
       )
       .run();
     return changes(r);
+  }
+
+  async heldFinalizing(
+    now: number,
+  ): Promise<Pick<SessionRow, "sessionId" | "finalizingUntil" | "finalizingHolder">[]> {
+    return this.db
+      .select({
+        sessionId: uploadSessions.sessionId,
+        finalizingUntil: uploadSessions.finalizingUntil,
+        finalizingHolder: uploadSessions.finalizingHolder,
+      })
+      .from(uploadSessions)
+      .where(
+        and(
+          eq(uploadSessions.state, "finalizing"),
+          gt(uploadSessions.finalizingUntil, now),
+          isNotNull(uploadSessions.finalizingHolder),
+        ),
+      )
+      .all();
+  }
+
+  async takeOverFinalizing(
+    sessionId: string,
+    lease: number,
+    holder: string,
+    expiresAt: number,
+  ): Promise<boolean> {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ state: "receiving", finalizingUntil: null, finalizingHolder: null, expiresAt })
+      .where(and(this.holding(sessionId, lease), eq(uploadSessions.finalizingHolder, holder)))
+      .run();
+    return changes(r) > 0;
   }
 
   /** The condition "session `sessionId` is finalizing under `lease`". */
