@@ -13,9 +13,10 @@
  *                                 [--baseline-root DIR]
  *
  * `--latency-ms N` puts a TCP proxy in front of every server that delays each piece by N/2 ms in
- * each direction (an N ms round trip; netem is not in this kernel). The proxy forwards each piece
- * as it came, N/2 ms after it arrived, from one queue and one timer per direction; it adds latency,
- * not bandwidth limits or CPU beyond the forwarding itself, and is the same for all receivers.
+ * each direction (an N ms round trip; netem is not in this kernel): bench/servers/delay-proxy.ts,
+ * one process per receiver. It forwards each piece as it came, N/2 ms after it arrived, from one
+ * queue and one timer per direction; it adds latency, not bandwidth limits or CPU beyond the
+ * forwarding itself, and is the same for all receivers.
  *
  * `--server-bun-arg=X` (repeatable) passes flags to the `bun` runtime of every server process,
  * e.g. `--server-bun-arg=--cpu-prof --server-bun-arg=--cpu-prof-dir=/tmp/prof`: each writes its
@@ -38,7 +39,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -179,53 +179,34 @@ async function spawnHelper(name: string, script: string): Promise<Proc> {
   };
 }
 
-/**
- * A TCP proxy to `target` that delays every piece by `oneWayMs` in each direction: a link with
- * that latency, not a slower one. Each direction keeps its pieces in one FIFO with the time each
- * is due, and one timer forwards everything due; a write the receiver cannot take pauses the
- * sender's socket until that receiver drains (one listener per socket, never one per write).
- */
-function delayProxy(target: string, oneWayMs: number): Promise<{ url: string; close(): void }> {
-  const { hostname, port } = new URL(target);
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(port), hostname);
-    const pipe = (from: net.Socket, to: net.Socket) => {
-      const queue: { due: number; piece: Buffer | null }[] = [];
-      let scheduled = false;
-      const flush = () => {
-        scheduled = false;
-        const now = performance.now();
-        while (queue.length > 0 && queue[0]!.due <= now) {
-          const { piece } = queue.shift()!;
-          if (piece === null) to.end();
-          else if (!to.write(piece)) from.pause();
-        }
-        if (queue.length > 0) {
-          scheduled = true;
-          setTimeout(flush, Math.max(0, queue[0]!.due - now));
-        }
-      };
-      const push = (piece: Buffer | null) => {
-        queue.push({ due: performance.now() + oneWayMs, piece });
-        if (!scheduled) {
-          scheduled = true;
-          setTimeout(flush, oneWayMs);
-        }
-      };
-      to.on("drain", () => from.resume());
-      from.on("data", (d: Buffer) => push(d));
-      from.on("end", () => push(null));
-      from.on("error", () => to.destroy());
-    };
-    pipe(client, upstream);
-    pipe(upstream, client);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const a = server.address() as net.AddressInfo;
-      resolve({ url: `http://127.0.0.1:${a.port}`, close: () => server.close() });
-    }),
+/** The latency link to `target` (bench/servers/delay-proxy.ts), in a process of its own. */
+async function delayProxy(
+  target: string,
+  oneWayMs: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const port = freePort();
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      "run",
+      join(REPO_ROOT, "bench", "servers", "delay-proxy.ts"),
+      String(port),
+      target,
+      String(oneWayMs),
+    ],
+    { stdout: "pipe", stderr: "inherit" },
   );
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  if (!new TextDecoder().decode(value).includes("ready")) throw new Error("delay proxy did not start");
+  reader.releaseLock();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
 }
 
 // ---- the three uploads ---------------------------------------------------------------------
@@ -388,10 +369,13 @@ const esync = await startEsync("esync");
 const base = BASELINE_ROOT ? await startEsync("esync-base", BASELINE_ROOT) : null;
 const ceiling = await spawnHelper("ceiling", "ceiling.ts");
 const tus = await spawnHelper("tus", "tus.ts");
-const proxies = new Map<string, { url: string; close(): void }>();
+const proxies = new Map<string, { url: string; close(): Promise<void> }>();
 const procs = [esync, ...(base ? [base] : []), ceiling, tus];
 for (const p of procs)
-  proxies.set(p.name, LATENCY > 0 ? await delayProxy(p.url, LATENCY / 2) : { url: p.url, close() {} });
+  proxies.set(
+    p.name,
+    LATENCY > 0 ? await delayProxy(p.url, LATENCY / 2) : { url: p.url, close: async () => {} },
+  );
 
 const plans: [Proc, (url: string) => Promise<{ finalizeMs: number } | undefined>][] = [
   [esync, esyncUpload],
@@ -421,7 +405,7 @@ try {
     }
   }
 } finally {
-  for (const p of proxies.values()) p.close();
+  await Promise.all([...proxies.values()].map((p) => p.close()));
   await Promise.all(procs.map((p) => p.stop()));
 }
 
