@@ -10,7 +10,11 @@
  *
  *   bun bench/upload.ts --compare [--size 1GiB] [--chunk-size 8MiB] [--concurrency 4] [--rounds 3]
  *                                 [--latency-ms 0] [--server-bun-arg=--cpu-prof ...]
- *                                 [--baseline-root DIR]
+ *                                 [--baseline-root DIR] [--warmup-rounds 1]
+ *
+ * Before the measured rounds, each receiver takes `--warmup-rounds` unmeasured uploads (route
+ * compilation, JIT, the first use of each process's memory), and each measured round starts
+ * with the next receiver in turn, so that no receiver is always first.
  *
  * `--latency-ms N` puts a TCP proxy in front of every server that delays each piece by N/2 ms in
  * each direction (an N ms round trip; netem is not in this kernel): bench/servers/delay-proxy.ts,
@@ -81,6 +85,7 @@ const { values: flags } = parseArgs({
     "latency-ms": { type: "string", default: "0" },
     "server-bun-arg": { type: "string", multiple: true },
     "baseline-root": { type: "string" },
+    "warmup-rounds": { type: "string", default: "1" },
     out: { type: "string" },
   },
   strict: false,
@@ -93,6 +98,7 @@ const LATENCY = Number(flags["latency-ms"]);
 const CHUNKS = Math.ceil(SIZE / CHUNK);
 const BUN_ARGS = (flags["server-bun-arg"] as string[] | undefined) ?? [];
 const BASELINE_ROOT = flags["baseline-root"] as string | undefined;
+const WARMUP_ROUNDS = Number(flags["warmup-rounds"]);
 
 await cryptoWaitReady();
 console.log(`generating ${(SIZE / MiB).toFixed(0)} MiB of random ciphertext...`);
@@ -387,13 +393,21 @@ const runs: Record<string, Run[]> = Object.fromEntries(procs.map((p) => [p.name,
 console.log(
   `${(SIZE / MiB).toFixed(0)} MiB in ${(CHUNK / MiB).toFixed(0)} MiB chunks, c=${C} (tus: sequential), disk, fsync off` +
     (LATENCY > 0 ? `, ${LATENCY} ms RTT proxy` : "") +
-    `, ${ROUNDS} interleaved rounds, load average ${loadavg()
+    `, ${WARMUP_ROUNDS} warm-up and ${ROUNDS} interleaved rounds, load average ${loadavg()
       .map((x) => x.toFixed(2))
       .join(" ")}`,
 );
 try {
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < WARMUP_ROUNDS; r++) {
     for (const [p, upload] of plans) {
+      await upload(proxies.get(p.name)!.url);
+      p.clear();
+    }
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    // Each round starts with the next receiver, so that none is always first (or last).
+    for (let k = 0; k < plans.length; k++) {
+      const [p, upload] = plans[(r + k) % plans.length]!;
       const run = await measure(p, proxies.get(p.name)!.url, upload);
       p.clear();
       runs[p.name]!.push(run);
@@ -486,6 +500,7 @@ writeFileSync(
         chunk: CHUNK,
         concurrency: C,
         rounds: ROUNDS,
+        warmupRounds: WARMUP_ROUNDS,
         latencyMs: LATENCY,
         fsync: "off",
         serverBunArgs: BUN_ARGS,
