@@ -9,23 +9,41 @@
  *   PATCHes of one chunk each (tus offers no parallel PATCHes on one upload).
  *
  *   bun bench/upload.ts --compare [--size 1GiB] [--chunk-size 8MiB] [--concurrency 4] [--rounds 3]
- *                                 [--latency-ms 0]
+ *                                 [--latency-ms 0] [--server-bun-arg=--cpu-prof ...]
+ *                                 [--baseline-root DIR] [--warmup-rounds 1]
+ *
+ * Before the measured rounds, each receiver takes `--warmup-rounds` unmeasured uploads (route
+ * compilation, JIT, the first use of each process's memory), and each measured round starts
+ * with the next receiver in turn, so that no receiver is always first.
  *
  * `--latency-ms N` puts a TCP proxy in front of every server that delays each piece by N/2 ms in
- * each direction (an N ms round trip; netem is not in this kernel).
+ * each direction (an N ms round trip; netem is not in this kernel): bench/servers/delay-proxy.ts,
+ * one process per receiver. It forwards each piece as it came, N/2 ms after it arrived, from one
+ * queue and one timer per direction; it adds latency, not bandwidth limits or CPU beyond the
+ * forwarding itself, and is the same for all receivers.
+ *
+ * `--server-bun-arg=X` (repeatable) passes flags to the `bun` runtime of every server process,
+ * e.g. `--server-bun-arg=--cpu-prof --server-bun-arg=--cpu-prof-dir=/tmp/prof`: each writes its
+ * profile when it stops at the end.
+ *
+ * `--baseline-root DIR` adds a fourth receiver, `esync-base`: `src/main.ts` of another checkout
+ * (e.g. main, extracted with `git archive`, its `node_modules` linked), same settings, interleaved
+ * with the others, so a change is measured before and after in the same run.
  *
  * Per run: MB/s (bytes / wall time from the first request to the final answer; MB = 10^6 B),
- * server CPU seconds per GiB (utime + stime of the server process from /proc, this run only),
+ * server CPU seconds per GiB (utime + stime of the server process from /proc, this run only;
+ * also split into user and system seconds),
  * server peak RSS (the highest VmRSS sampled every 20 ms during the run), and for esync the
- * finalize latency. Prints every round, then medians and the ratios esync/ceiling and
- * esync/tus; writes JSON to bench/results/compare-<time>.json. The machine may be shared:
- * rounds are interleaved so that load changes hit all three alike, and the ratios are what to
- * read.
+ * finalize latency. After each run the bench deletes the bytes that run stored (outside the
+ * measured time): on the development VM, a page cache grown by gigabytes over the earlier runs
+ * made a later run's kernel time 2-4x higher, whichever receiver it was. Prints every round,
+ * then medians and the ratios esync/ceiling and esync/tus; writes JSON to
+ * bench/results/compare-<time>.json. The machine may be shared: rounds are interleaved so that
+ * load changes hit all three alike, and the ratios are what to read.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
@@ -65,6 +83,9 @@ const { values: flags } = parseArgs({
     concurrency: { type: "string", default: "4" },
     rounds: { type: "string", default: "3" },
     "latency-ms": { type: "string", default: "0" },
+    "server-bun-arg": { type: "string", multiple: true },
+    "baseline-root": { type: "string" },
+    "warmup-rounds": { type: "string", default: "1" },
     out: { type: "string" },
   },
   strict: false,
@@ -75,6 +96,9 @@ const C = Number(flags.concurrency);
 const ROUNDS = Number(flags.rounds);
 const LATENCY = Number(flags["latency-ms"]);
 const CHUNKS = Math.ceil(SIZE / CHUNK);
+const BUN_ARGS = (flags["server-bun-arg"] as string[] | undefined) ?? [];
+const BASELINE_ROOT = flags["baseline-root"] as string | undefined;
+const WARMUP_ROUNDS = Number(flags["warmup-rounds"]);
 
 await cryptoWaitReady();
 console.log(`generating ${(SIZE / MiB).toFixed(0)} MiB of random ciphertext...`);
@@ -117,21 +141,28 @@ interface Proc {
   name: string;
   url: string;
   pid: number;
+  /** Deletes the bytes the receiver stored (between runs, never during one). */
+  clear(): void;
   stop(): Promise<void>;
 }
 
-/** CPU seconds (user + system) of process `pid` so far, from /proc/<pid>/stat. */
-async function cpuSeconds(pid: number): Promise<number> {
+/** Deletes everything inside `dir`, keeping `dir`. */
+function emptyDir(dir: string): void {
+  for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
+}
+
+/** CPU seconds (user, system) of process `pid` so far, from /proc/<pid>/stat. */
+async function cpuSeconds(pid: number): Promise<{ user: number; sys: number }> {
   const stat = await Bun.file(`/proc/${pid}/stat`).text();
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return { user: Number(fields[11]) / 100, sys: Number(fields[12]) / 100 };
 }
 
 async function spawnHelper(name: string, script: string): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), `esync-cmp-${name}-`));
   const port = freePort();
   const proc = Bun.spawn(
-    [process.execPath, "run", join(REPO_ROOT, "bench", "servers", script), String(port), dir],
+    [process.execPath, ...BUN_ARGS, "run", join(REPO_ROOT, "bench", "servers", script), String(port), dir],
     {
       stdout: "pipe",
       stderr: "inherit",
@@ -145,6 +176,7 @@ async function spawnHelper(name: string, script: string): Promise<Proc> {
     name,
     url: `http://127.0.0.1:${port}`,
     pid: proc.pid,
+    clear: () => emptyDir(dir),
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;
@@ -153,35 +185,34 @@ async function spawnHelper(name: string, script: string): Promise<Proc> {
   };
 }
 
-/** A TCP proxy to `target` delaying every piece by `oneWayMs` in each direction. */
-function delayProxy(target: string, oneWayMs: number): Promise<{ url: string; close(): void }> {
-  const { hostname, port } = new URL(target);
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(port), hostname);
-    // Every piece is forwarded `oneWayMs` after it arrived, in order, without holding up the
-    // next one (a link with that latency, not a slower one); the writer's backpressure pauses
-    // the reader.
-    const pipe = (from: net.Socket, to: net.Socket) => {
-      from.on("data", (d: Buffer) => {
-        setTimeout(() => {
-          if (!to.write(d)) {
-            from.pause();
-            to.once("drain", () => from.resume());
-          }
-        }, oneWayMs);
-      });
-      from.on("end", () => setTimeout(() => to.end(), oneWayMs));
-      from.on("error", () => to.destroy());
-    };
-    pipe(client, upstream);
-    pipe(upstream, client);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const a = server.address() as net.AddressInfo;
-      resolve({ url: `http://127.0.0.1:${a.port}`, close: () => server.close() });
-    }),
+/** The latency link to `target` (bench/servers/delay-proxy.ts), in a process of its own. */
+async function delayProxy(
+  target: string,
+  oneWayMs: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const port = freePort();
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      "run",
+      join(REPO_ROOT, "bench", "servers", "delay-proxy.ts"),
+      String(port),
+      target,
+      String(oneWayMs),
+    ],
+    { stdout: "pipe", stderr: "inherit" },
   );
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  if (!new TextDecoder().decode(value).includes("ready")) throw new Error("delay proxy did not start");
+  reader.releaseLock();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
 }
 
 // ---- the three uploads ---------------------------------------------------------------------
@@ -286,6 +317,8 @@ async function tusUpload(url: string): Promise<undefined> {
 interface Run {
   mbps: number;
   cpuPerGiB: number;
+  userPerGiB: number;
+  sysPerGiB: number;
   peakRssMiB: number;
   finalizeMs?: number;
 }
@@ -303,58 +336,91 @@ async function measure(
   const t0 = performance.now();
   const r = await upload(url);
   const s = (performance.now() - t0) / 1000;
-  const cpu = (await cpuSeconds(p.pid)) - cpu0;
+  const cpu1 = await cpuSeconds(p.pid);
   clearInterval(sampler);
   peak = Math.max(peak, (await currentRss(p.pid)) ?? 0);
+  const perGiB = (1024 * MiB) / SIZE;
+  const user = (cpu1.user - cpu0.user) * perGiB;
+  const sys = (cpu1.sys - cpu0.sys) * perGiB;
   return {
     mbps: SIZE / 1e6 / s,
-    cpuPerGiB: cpu * ((1024 * MiB) / SIZE),
+    cpuPerGiB: user + sys,
+    userPerGiB: user,
+    sysPerGiB: sys,
     peakRssMiB: peak / MiB,
     ...(r ? { finalizeMs: r.finalizeMs } : {}),
   };
 }
 
-const esyncServer = await startServer({ env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn" } });
-const esync: Proc = {
-  name: "esync",
-  url: esyncServer.url,
-  pid: esyncServer.pid,
-  async stop() {
-    await esyncServer.stop();
-    rmSync(esyncServer.dataDir, { recursive: true, force: true });
-  },
-};
+async function startEsync(name: string, root?: string): Promise<Proc> {
+  const server = await startServer({
+    env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn" },
+    bunArgs: BUN_ARGS,
+    ...(root ? { root } : {}),
+  });
+  return {
+    name,
+    url: server.url,
+    pid: server.pid,
+    // The stored chunk objects (the server's database still lists the files; the bench never
+    // downloads them).
+    clear: () => rmSync(join(server.dataDir, "blobs", "b"), { recursive: true, force: true }),
+    async stop() {
+      await server.stop();
+      rmSync(server.dataDir, { recursive: true, force: true });
+    },
+  };
+}
+const esync = await startEsync("esync");
+const base = BASELINE_ROOT ? await startEsync("esync-base", BASELINE_ROOT) : null;
 const ceiling = await spawnHelper("ceiling", "ceiling.ts");
 const tus = await spawnHelper("tus", "tus.ts");
-const proxies = new Map<string, { url: string; close(): void }>();
-for (const p of [esync, ceiling, tus])
-  proxies.set(p.name, LATENCY > 0 ? await delayProxy(p.url, LATENCY / 2) : { url: p.url, close() {} });
+const proxies = new Map<string, { url: string; close(): Promise<void> }>();
+const procs = [esync, ...(base ? [base] : []), ceiling, tus];
+for (const p of procs)
+  proxies.set(
+    p.name,
+    LATENCY > 0 ? await delayProxy(p.url, LATENCY / 2) : { url: p.url, close: async () => {} },
+  );
 
 const plans: [Proc, (url: string) => Promise<{ finalizeMs: number } | undefined>][] = [
   [esync, esyncUpload],
+  ...(base ? [[base, esyncUpload] as [Proc, typeof esyncUpload]] : []),
   [ceiling, ceilingUpload],
   [tus, tusUpload],
 ];
-const runs: Record<string, Run[]> = { esync: [], ceiling: [], tus: [] };
+const runs: Record<string, Run[]> = Object.fromEntries(procs.map((p) => [p.name, []]));
 console.log(
   `${(SIZE / MiB).toFixed(0)} MiB in ${(CHUNK / MiB).toFixed(0)} MiB chunks, c=${C} (tus: sequential), disk, fsync off` +
     (LATENCY > 0 ? `, ${LATENCY} ms RTT proxy` : "") +
-    `, ${ROUNDS} interleaved rounds`,
+    `, ${WARMUP_ROUNDS} warm-up and ${ROUNDS} interleaved rounds, load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
 );
 try {
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < WARMUP_ROUNDS; r++) {
     for (const [p, upload] of plans) {
+      await upload(proxies.get(p.name)!.url);
+      p.clear();
+    }
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    // Each round starts with the next receiver, so that none is always first (or last).
+    for (let k = 0; k < plans.length; k++) {
+      const [p, upload] = plans[(r + k) % plans.length]!;
       const run = await measure(p, proxies.get(p.name)!.url, upload);
+      p.clear();
       runs[p.name]!.push(run);
       console.log(
-        `round ${r + 1} ${p.name.padEnd(8)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${run.cpuPerGiB.toFixed(2)} CPU-s/GiB  ` +
+        `round ${r + 1} ${p.name.padEnd(10)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${run.cpuPerGiB.toFixed(2)} CPU-s/GiB ` +
+          `(user ${run.userPerGiB.toFixed(2)}, sys ${run.sysPerGiB.toFixed(2)})  ` +
           `RSS ${run.peakRssMiB.toFixed(0)} MiB${run.finalizeMs !== undefined ? `  finalize ${run.finalizeMs.toFixed(0)} ms` : ""}`,
       );
     }
   }
 } finally {
-  for (const p of proxies.values()) p.close();
-  await Promise.all([esync.stop(), ceiling.stop(), tus.stop()]);
+  await Promise.all([...proxies.values()].map((p) => p.close()));
+  await Promise.all(procs.map((p) => p.stop()));
 }
 
 const median = (xs: number[]) => {
@@ -367,25 +433,55 @@ const summary = Object.fromEntries(
     {
       mbps: median(v.map((x) => x.mbps)),
       cpuPerGiB: median(v.map((x) => x.cpuPerGiB)),
+      userPerGiB: median(v.map((x) => x.userPerGiB)),
+      sysPerGiB: median(v.map((x) => x.sysPerGiB)),
       peakRssMiB: Math.max(...v.map((x) => x.peakRssMiB)),
-      ...(k === "esync" ? { finalizeMs: median(v.map((x) => x.finalizeMs ?? 0)) } : {}),
+      ...(k.startsWith("esync") ? { finalizeMs: median(v.map((x) => x.finalizeMs ?? 0)) } : {}),
     },
   ]),
-) as Record<string, { mbps: number; cpuPerGiB: number; peakRssMiB: number; finalizeMs?: number }>;
+) as Record<
+  string,
+  {
+    mbps: number;
+    cpuPerGiB: number;
+    userPerGiB: number;
+    sysPerGiB: number;
+    peakRssMiB: number;
+    finalizeMs?: number;
+  }
+>;
 const ratios = {
   esyncOverCeiling: summary.esync!.mbps / summary.ceiling!.mbps,
   esyncOverTus: summary.esync!.mbps / summary.tus!.mbps,
+  esyncCpuOverCeiling: summary.esync!.cpuPerGiB / summary.ceiling!.cpuPerGiB,
+  ...(summary["esync-base"]
+    ? {
+        baseOverCeiling: summary["esync-base"].mbps / summary.ceiling!.mbps,
+        baseOverTus: summary["esync-base"].mbps / summary.tus!.mbps,
+        baseCpuOverCeiling: summary["esync-base"].cpuPerGiB / summary.ceiling!.cpuPerGiB,
+      }
+    : {}),
 };
-console.log("\nmedians:");
-console.log("| receiver | MB/s | server CPU-s/GiB | peak RSS MiB | finalize ms |");
+console.log(
+  `\nload average at the end ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")}; medians:`,
+);
+console.log("| receiver | MB/s | server CPU-s/GiB (user + sys) | peak RSS MiB | finalize ms |");
 console.log("|---|---:|---:|---:|---:|");
 for (const [k, v] of Object.entries(summary))
   console.log(
-    `| ${k} | ${v.mbps.toFixed(0)} | ${v.cpuPerGiB.toFixed(2)} | ${v.peakRssMiB.toFixed(0)} | ${v.finalizeMs?.toFixed(0) ?? ""} |`,
+    `| ${k} | ${v.mbps.toFixed(0)} | ${v.cpuPerGiB.toFixed(2)} (${v.userPerGiB.toFixed(2)} + ${v.sysPerGiB.toFixed(2)}) | ${v.peakRssMiB.toFixed(0)} | ${v.finalizeMs?.toFixed(0) ?? ""} |`,
   );
 console.log(
-  `esync / ceiling = ${ratios.esyncOverCeiling.toFixed(2)} (target >= ${LATENCY > 0 ? "-" : "0.9"}), esync / tus = ${ratios.esyncOverTus.toFixed(2)} (target >= ${LATENCY > 0 ? "3" : "1.5"})`,
+  `esync / ceiling = ${ratios.esyncOverCeiling.toFixed(2)} (target >= ${LATENCY > 0 ? "-" : "0.9"}), esync / tus = ${ratios.esyncOverTus.toFixed(2)} (target >= ${LATENCY > 0 ? "3" : "1.5"}), ` +
+    `esync CPU / ceiling CPU = ${ratios.esyncCpuOverCeiling.toFixed(2)} (target <= 1)`,
 );
+if (ratios.baseOverCeiling !== undefined)
+  console.log(
+    `esync-base / ceiling = ${ratios.baseOverCeiling.toFixed(2)}, esync-base / tus = ${ratios.baseOverTus!.toFixed(2)}, ` +
+      `esync-base CPU / ceiling CPU = ${ratios.baseCpuOverCeiling!.toFixed(2)}`,
+  );
 const out =
   (flags.out as string | undefined) ??
   join(
@@ -399,7 +495,18 @@ writeFileSync(
   out,
   JSON.stringify(
     {
-      params: { size: SIZE, chunk: CHUNK, concurrency: C, rounds: ROUNDS, latencyMs: LATENCY, fsync: "off" },
+      params: {
+        size: SIZE,
+        chunk: CHUNK,
+        concurrency: C,
+        rounds: ROUNDS,
+        warmupRounds: WARMUP_ROUNDS,
+        latencyMs: LATENCY,
+        fsync: "off",
+        serverBunArgs: BUN_ARGS,
+        baselineRoot: BASELINE_ROOT ?? null,
+        loadAverage: loadavg(),
+      },
       runs,
       summary,
       ratios,

@@ -69,12 +69,15 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     opts: PutOptions = {},
   ): Promise<void> {
     const target = this.path(key);
-    const dir = dirname(target);
-    await Promise.all([mkdir(dir, { recursive: true }), mkdir(this.tmpDir, { recursive: true })]);
     // Temporary files live in one directory on the same file system, so a crash leaves nothing
-    // inside blob folders and start-up (`check`) clears them all at once.
+    // inside blob folders and start-up (`check`) clears them all at once. `check` creates that
+    // directory and the rename creates the target's: no `mkdir` per object unless one is missing.
     const tmp = join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
-    const fh = await open(tmp, "wx");
+    const fh = await open(tmp, "wx").catch(async (e: unknown) => {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+      await mkdir(this.tmpDir, { recursive: true });
+      return open(tmp, "wx");
+    });
     let closed = false;
     const release = piecesOwned(body);
     const reader = body.getReader();
@@ -116,7 +119,10 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     }
   }
 
-  /** Renames `tmp` to `target`, recreating the target's directory if a delete removed it meanwhile. */
+  /**
+   * Renames `tmp` to `target`, creating the target's directory when it is missing (the first
+   * object of a blob, or a delete removed it meanwhile).
+   */
   private async renameInto(tmp: string, target: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {

@@ -45,6 +45,28 @@ describe("DiskBlobStore start-up", () => {
   });
 });
 
+describe("DiskBlobStore directories", () => {
+  const bytes = (...b: number[]) => new Blob([new Uint8Array(b)]).stream() as ReadableStream<Uint8Array>;
+
+  test("put creates a missing staging directory and blob directory (no check() first, or removed since)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-disk-dirs-"));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.put("b/aa/blob/0.g", bytes(1, 2), 2);
+      rmSync(join(root, ".tmp"), { recursive: true, force: true });
+      await store.delete(["b/aa/blob/0.g"]);
+      expect(existsSync(join(root, "b"))).toBe(false);
+      await store.put("b/aa/blob/1.g", bytes(3), 1);
+      await store.put("b/aa/blob/2.g", bytes(4, 5, 6), 3);
+      expect(await store.size("b/aa/blob/1.g")).toBe(1);
+      expect(await store.size("b/aa/blob/2.g")).toBe(3);
+      expect(await store.list("b/aa/blob/")).toHaveLength(2);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("DiskBlobStore memory of body pieces", () => {
   /** A body of `n` pieces of `size` bytes, each a fresh buffer kept by the test to inspect. */
   function pieces(n: number, size: number): Uint8Array[] {
