@@ -27,6 +27,13 @@ export interface PutOptions {
   onData?: (piece: Uint8Array) => void;
   /** Aborts the write; `put` then rejects and leaves no object. */
   signal?: AbortSignal;
+  /**
+   * The object must be durable when `put` resolves, as if `Persistable.persist([key])` had been
+   * called after it (the disk store syncs the file before its rename and its directory after it,
+   * instead of a second open and sync later). Stores whose writes are always durable ignore it;
+   * a disk store configured not to sync (`off`) syncs nothing.
+   */
+  durable?: boolean;
 }
 
 /** Storage backend of ciphertext objects. */

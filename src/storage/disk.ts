@@ -7,7 +7,7 @@
  * `b/xx/` directories do not pile up; a write racing that removal recreates its directory.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { ownPieces, piecesOwned, releasePiece } from "../util/release.ts";
 import {
@@ -35,6 +35,16 @@ export interface DiskBlobStoreOptions {
    * the finalize hash check detects); `off` never fsyncs (tests, benchmarks).
    */
   fsync?: DiskFsyncMode;
+}
+
+/** Makes the entries of directory `dir` (a rename into it) durable. */
+async function syncDirectory(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 function checkKey(key: string): void {
@@ -70,11 +80,14 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
   ): Promise<void> {
     const target = this.path(key);
     const dir = dirname(target);
-    await Promise.all([mkdir(dir, { recursive: true }), mkdir(this.tmpDir, { recursive: true })]);
     // Temporary files live in one directory on the same file system, so a crash leaves nothing
     // inside blob folders and start-up (`check`) clears them all at once.
     const tmp = join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
-    const fh = await open(tmp, "wx");
+    await mkdir(dir, { recursive: true });
+    const fh = await this.openTemporary(tmp);
+    // `durable` (PutOptions) syncs here what `persist` would otherwise open and sync again later.
+    const syncFile = this.fsync === "object" || (this.fsync === "persist" && opts.durable === true);
+    const syncDir = this.fsync !== "off" && opts.durable === true;
     let closed = false;
     const release = piecesOwned(body);
     const reader = body.getReader();
@@ -95,9 +108,9 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
         if (release) releasePiece(value);
       }
       if (seen !== length) throw new BlobLengthError(length, seen);
-      if (this.fsync === "object") await fh.sync();
+      if (syncFile) await fh.sync();
       closed = true;
-      if (this.fsync === "persist") {
+      if (this.fsync === "persist" && !syncFile) {
         // Start writeback now, in the background, so that the device writes overlap with the rest
         // of the upload and persist() at finalize finds the data already on disk.
         void fh
@@ -108,11 +121,23 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
         await fh.close();
       }
       await this.renameInto(tmp, target);
+      if (syncDir) await syncDirectory(dir);
     } catch (e) {
       await reader.cancel(e).catch(() => {});
       if (!closed) await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       throw e;
+    }
+  }
+
+  /** Creates the temporary file `tmp` for writing, recreating the temporary directory if it is gone. */
+  private async openTemporary(tmp: string): Promise<FileHandle> {
+    try {
+      return await open(tmp, "wx");
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+      await mkdir(this.tmpDir, { recursive: true });
+      return open(tmp, "wx");
     }
   }
 
@@ -211,14 +236,7 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
       }),
     );
     // The renames that created the objects are durable once their directories are synced.
-    for (const d of dirs) {
-      const fh = await open(d, "r");
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    }
+    for (const d of dirs) await syncDirectory(d);
   }
 
   /**
