@@ -137,7 +137,10 @@ export class SingleUploadService {
       const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
-        await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size, { durable: true });
+        await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size, {
+          durable: true,
+          fresh: true,
+        });
       } catch (e) {
         committing();
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });

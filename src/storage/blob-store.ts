@@ -34,6 +34,13 @@ export interface PutOptions {
    * a disk store configured not to sync (`off`) syncs nothing.
    */
   durable?: boolean;
+  /**
+   * The caller guarantees that no object was ever stored under `key` and that nothing reads it
+   * before `put` resolves (a new blob's key): a store may then write the object in place instead
+   * of staging it and renaming it over the key (the disk store does; it then fails with `EEXIST`
+   * instead of replacing an object that exists after all). A failed `put` still leaves no object.
+   */
+  fresh?: boolean;
 }
 
 /** Storage backend of ciphertext objects. */

@@ -1,8 +1,9 @@
 /**
  * @module storage/disk
  * Local-disk `BlobStore`: object `a/b/c` is the file `<root>/a/b/c`. Writes stream into a
- * temporary file beside the target (`.<name>.tmp-<random>`) and are renamed over it, so a
- * reader sees the old object or the whole new one; a failed write leaves nothing behind.
+ * temporary file in `<root>/.tmp/` and are renamed over the target, so a reader sees the old
+ * object or the whole new one; a failed write leaves nothing behind. A write to a fresh key
+ * (`PutOptions.fresh`: a key nobody reads yet) goes straight to its file instead.
  * Deleting objects also removes the directories they leave empty (up to the root), so emptied
  * `b/xx/` directories do not pile up; a write racing that removal recreates its directory.
  */
@@ -35,6 +36,20 @@ export interface DiskBlobStoreOptions {
    * the finalize hash check detects); `off` never fsyncs (tests, benchmarks).
    */
   fsync?: DiskFsyncMode;
+}
+
+/**
+ * Creates the file `path` for writing (`EEXIST` when it exists), recreating its directory if it
+ * is gone (the temporary directory, or a blob directory a delete pruned meanwhile).
+ */
+async function openNew(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, "wx");
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ENOENT") throw e;
+    await mkdir(dirname(path), { recursive: true });
+    return open(path, "wx");
+  }
 }
 
 /** Makes the entries of directory `dir` (a rename into it) durable. */
@@ -81,10 +96,12 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     const target = this.path(key);
     const dir = dirname(target);
     // Temporary files live in one directory on the same file system, so a crash leaves nothing
-    // inside blob folders and start-up (`check`) clears them all at once.
-    const tmp = join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
+    // inside blob folders and start-up (`check`) clears them all at once. A fresh key
+    // (PutOptions.fresh) is written in place: nobody reads it before this returns, and a crash
+    // leaves it under its write intent (src/workers/deletion-queue.repository.ts).
+    const file = opts.fresh ? target : join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
     await mkdir(dir, { recursive: true });
-    const fh = await this.openTemporary(tmp);
+    const fh = await openNew(file);
     // `durable` (PutOptions) syncs here what `persist` would otherwise open and sync again later.
     const syncFile = this.fsync === "object" || (this.fsync === "persist" && opts.durable === true);
     const syncDir = this.fsync !== "off" && opts.durable === true;
@@ -120,24 +137,13 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
       } else {
         await fh.close();
       }
-      await this.renameInto(tmp, target);
+      if (file !== target) await this.renameInto(file, target);
       if (syncDir) await syncDirectory(dir);
     } catch (e) {
       await reader.cancel(e).catch(() => {});
       if (!closed) await fh.close().catch(() => {});
-      await unlink(tmp).catch(() => {});
+      await unlink(file).catch(() => {});
       throw e;
-    }
-  }
-
-  /** Creates the temporary file `tmp` for writing, recreating the temporary directory if it is gone. */
-  private async openTemporary(tmp: string): Promise<FileHandle> {
-    try {
-      return await open(tmp, "wx");
-    } catch (e) {
-      if ((e as { code?: string }).code !== "ENOENT") throw e;
-      await mkdir(this.tmpDir, { recursive: true });
-      return open(tmp, "wx");
     }
   }
 

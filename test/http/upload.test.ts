@@ -4,6 +4,7 @@
  * presence, hash and owner checks, revisions, and indistinguishability from a finalized session.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { BlobStore, PutOptions } from "../../src/storage/blob-store.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
@@ -411,5 +412,34 @@ describe("a single-shot file and a finalized session file are indistinguishable"
     expect((await bytesOf(u, m1)).equals(v3)).toBe(true);
     const [e] = (await stateOf(t, u)).files;
     expect(e.revision_seq).toBe(3);
+  });
+});
+
+describe("how /upload stores its blob", () => {
+  test("asks the store for a durable write of a fresh key (one put, no persist call afterwards), 200", async () => {
+    const puts: { key: string; opts: PutOptions | undefined }[] = [];
+    let persisted = 0;
+    const app = makeTestApp({}, (inner) =>
+      Object.assign(Object.create(inner) as BlobStore, {
+        put: (key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions) => {
+          puts.push({ key, opts });
+          return inner.put(key, body, length, opts);
+        },
+        persist: async (_keys: string[]) => {
+          persisted++;
+        },
+      }),
+    );
+    try {
+      const u = newUser();
+      const ct = binaryNotUtf8(3000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      expectSuccess(await uploadSingle(app, authAt(app, u), m, ct, true), UPLOAD_RESULT_KEYS);
+      expect(puts).toHaveLength(1);
+      expect(puts[0]?.opts).toMatchObject({ durable: true, fresh: true });
+      expect(persisted).toBe(0);
+    } finally {
+      await app.close();
+    }
   });
 });

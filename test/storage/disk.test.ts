@@ -4,14 +4,17 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
   rmSync,
+  watch,
   writeFileSync,
 } from "node:fs";
 import { type FileHandle, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BlobLengthError } from "../../src/storage/blob-store.ts";
 import { DiskBlobStore } from "../../src/storage/disk.ts";
 import { ownPieces, piecesOwned } from "../../src/util/release.ts";
 import { blobStoreConformance } from "./conformance.ts";
@@ -182,6 +185,66 @@ describe("DiskBlobStore durable puts", () => {
       expect(
         await syncedDuring(root, () => store.put("b/aa/blob/0.g", body(), 3, { durable: true })),
       ).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("DiskBlobStore fresh puts", () => {
+  const bytes = (n: number, fill: number) => new Uint8Array(n).fill(fill);
+  const streamOf = (b: Uint8Array) =>
+    new Blob([b as Uint8Array<ArrayBuffer>]).stream() as ReadableStream<Uint8Array>;
+
+  test("a fresh put writes the object in place: nothing passes through the temporary directory", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      const created: string[] = [];
+      const watcher = watch(join(root, ".tmp"), (_event, name) => name && created.push(name));
+      try {
+        await store.put("b/aa/blob/0.g", streamOf(bytes(5000, 7)), 5000, { fresh: true });
+        await Bun.sleep(20);
+      } finally {
+        watcher.close();
+      }
+      expect(created).toEqual([]);
+      expect(readFileSync(join(root, "b", "aa", "blob", "0.g")).equals(Buffer.from(bytes(5000, 7)))).toBe(
+        true,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a fresh put to a key that exists fails with EEXIST and leaves the object unchanged", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      await store.put("b/aa/blob/0.g", streamOf(bytes(10, 1)), 10);
+      const err = await store.put("b/aa/blob/0.g", streamOf(bytes(20, 2)), 20, { fresh: true }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((err as { code?: string } | null)?.code).toBe("EEXIST");
+      expect(readFileSync(join(root, "b", "aa", "blob", "0.g")).equals(Buffer.from(bytes(10, 1)))).toBe(true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a fresh put whose body is short throws BlobLengthError and leaves no object", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      await expect(store.put("b/aa/blob/0.g", streamOf(bytes(10, 1)), 11, { fresh: true })).rejects.toThrow(
+        BlobLengthError,
+      );
+      expect(await store.size("b/aa/blob/0.g")).toBeNull();
+      expect(await store.list("b/")).toEqual([]);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
