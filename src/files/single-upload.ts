@@ -1,9 +1,12 @@
 /**
  * @module files/single-upload
  * Single-shot `POST /upload` (complement §5): `multipart/form-data` with a `manifest` part
- * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes with @fastify/busboy
- * (real clients send the ciphertext part without a filename, which form parsers would turn into
- * text). The ciphertext streams to a spool file while its BLAKE3 is computed; only a verified
+ * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes (real clients send the
+ * ciphertext part without a filename, which form parsers such as `Request.formData()` turn into
+ * text): a body that declares at most 1 MiB is read into memory and parsed there by
+ * @remix-run/multipart-parser; a larger or undeclared one is parsed as it streams by
+ * @fastify/busboy and its ciphertext streams to a spool file while its BLAKE3 is computed. The
+ * same rules and errors hold on both paths. Only a verified
  * ciphertext whose revision precondition holds is moved into the blob store (one chunk object)
  * and committed like a finalized session, so the two are indistinguishable afterwards. The write
  * intent of the blob is recorded before its first byte lands in the store and claimed by the
@@ -16,9 +19,10 @@ import { join } from "node:path";
 import { Readable, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
+import { MaxPartsExceededError, parseMultipart } from "@remix-run/multipart-parser";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
-import { type BlobStore, isPersistable } from "../storage/blob-store.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
 import { blobPrefix, chunkKey } from "../storage/layout.ts";
 import { blake3Hex, createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
@@ -29,6 +33,8 @@ import type { FilesService, UploadResult } from "./files.service.ts";
 
 /** Largest manifest part, bytes. */
 const MAX_MANIFEST_BYTES = 1024 * 1024;
+/** Largest header block of one part of a body held in memory, bytes (busboy's limit for streamed ones). */
+const MAX_PART_HEADER_BYTES = 80 * 1024;
 
 /** Settings of the single-shot path. */
 export interface SingleUploadOptions {
@@ -106,8 +112,10 @@ export class SingleUploadService {
     if (held !== null) this.memoryInUse += held;
     const spool = held === null ? join(this.opts.spoolDir, `${randomHex(12)}.part`) : null;
     try {
-      const source = held === null ? body : await readAll(body);
-      const { manifest, size, hash, bytes } = await this.receive(caller, source, boundary, spool);
+      const { manifest, size, hash, bytes } =
+        spool === null
+          ? this.receiveHeld(caller, await readAll(body), boundary)
+          : await this.receive(caller, body, boundary, spool);
       checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
@@ -129,8 +137,10 @@ export class SingleUploadService {
       const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
-        await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size);
-        if (isPersistable(this.blobs)) await this.blobs.persist([key]);
+        await this.blobs.put(key, stored.stream() as ReadableStream<Uint8Array>, size, {
+          durable: true,
+          fresh: true,
+        });
       } catch (e) {
         committing();
         this.log.error("upload.store_failed", { owner: caller, error: e as Error });
@@ -191,22 +201,70 @@ export class SingleUploadService {
   }
 
   /**
-   * Parses the multipart body (a stream, or bytes already read): manifest first (validated,
-   * owner checked), then the ciphertext, hashed and spooled to `spool`, or kept in memory when
-   * `spool` is null.
+   * Parses a multipart body held in memory with `@remix-run/multipart-parser` (synchronously,
+   * no streams), under the rules and errors of `receive`: manifest first (validated, owner
+   * checked), then the ciphertext, hashed and kept in memory.
+   */
+  private receiveHeld(
+    caller: string,
+    body: Uint8Array,
+    boundary: string,
+  ): { manifest: Manifest } & ReceivedCiphertext {
+    let manifest: Manifest | null = null;
+    let ciphertext: Uint8Array | null = null;
+    try {
+      const parts = parseMultipart(body, {
+        boundary,
+        maxHeaderSize: MAX_PART_HEADER_BYTES,
+        maxFileSize: body.byteLength,
+        maxTotalSize: body.byteLength,
+        maxParts: 2,
+      });
+      for (const part of parts) {
+        const name = part.name;
+        if (name === "manifest") {
+          if (manifest || ciphertext)
+            throw fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed");
+          if (part.size > MAX_MANIFEST_BYTES) throw fail("invalid_manifest", "manifest part over 1 MiB");
+          manifest = manifestOf(caller, part.content);
+        } else if (name === "ciphertext") {
+          if (!manifest)
+            throw fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part");
+          if (ciphertext) throw fail("invalid_manifest", "Only one 'ciphertext' part is allowed");
+          if (part.size > this.opts.maxBytes) throw this.tooLarge();
+          ciphertext = part.content.length === 1 ? (part.content[0] as Uint8Array) : part.bytes;
+        } else {
+          throw fail("invalid_manifest", `Unexpected part '${name}'; expected 'manifest' then 'ciphertext'`);
+        }
+      }
+    } catch (e) {
+      if (e instanceof AppError) throw e;
+      if (e instanceof MaxPartsExceededError)
+        throw fail("invalid_manifest", "Too many parts; expected 'manifest' then 'ciphertext'");
+      throw fail("invalid_manifest", `Malformed multipart body: ${(e as Error)?.message ?? e}`);
+    }
+    if (!manifest) throw fail("invalid_manifest", "Missing 'manifest' part");
+    if (!ciphertext) throw fail("invalid_manifest", "Missing 'ciphertext' part");
+    if (ciphertext.byteLength === 0) throw fail("invalid_manifest", "The ciphertext part is empty");
+    return { manifest, size: ciphertext.byteLength, hash: blake3Hex(ciphertext), bytes: ciphertext };
+  }
+
+  /**
+   * Parses a streamed multipart body with busboy: manifest first (validated, owner checked),
+   * then the ciphertext, hashed and spooled to `spool`.
    */
   private receive(
     caller: string,
-    body: ReadableStream<Uint8Array> | Uint8Array,
+    body: ReadableStream<Uint8Array>,
     boundary: string,
-    spool: string | null,
+    spool: string,
   ): Promise<{ manifest: Manifest } & ReceivedCiphertext> {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
       let ciphertext: Promise<ReceivedCiphertext> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
-      const source = body instanceof Uint8Array ? null : Readable.fromWeb(body as never);
+      const source = Readable.fromWeb(body as never);
       const bb = Busboy({
         headers: { "content-type": `multipart/form-data; boundary="${boundary}"` },
         limits: {
@@ -220,10 +278,8 @@ export class SingleUploadService {
       const abort = (e: unknown) => {
         if (failed) return;
         failed = true;
-        if (source) {
-          source.unpipe(bb as unknown as Writable);
-          source.destroy();
-        } else bb.destroy();
+        source.unpipe(bb as unknown as Writable);
+        source.destroy();
         const err =
           e instanceof AppError
             ? e
@@ -256,7 +312,7 @@ export class SingleUploadService {
             );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
-          ciphertext = spool === null ? this.collect(stream) : this.spool(stream, spool);
+          ciphertext = this.spool(stream, spool);
           ciphertext.catch(abort);
         } else {
           stream.resume();
@@ -280,10 +336,8 @@ export class SingleUploadService {
           abort(e);
         }
       });
-      if (source) {
-        source.on("error", abort);
-        source.pipe(bb as unknown as Writable);
-      } else bb.end(body);
+      source.on("error", abort);
+      source.pipe(bb as unknown as Writable);
     });
   }
 
@@ -302,16 +356,7 @@ export class SingleUploadService {
       stream.on("error", reject);
       stream.on("end", () => {
         try {
-          let raw: unknown;
-          try {
-            raw = JSON.parse(Buffer.concat(parts).toString("utf8"));
-          } catch {
-            throw fail("invalid_manifest", "manifest part is not valid JSON");
-          }
-          const m = parseManifest(raw);
-          if (m.ss58Address !== caller)
-            throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
-          resolve(m);
+          resolve(manifestOf(caller, parts));
         } catch (e) {
           reject(e);
         }
@@ -363,27 +408,23 @@ export class SingleUploadService {
     if (st.size !== size) throw fail("invalid_manifest", "ciphertext part truncated");
     return { size, hash: hasher.digestHex(), bytes: null };
   }
+}
 
-  /** Reads a part into memory, hashing and counting it; over `maxBytes` is 413. */
-  private collect(stream: Readable): Promise<ReceivedCiphertext> {
-    return new Promise((resolve, reject) => {
-      const pieces: Buffer[] = [];
-      let size = 0;
-      const max = this.opts.maxBytes;
-      stream.on("data", (d: Buffer) => {
-        size += d.length;
-        if (size > max) {
-          stream.resume();
-          reject(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
-        } else pieces.push(d);
-      });
-      stream.on("error", reject);
-      stream.on("end", () => {
-        const bytes = Buffer.concat(pieces, size);
-        resolve({ size, hash: blake3Hex(bytes), bytes });
-      });
-    });
+/**
+ * The manifest in the bytes of its part (`pieces`), validated, whose owner must be `caller`.
+ * @throws AppError `invalid_manifest` (not JSON, or as `parseManifest`), `forbidden` (403).
+ */
+function manifestOf(caller: string, pieces: Uint8Array[]): Manifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.concat(pieces).toString("utf8"));
+  } catch {
+    throw fail("invalid_manifest", "manifest part is not valid JSON");
   }
+  const m = parseManifest(raw);
+  if (m.ss58Address !== caller)
+    throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+  return m;
 }
 
 /** Every byte of `body` (a guarded request body: its limits and timeouts fail the read). */

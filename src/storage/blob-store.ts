@@ -27,6 +27,20 @@ export interface PutOptions {
   onData?: (piece: Uint8Array) => void;
   /** Aborts the write; `put` then rejects and leaves no object. */
   signal?: AbortSignal;
+  /**
+   * The object must be durable when `put` resolves, as if `Persistable.persist([key])` had been
+   * called after it (the disk store syncs the file before its rename and its directory after it,
+   * instead of a second open and sync later). Stores whose writes are always durable ignore it;
+   * a disk store configured not to sync (`off`) syncs nothing.
+   */
+  durable?: boolean;
+  /**
+   * The caller guarantees that no object was ever stored under `key` and that nothing reads it
+   * before `put` resolves (a new blob's key): a store may then write the object in place instead
+   * of staging it and renaming it over the key (the disk store does; it then fails with `EEXIST`
+   * instead of replacing an object that exists after all). A failed `put` still leaves no object.
+   */
+  fresh?: boolean;
 }
 
 /** Storage backend of ciphertext objects. */

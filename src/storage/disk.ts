@@ -1,13 +1,14 @@
 /**
  * @module storage/disk
  * Local-disk `BlobStore`: object `a/b/c` is the file `<root>/a/b/c`. Writes stream into a
- * temporary file beside the target (`.<name>.tmp-<random>`) and are renamed over it, so a
- * reader sees the old object or the whole new one; a failed write leaves nothing behind.
+ * temporary file in `<root>/.tmp/` and are renamed over the target, so a reader sees the old
+ * object or the whole new one; a failed write leaves nothing behind. A write to a fresh key
+ * (`PutOptions.fresh`: a key nobody reads yet) goes straight to its file instead.
  * Deleting objects also removes the directories they leave empty (up to the root), so emptied
  * `b/xx/` directories do not pile up; a write racing that removal recreates its directory.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { ownPieces, piecesOwned, releasePiece } from "../util/release.ts";
 import {
@@ -35,6 +36,30 @@ export interface DiskBlobStoreOptions {
    * the finalize hash check detects); `off` never fsyncs (tests, benchmarks).
    */
   fsync?: DiskFsyncMode;
+}
+
+/**
+ * Creates the file `path` for writing (`EEXIST` when it exists), recreating its directory if it
+ * is gone (the temporary directory, or a blob directory a delete pruned meanwhile).
+ */
+async function openNew(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, "wx");
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ENOENT") throw e;
+    await mkdir(dirname(path), { recursive: true });
+    return open(path, "wx");
+  }
+}
+
+/** Makes the entries of directory `dir` (a rename into it) durable. */
+async function syncDirectory(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 function checkKey(key: string): void {
@@ -69,15 +94,18 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     opts: PutOptions = {},
   ): Promise<void> {
     const target = this.path(key);
+    const dir = dirname(target);
     // Temporary files live in one directory on the same file system, so a crash leaves nothing
-    // inside blob folders and start-up (`check`) clears them all at once. `check` creates that
-    // directory and the rename creates the target's: no `mkdir` per object unless one is missing.
-    const tmp = join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
-    const fh = await open(tmp, "wx").catch(async (e: unknown) => {
-      if ((e as { code?: string }).code !== "ENOENT") throw e;
-      await mkdir(this.tmpDir, { recursive: true });
-      return open(tmp, "wx");
-    });
+    // inside blob folders and start-up (`check`) clears them all at once. A fresh key
+    // (PutOptions.fresh) is written in place: nobody reads it before this returns, and a crash
+    // leaves it under its write intent (src/workers/deletion-queue.repository.ts). `check` creates
+    // the staging directory; `openNew` and the rename create a missing one, so there is no `mkdir`
+    // per object.
+    const file = opts.fresh ? target : join(this.tmpDir, `${randomBytes(9).toString("hex")}.part`);
+    const fh = await openNew(file);
+    // `durable` (PutOptions) syncs here what `persist` would otherwise open and sync again later.
+    const syncFile = this.fsync === "object" || (this.fsync === "persist" && opts.durable === true);
+    const syncDir = this.fsync !== "off" && opts.durable === true;
     let closed = false;
     const release = piecesOwned(body);
     const reader = body.getReader();
@@ -98,9 +126,9 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
         if (release) releasePiece(value);
       }
       if (seen !== length) throw new BlobLengthError(length, seen);
-      if (this.fsync === "object") await fh.sync();
+      if (syncFile) await fh.sync();
       closed = true;
-      if (this.fsync === "persist") {
+      if (this.fsync === "persist" && !syncFile) {
         // Start writeback now, in the background, so that the device writes overlap with the rest
         // of the upload and persist() at finalize finds the data already on disk.
         void fh
@@ -110,11 +138,12 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
       } else {
         await fh.close();
       }
-      await this.renameInto(tmp, target);
+      if (file !== target) await this.renameInto(file, target);
+      if (syncDir) await syncDirectory(dir);
     } catch (e) {
       await reader.cancel(e).catch(() => {});
       if (!closed) await fh.close().catch(() => {});
-      await unlink(tmp).catch(() => {});
+      await unlink(file).catch(() => {});
       throw e;
     }
   }
@@ -217,14 +246,7 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
       }),
     );
     // The renames that created the objects are durable once their directories are synced.
-    for (const d of dirs) {
-      const fh = await open(d, "r");
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    }
+    for (const d of dirs) await syncDirectory(d);
   }
 
   /**

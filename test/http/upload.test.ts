@@ -4,6 +4,7 @@
  * presence, hash and owner checks, revisions, and indistinguishability from a finalized session.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { BlobStore, PutOptions } from "../../src/storage/blob-store.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
@@ -48,46 +49,58 @@ async function bytesOf(u: TestUser, manifest: Record<string, unknown>): Promise<
 }
 
 describe("POST /upload", () => {
-  test("stores a ciphertext part without filename holding invalid UTF-8 byte-identically (200 UploadResult)", async () => {
-    const u = newUser();
-    const ct = binaryNotUtf8(20_000);
-    expect(() => new TextDecoder("utf-8", { fatal: true }).decode(ct)).toThrow();
-    const m = makeManifest({ owner: u.address, ciphertext: ct });
-    const r = expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
-    expect(r.revision_id).toHaveLength(32);
-    expect([r.timestamp, r.created_at, r.updated_at]).toEqual([t.clock.now(), t.clock.now(), t.clock.now()]);
-    const back = await bytesOf(u, m);
-    expect(back.length).toBe(ct.length);
-    expect(back.equals(ct)).toBe(true);
-    const [e] = (await stateOf(t, u)).files;
-    expect(e).toMatchObject({
-      revision_id: r.revision_id,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-      store_hash: blake3Hex(ct),
+  for (const declared of [false, true]) {
+    const how = declared ? "held in memory (Content-Length)" : "spooled (no Content-Length)";
+    test(`stores a ciphertext part without filename holding invalid UTF-8 byte-identically (200 UploadResult); body ${how}`, async () => {
+      const u = newUser();
+      const ct = binaryNotUtf8(20_000);
+      expect(() => new TextDecoder("utf-8", { fatal: true }).decode(ct)).toThrow();
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      const r = expectSuccess(await uploadSingle(t, authAt(t, u), m, ct, declared), UPLOAD_RESULT_KEYS);
+      expect(r.revision_id).toHaveLength(32);
+      expect([r.timestamp, r.created_at, r.updated_at]).toEqual([
+        t.clock.now(),
+        t.clock.now(),
+        t.clock.now(),
+      ]);
+      const back = await bytesOf(u, m);
+      expect(back.length).toBe(ct.length);
+      expect(back.equals(ct)).toBe(true);
+      const [e] = (await stateOf(t, u)).files;
+      expect(e).toMatchObject({
+        revision_id: r.revision_id,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        store_hash: blake3Hex(ct),
+      });
     });
-  });
 
-  test("also accepts a ciphertext part with a filename and a content type (200)", async () => {
-    const u = newUser();
-    const ct = binaryNotUtf8(3000);
-    const m = makeManifest({ owner: u.address, ciphertext: ct });
-    const r = await uploadParts(t, authAt(t, u), [
-      { name: "manifest", data: JSON.stringify(m) },
-      { name: "ciphertext", data: ct, filename: "blob.bin", contentType: "application/octet-stream" },
-    ]);
-    expectSuccess(r, UPLOAD_RESULT_KEYS);
-    expect((await bytesOf(u, m)).equals(ct)).toBe(true);
-  });
+    test(`also accepts a ciphertext part with a filename and a content type (200); body ${how}`, async () => {
+      const u = newUser();
+      const ct = binaryNotUtf8(3000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      const r = await uploadParts(
+        t,
+        authAt(t, u),
+        [
+          { name: "manifest", data: JSON.stringify(m) },
+          { name: "ciphertext", data: ct, filename: "blob.bin", contentType: "application/octet-stream" },
+        ],
+        declared,
+      );
+      expectSuccess(r, UPLOAD_RESULT_KEYS);
+      expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+    });
 
-  test("stores a 48-byte ciphertext (the encryption of an empty file)", async () => {
-    const u = newUser();
-    const ct = binaryNotUtf8(48);
-    const m = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: 0 });
-    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
-    expect((await stateOf(t, u)).files[0].size_bytes).toBe(0);
-    expect((await bytesOf(u, m)).equals(ct)).toBe(true);
-  });
+    test(`stores a 48-byte ciphertext (the encryption of an empty file); body ${how}`, async () => {
+      const u = newUser();
+      const ct = binaryNotUtf8(48);
+      const m = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: 0 });
+      expectSuccess(await uploadSingle(t, authAt(t, u), m, ct, declared), UPLOAD_RESULT_KEYS);
+      expect((await stateOf(t, u)).files[0].size_bytes).toBe(0);
+      expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+    });
+  }
 
   const failures: [
     string,
@@ -219,28 +232,30 @@ describe("POST /upload", () => {
     expect(await snapshot(t)).toEqual(before);
   });
 
-  test("returns 400 invalid_manifest for a truncated multipart body (no closing boundary), storing nothing", async () => {
-    const u = newUser();
-    const ct = binaryNotUtf8(2000);
-    const m = makeManifest({ owner: u.address, ciphertext: ct });
-    const before = await snapshot(t);
-    const boundary = "XyZ";
-    const body = Buffer.concat([
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m)}\r\n`,
-      ),
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`),
-      ct.subarray(0, 1000),
-    ]);
-    const r = await t.json("/upload", {
-      method: "POST",
-      headers: { authorization: authAt(t, u), "content-type": `multipart/form-data; boundary=${boundary}` },
-      body,
+  for (const declared of [false, true])
+    test(`returns 400 invalid_manifest for a truncated multipart body (no closing boundary), storing nothing; body ${declared ? "held in memory (Content-Length)" : "spooled (no Content-Length)"}`, async () => {
+      const u = newUser();
+      const ct = binaryNotUtf8(2000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      const before = await snapshot(t);
+      const boundary = "XyZ";
+      const body = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m)}\r\n`,
+        ),
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`),
+        ct.subarray(0, 1000),
+      ]);
+      const headers: Record<string, string> = {
+        authorization: authAt(t, u),
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+      };
+      if (declared) headers["content-length"] = String(body.byteLength);
+      const r = await t.json("/upload", { method: "POST", headers, body });
+      expect(r.status).toBe(400);
+      expectError(r, 400, "invalid_manifest");
+      expect(await snapshot(t)).toEqual(before);
     });
-    expect(r.status).toBe(400);
-    expectError(r, 400, "invalid_manifest");
-    expect(await snapshot(t)).toEqual(before);
-  });
 
   test("leaves no spool file behind after many rejected bodies cut or refused mid-ciphertext (400)", async () => {
     const u = newUser();
@@ -397,5 +412,34 @@ describe("a single-shot file and a finalized session file are indistinguishable"
     expect((await bytesOf(u, m1)).equals(v3)).toBe(true);
     const [e] = (await stateOf(t, u)).files;
     expect(e.revision_seq).toBe(3);
+  });
+});
+
+describe("how /upload stores its blob", () => {
+  test("asks the store for a durable write of a fresh key (one put, no persist call afterwards), 200", async () => {
+    const puts: { key: string; opts: PutOptions | undefined }[] = [];
+    let persisted = 0;
+    const app = makeTestApp({}, (inner) =>
+      Object.assign(Object.create(inner) as BlobStore, {
+        put: (key: string, body: ReadableStream<Uint8Array>, length: number, opts?: PutOptions) => {
+          puts.push({ key, opts });
+          return inner.put(key, body, length, opts);
+        },
+        persist: async (_keys: string[]) => {
+          persisted++;
+        },
+      }),
+    );
+    try {
+      const u = newUser();
+      const ct = binaryNotUtf8(3000);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      expectSuccess(await uploadSingle(app, authAt(app, u), m, ct, true), UPLOAD_RESULT_KEYS);
+      expect(puts).toHaveLength(1);
+      expect(puts[0]?.opts).toMatchObject({ durable: true, fresh: true });
+      expect(persisted).toBe(0);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,9 +1,20 @@
 /** The disk backend passes the shared BlobStore conformance suite on a temporary directory. */
-import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { describe, expect, spyOn, test } from "bun:test";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  watch,
+  writeFileSync,
+} from "node:fs";
+import { type FileHandle, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BlobLengthError } from "../../src/storage/blob-store.ts";
 import { DiskBlobStore } from "../../src/storage/disk.ts";
 import { ownPieces, piecesOwned } from "../../src/util/release.ts";
 import { blobStoreConformance } from "./conformance.ts";
@@ -131,6 +142,131 @@ describe("DiskBlobStore memory of body pieces", () => {
       const { value } = await s.getReader().read();
       expect(value!.byteOffset).toBe(0);
       expect(value!.buffer.byteLength).toBe(value!.byteLength);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("DiskBlobStore durable puts", () => {
+  /** The paths `FileHandle.sync` is called on while `fn` runs (read from /proc/self/fd at each call). */
+  async function syncedDuring(root: string, fn: () => Promise<void>): Promise<string[]> {
+    const probe = await open(root, "r");
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const original = proto.sync;
+    const paths: string[] = [];
+    const spy = spyOn(proto, "sync").mockImplementation(function (this: FileHandle) {
+      paths.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+      return original.call(this);
+    });
+    try {
+      await fn();
+    } finally {
+      spy.mockRestore();
+    }
+    return paths;
+  }
+
+  const body = () => new Blob([new Uint8Array([1, 2, 3])]).stream() as ReadableStream<Uint8Array>;
+
+  test("with durable, put in persist mode syncs the file before its rename and the object's directory before resolving", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      const synced = await syncedDuring(root, () => store.put("b/aa/blob/0.g", body(), 3, { durable: true }));
+      expect(synced).toHaveLength(2);
+      expect(synced[0]).toStartWith(join(root, ".tmp"));
+      expect(synced[1]).toBe(join(root, "b", "aa", "blob"));
+      expect(await store.size("b/aa/blob/0.g")).toBe(3);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("without durable, put in persist mode leaves the directory to persist()", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      const synced = await syncedDuring(root, () => store.put("b/aa/blob/0.g", body(), 3));
+      expect(synced).not.toContain(join(root, "b", "aa", "blob"));
+      const persisted = await syncedDuring(root, () => store.persist(["b/aa/blob/0.g"]));
+      expect(persisted).toEqual([join(root, "b", "aa", "blob", "0.g"), join(root, "b", "aa", "blob")]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("with fsync off, a durable put syncs nothing", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      expect(
+        await syncedDuring(root, () => store.put("b/aa/blob/0.g", body(), 3, { durable: true })),
+      ).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("DiskBlobStore fresh puts", () => {
+  const bytes = (n: number, fill: number) => new Uint8Array(n).fill(fill);
+  const streamOf = (b: Uint8Array) =>
+    new Blob([b as Uint8Array<ArrayBuffer>]).stream() as ReadableStream<Uint8Array>;
+
+  test("a fresh put writes the object in place: nothing passes through the temporary directory", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      const created: string[] = [];
+      const watcher = watch(join(root, ".tmp"), (_event, name) => name && created.push(name));
+      try {
+        await store.put("b/aa/blob/0.g", streamOf(bytes(5000, 7)), 5000, { fresh: true });
+        await Bun.sleep(20);
+      } finally {
+        watcher.close();
+      }
+      expect(created).toEqual([]);
+      expect(readFileSync(join(root, "b", "aa", "blob", "0.g")).equals(Buffer.from(bytes(5000, 7)))).toBe(
+        true,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a fresh put to a key that exists fails with EEXIST and leaves the object unchanged", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      await store.put("b/aa/blob/0.g", streamOf(bytes(10, 1)), 10);
+      const err = await store.put("b/aa/blob/0.g", streamOf(bytes(20, 2)), 20, { fresh: true }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((err as { code?: string } | null)?.code).toBe("EEXIST");
+      expect(readFileSync(join(root, "b", "aa", "blob", "0.g")).equals(Buffer.from(bytes(10, 1)))).toBe(true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a fresh put whose body is short throws BlobLengthError and leaves no object", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-fresh-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "off" });
+      await store.check();
+      await expect(store.put("b/aa/blob/0.g", streamOf(bytes(10, 1)), 11, { fresh: true })).rejects.toThrow(
+        BlobLengthError,
+      );
+      expect(await store.size("b/aa/blob/0.g")).toBeNull();
+      expect(await store.list("b/")).toEqual([]);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

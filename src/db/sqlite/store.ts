@@ -204,14 +204,16 @@ export class SqliteMetadataStore implements MetadataStore {
   /** A SAVEPOINT inside the running transaction (`Transaction.savepoint`). */
   private async savepoint<T>(repos: Repositories, fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const name = `sp${++this.savepoints}`;
-    this.sqlite.run(`SAVEPOINT ${name}`);
+    // `query` keeps each statement prepared (bun:sqlite caches it by its text): a group commit
+    // runs these once per file.
+    this.sqlite.query(`SAVEPOINT ${name}`).run();
     try {
       const result = await fn(repos);
-      this.sqlite.run(`RELEASE ${name}`);
+      this.sqlite.query(`RELEASE ${name}`).run();
       return result;
     } catch (e) {
-      this.sqlite.run(`ROLLBACK TO ${name}`);
-      this.sqlite.run(`RELEASE ${name}`);
+      this.sqlite.query(`ROLLBACK TO ${name}`).run();
+      this.sqlite.query(`RELEASE ${name}`).run();
       throw e;
     } finally {
       this.savepoints--;
