@@ -5,11 +5,11 @@
  * the session is `finalizing` under its lease (the test holds the session's row meanwhile, so the
  * finalize cannot end first), and restarted on the same data; the client's retried finalize
  * commits (200) while the dead process's lease (the default 60 s) has not run out, and the file
- * downloads byte-identical. Once on the embedded default (SQLite file + local disk), once with the
- * metadata in PostgreSQL.
+ * downloads byte-identical. Once on the embedded default (SQLite file + local disk; SQLite + S3 in
+ * the S3 pass), once with the metadata in PostgreSQL.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { blake3Hex } from "../../src/util/blake3.ts";
@@ -22,7 +22,8 @@ import {
   UPLOAD_RESULT_KEYS,
 } from "../multinode/support.ts";
 import { newUser, randomCiphertext } from "../support/fixtures.ts";
-import { PG_SETUP_TIMEOUT_MS, type PgTestDatabase, pgTestDatabase } from "../support/pg-server.ts";
+import { type PgTestDatabase, pgTestDatabase } from "../support/pg-server.ts";
+import { SETUP_TIMEOUT_MS, storageEnv, type TestStorageEnv, testStorage } from "../support/s3-server.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -155,26 +156,38 @@ async function killMidFinalize(
 }
 
 describe("a server SIGKILLed mid-finalize and restarted", () => {
-  test("SQLite + disk: the retried finalize commits (200) long before the 60 s lease runs out", async () => {
-    const dataDir = tempDir("esync-crash-");
-    await killMidFinalize({ ESYNC_STORAGE: "disk" }, dataDir, () =>
-      sqliteProbe(join(dataDir, "esync.sqlite")),
-    );
-  }, 180_000);
-
+  // The blobs on the test storage: the local disk (pass 1), or a bucket of the real S3 server
+  // (the S3 pass). The database is named by each test.
+  let storage: TestStorageEnv | null = null;
   let pg: PgTestDatabase | null = null;
-  afterAll(async () => {
+  afterEach(async () => {
+    await storage?.remove();
     await pg?.drop();
+    storage = null;
+    pg = null;
   });
+
   test(
-    "PostgreSQL + disk: the retried finalize commits (200) long before the 60 s lease runs out",
+    `SQLite + ${testStorage}: the retried finalize commits (200) long before the 60 s lease runs out`,
     async () => {
+      storage = await storageEnv("crash");
+      const dataDir = tempDir("esync-crash-");
+      const { ESYNC_DATABASE_URL: _, ...env } = storage.env;
+      await killMidFinalize(env, dataDir, () => sqliteProbe(join(dataDir, "esync.sqlite")));
+    },
+    SETUP_TIMEOUT_MS,
+  );
+
+  test(
+    `PostgreSQL + ${testStorage}: the retried finalize commits (200) long before the 60 s lease runs out`,
+    async () => {
+      storage = await storageEnv("crash");
       pg = await pgTestDatabase("crash");
       const url = pg.url;
-      await killMidFinalize({ ESYNC_STORAGE: "disk", ESYNC_DATABASE_URL: url }, tempDir("esync-crash-"), () =>
+      await killMidFinalize({ ...storage.env, ESYNC_DATABASE_URL: url }, tempDir("esync-crash-"), () =>
         pgProbe(url),
       );
     },
-    PG_SETUP_TIMEOUT_MS,
+    SETUP_TIMEOUT_MS,
   );
 });
