@@ -213,7 +213,7 @@ export class SingleUploadService {
     let manifest: Manifest | null = null;
     let ciphertext: Uint8Array | null = null;
     try {
-      const parts = parseMultipart(body, {
+      const parts = parseMultipart(withoutPreamble(body, boundary), {
         boundary,
         maxHeaderSize: MAX_PART_HEADER_BYTES,
         maxFileSize: body.byteLength,
@@ -436,4 +436,17 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
     size += piece.byteLength;
   }
   return pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces, size);
+}
+
+/**
+ * `body` from its first boundary delimiter on: RFC 2046 §5.1.1 allows a preamble (text, or a bare
+ * CRLF) before it, which the streaming parser (busboy) skips and the in-memory one rejects. A body
+ * without a delimiter is returned whole, for the parser to report.
+ */
+function withoutPreamble(body: Uint8Array, boundary: string): Uint8Array {
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const delimiter = `--${boundary}`;
+  if (bytes.subarray(0, delimiter.length).toString("latin1") === delimiter) return body;
+  const at = bytes.indexOf(`\r\n${delimiter}`, 0, "latin1");
+  return at < 0 ? body : body.subarray(at + 2);
 }

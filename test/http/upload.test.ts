@@ -257,6 +257,30 @@ describe("POST /upload", () => {
       expect(await snapshot(t)).toEqual(before);
     });
 
+  for (const declared of [false, true])
+    for (const preamble of ["\r\n", "This is a preamble (RFC 2046 §5.1.1).\r\n"])
+      test(`stores the file of a multipart body with a preamble ${JSON.stringify(preamble)} before its first boundary (200); body ${declared ? "held in memory (Content-Length)" : "spooled (no Content-Length)"}`, async () => {
+        const u = newUser();
+        const ct = binaryNotUtf8(2000);
+        const m = makeManifest({ owner: u.address, ciphertext: ct });
+        const boundary = "PrE";
+        const body = Buffer.concat([
+          Buffer.from(
+            `${preamble}--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m)}\r\n`,
+          ),
+          Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`),
+          ct,
+          Buffer.from(`\r\n--${boundary}--\r\n`),
+        ]);
+        const headers: Record<string, string> = {
+          authorization: authAt(t, u),
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+        };
+        if (declared) headers["content-length"] = String(body.byteLength);
+        expectSuccess(await t.json("/upload", { method: "POST", headers, body }), UPLOAD_RESULT_KEYS);
+        expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+      });
+
   test("leaves no spool file behind after many rejected bodies cut or refused mid-ciphertext (400)", async () => {
     const u = newUser();
     const boundary = "cut";
