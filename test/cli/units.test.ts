@@ -4,7 +4,7 @@
  * keeps `pull` inside DEST whatever paths the server sends.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { searchFilters } from "../../src/cli/commands/search.ts";
@@ -28,7 +28,7 @@ import { composeLine, fitName, percent, RateMeter, wrapWords } from "../../src/c
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
 import { excludesFrom } from "../../src/sync/excludes.ts";
-import { scanLocalTree } from "../../src/sync/local-tree.ts";
+import { hashLocalFile, type LocalEntry, scanLocalTree, walkLocalTree } from "../../src/sync/local-tree.ts";
 
 // Real CLI processes against a real server: seconds each on a loaded machine.
 setDefaultTimeout(120_000);
@@ -263,5 +263,25 @@ describe("pull destinations", () => {
     );
     expect(tree.entries.get("escape")).toMatchObject({ kind: "symlink", target: join(work, "outside") });
     expect([...tree.entries.keys()].some((rel) => rel.startsWith("escape/"))).toBe(false);
+  });
+
+  test("push's walk finds what a scan finds, with the same fingerprints and no hash; hashing one gives the scan's entry", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-walk-"));
+    mkdirSync(join(root, "a", "b"), { recursive: true });
+    mkdirSync(join(root, "empty"));
+    writeFileSync(join(root, "a", "b", "c.txt"), "hello");
+    writeFileSync(join(root, "top.bin"), new Uint8Array(70_000));
+    symlinkSync("a/b/c.txt", join(root, "link"));
+    const ss58 = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY";
+    const walked = await walkLocalTree(root, excludesFrom([]));
+    const scanned = await scanLocalTree(root, ss58, excludesFrom([]));
+    expect([...walked.entries.keys()]).toEqual([...scanned.entries.keys()]);
+    expect([...walked.entries.keys()].sort()).toEqual(["a/b/c.txt", "empty/.esync-dir", "link", "top.bin"]);
+    expect(walked.dirs).toEqual(scanned.dirs);
+    for (const [rel, file] of walked.entries) {
+      expect(file).not.toHaveProperty("hash");
+      expect(await hashLocalFile(file, ss58)).toEqual(scanned.entries.get(rel) as LocalEntry);
+    }
+    rmSync(root, { recursive: true, force: true });
   });
 });
