@@ -183,7 +183,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const root = resolve(dir);
   const st = await stat(root).catch(() => null);
   if (!st?.isDirectory()) throw usageError(`${dir}: not a directory`);
-  const keys = ctx.identity.folder(label);
+  const keys = await ctx.identity.folderKeys(label);
   const say = (line: string) => {
     if (!ctx.json) println(line);
   };
