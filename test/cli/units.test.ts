@@ -139,7 +139,13 @@ describe("formatting", () => {
 
   test("in a terminal, files done within FILE_BAR_DELAY_MS print only their lines, without a redraw each; one in flight longer gets a bar", async () => {
     let screen = "";
-    const tty = Object.assign(new Writable({ write: (c, _e, cb) => ((screen += String(c)), cb()) }), {
+    const sink = new Writable({
+      write(chunk, _encoding, callback) {
+        screen += String(chunk);
+        callback();
+      },
+    });
+    const tty = Object.assign(sink, {
       isTTY: true,
       columns: 100,
       rows: 40,
