@@ -5,6 +5,8 @@
  * hash, the `salted_hash` of complement §6 (of the file's bytes, or of a link's target path).
  * A hash is reused from the state database when the fingerprint has not moved since the last
  * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept).
+ * `walkLocalTree` finds the same entries without hashing any (push hashes only the files the
+ * server already has, to tell unchanged ones; a new file is hashed once, while it is sealed).
  */
 import { lstatSync, readlinkSync, type Stats } from "node:fs";
 import { readdir } from "node:fs/promises";
