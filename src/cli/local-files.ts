@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { forEachChunk } from "../client/byte-stream.ts";
-import { normalizeRelativePath, SaltedHasher } from "../client/manifest.ts";
+import { normalizeRelativePath, SaltedHasher, saltedHash } from "../client/manifest.ts";
 
 /** Files up to this size are hashed from one read: 1 MiB. */
 const WHOLE_READ_BYTES = 1024 * 1024;
@@ -19,8 +19,8 @@ const WHOLE_READ_BYTES = 1024 * 1024;
  * piece when `size` (as last seen) is at most 1 MiB, else streamed.
  */
 export async function fileSaltedHash(path: string, ss58Address: string, size?: number): Promise<Uint8Array> {
+  if (size !== undefined && size <= WHOLE_READ_BYTES) return saltedHash(ss58Address, readFileSync(path));
   const h = new SaltedHasher(ss58Address);
-  if (size !== undefined && size <= WHOLE_READ_BYTES) return h.update(readFileSync(path)).digest();
   await forEachChunk(Bun.file(path).stream(), (chunk) => {
     h.update(chunk);
   });

@@ -3,8 +3,10 @@
  * Progress of a transfer of many files (push, pull), shown one of three ways:
  *
  * - `bars`: stdout is a terminal: a `cli-progress` MultiBar with an overall line (bar,
- *   percentage, bytes, files, rate, ETA) and one line per file in flight (bar, percentage,
- *   phase, bytes, rate). Every line is composed to fit the terminal's width at each redraw
+ *   percentage, bytes, files, rate, ETA) and one line per file in flight for more than
+ *   `FILE_BAR_DELAY_MS` (bar, percentage, phase, bytes, rate): a small file done sooner only
+ *   prints its finished line, so a tree of thousands of small files is not redrawn once per
+ *   file. Every line is composed to fit the terminal's width at each redraw
  *   (80 columns and up keep every field; narrower drops the least useful ones), and lines
  *   printed above the bars (finished files, errors) are wrapped at word boundaries.
  * - `lines`: stdout is not a terminal (a pipe, a log): one line per finished file and an
@@ -22,6 +24,9 @@ import { MultiBar, type MultiBar as MultiBarType, type SingleBar } from "cli-pro
 import { formatDuration, formatRate, formatSize, wrapWords } from "./output.ts";
 
 export { wrapWords };
+
+/** A file gets its own bar once it has been in flight this long: 300 ms. */
+export const FILE_BAR_DELAY_MS = 300;
 
 /** How progress is shown. */
 export type ProgressMode = "bars" | "lines" | "silent";
@@ -146,21 +151,23 @@ export function composeLine(spec: LineSpec, width: number): string {
   return fitName(`${spec.name} ${pctText}`, width).trimEnd();
 }
 
-/** The drawable width of the terminal: its columns less one (the last column wraps on some). */
-function terminalWidth(): number {
-  return Math.max(40, (process.stdout.columns || 80) - 1);
+/** The drawable width of terminal `out`: its columns less one (the last column wraps on some). */
+function terminalWidthOf(out: NodeJS.WriteStream): number {
+  return Math.max(40, (out.columns || 80) - 1);
 }
 
 /**
- * A transfer display for `totalBytes` in `totalFiles` files. `label` heads the overall bar
- * (`push docs`, `pull docs`).
+ * A transfer display for `totalBytes` in `totalFiles` files on `out` (default stdout). `label`
+ * heads the overall bar (`push docs`, `pull docs`).
  */
 export function transferProgress(
   mode: ProgressMode,
   label: string,
   totalBytes: number,
   totalFiles: number,
+  out: NodeJS.WriteStream = process.stdout,
 ): TransferProgress {
+  const terminalWidth = () => terminalWidthOf(out);
   if (mode === "silent") {
     return { file: () => ({ update() {}, done() {} }), overall() {}, log() {}, stop() {} };
   }
@@ -188,16 +195,16 @@ export function transferProgress(
       `${label}: ${percent(done, totalBytes)}% ${formatSize(done)}/${formatSize(totalBytes)}, ` +
       `${files}/${totalFiles} files, ${formatRate(meter.rate())}, ETA ${eta()}`;
     return {
-      file: () => ({ update() {}, done: (l) => process.stdout.write(`${l}\n`) }),
+      file: () => ({ update() {}, done: (l) => out.write(`${l}\n`) }),
       overall(bytesDone, filesDone, bytesSkipped = 0) {
         record(bytesDone, filesDone, bytesSkipped);
         const now = performance.now();
         if (now - lastLine >= 5000 && done < totalBytes) {
           lastLine = now;
-          process.stdout.write(`${line()}\n`);
+          out.write(`${line()}\n`);
         }
       },
-      log: (l) => process.stdout.write(`${l}\n`),
+      log: (l) => out.write(`${l}\n`),
       stop() {},
     };
   }
@@ -218,7 +225,7 @@ export function transferProgress(
       terminalWidth(),
     );
   const multi: MultiBarType = new MultiBar({
-    stream: process.stdout,
+    stream: out,
     hideCursor: true,
     clearOnComplete: false,
     stopOnComplete: false,
@@ -227,7 +234,13 @@ export function transferProgress(
     format: (_options, _params, payload: { line?: () => string }) => payload.line?.() ?? "",
   });
   const overall: SingleBar = multi.create(1, 0, { line: overallLine });
-  const tick = setInterval(() => overall.update(0, { line: overallLine }), 500);
+  /** Files in flight without a bar yet, each with what makes its bar when it is due. */
+  const waiting = new Map<object, { since: number; show: () => void }>();
+  const tick = setInterval(() => {
+    const now = performance.now();
+    for (const w of waiting.values()) if (now - w.since >= FILE_BAR_DELAY_MS) w.show();
+    overall.update(0, { line: overallLine });
+  }, 100);
   const log = (l: string) => {
     const w = terminalWidth();
     // Padded to the width: a line drawn where a bar was must cover all of it.
@@ -251,7 +264,14 @@ export function transferProgress(
           },
           terminalWidth(),
         );
-      const b = multi.create(1, 0, { line });
+      const key = {};
+      const since = performance.now();
+      let b: SingleBar | null = null;
+      const show = () => {
+        waiting.delete(key);
+        b = multi.create(1, 0, { line });
+      };
+      waiting.set(key, { since, show });
       return {
         update(phase, bytes, total, skippedBytes = 0) {
           if (phase !== fm.phase) {
@@ -261,11 +281,13 @@ export function transferProgress(
           fm.bytes = bytes;
           fm.total = total;
           fm.meter.add(bytes - skippedBytes);
-          b.update(0, { line });
+          if (!b && performance.now() - since >= FILE_BAR_DELAY_MS) show();
+          b?.update(0, { line });
         },
         done(l) {
-          log(l); // flushed by the redraw that remove() triggers
-          multi.remove(b);
+          waiting.delete(key);
+          log(l); // flushed by the next redraw: at once when a bar is removed, else the next frame
+          if (b) multi.remove(b);
         },
       };
     },

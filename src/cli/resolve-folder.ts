@@ -43,7 +43,7 @@ export async function resolveFolder(
   label: string,
   options: ResolveFolderOptions = {},
 ): Promise<ResolvedFolder> {
-  const keys = ctx.identity.folder(checkLabel(label));
+  const keys = await ctx.identity.folderKeys(checkLabel(label));
   const { folders } = await ctx.api.listFolders(ctx.address);
   const entry = folders.find((f) => f.folder_hash === keys.folderHash);
   if (entry) return { label, keys, entry, registered: false };

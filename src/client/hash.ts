@@ -5,7 +5,7 @@
  * and `salted_hash` (complement §1, §2, §6); SHA-256 is used for `folder_hash` and the
  * folder key derivation (complement §1, §6).
  */
-import { Blake3Hasher } from "@napi-rs/blake-hash";
+import { Blake3Hasher, blake3 as blake3OneShot } from "@napi-rs/blake-hash";
 import { forEachChunk } from "./byte-stream.ts";
 
 /** Incremental BLAKE3 (32-byte output). Feed it with `update`, read it once with `digest*`. */
@@ -29,14 +29,17 @@ export class Blake3 {
   }
 }
 
-/** BLAKE3 of `data` (strings are hashed as UTF-8), 32 bytes. */
+/**
+ * BLAKE3 of `data` (strings are hashed as UTF-8), 32 bytes. One native call: for the short
+ * inputs of a sync (paths, small files) several times cheaper than a `Blake3` hasher object.
+ */
 export function blake3(data: Uint8Array | string): Uint8Array {
-  return new Blake3().update(data).digest();
+  return new Uint8Array(blake3OneShot(typeof data === "string" ? utf8(data) : data));
 }
 
 /** BLAKE3 of `data` as 64 lowercase hex characters. */
 export function blake3Hex(data: Uint8Array | string): string {
-  return new Blake3().update(data).digestHex();
+  return blake3OneShot(typeof data === "string" ? utf8(data) : data).toString("hex");
 }
 
 /** BLAKE3 of a whole file, read as a stream (bounded memory); 64 lowercase hex characters. */

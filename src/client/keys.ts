@@ -29,6 +29,7 @@ import {
   validateMnemonic as bip39Validate,
   entropyToMnemonic,
   mnemonicToSeedSync,
+  mnemonicToSeedWebcrypto,
 } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
 import { concatBytes, sha256, toHex, utf8 } from "./hash.ts";
@@ -71,6 +72,17 @@ export function bip39Seed(mnemonic: string): Uint8Array {
   const m = normalizeMnemonic(mnemonic);
   if (!bip39Validate(m, wordlist)) throw new InvalidMnemonicError();
   return mnemonicToSeedSync(m, "");
+}
+
+/**
+ * `bip39Seed` computed by the runtime's native PBKDF2 (WebCrypto, through `@scure/bip39`):
+ * the same 64 bytes, without the pure-JS PBKDF2's tens of milliseconds. Throws
+ * `InvalidMnemonicError`.
+ */
+export async function bip39SeedAsync(mnemonic: string): Promise<Uint8Array> {
+  const m = normalizeMnemonic(mnemonic);
+  if (!bip39Validate(m, wordlist)) throw new InvalidMnemonicError();
+  return mnemonicToSeedWebcrypto(m, "");
 }
 
 /** `hex(SHA-256(utf8(label)))[0..16]`: the 16 lowercase hex characters naming a folder (complement §1). */
@@ -140,7 +152,17 @@ export function ed25519FromSeed(seed: Uint8Array): Ed25519Signer {
  */
 export function deriveFolderKeys(master: string | Uint8Array, label: string): FolderKeys {
   const mnemonic = folderMnemonic(master, label);
-  const key = mnemonicToSeedSync(mnemonic, "").slice(0, 32);
+  return folderKeysOf(label, mnemonic, mnemonicToSeedSync(mnemonic, "").slice(0, 32));
+}
+
+/** `deriveFolderKeys` with the native PBKDF2 (`bip39SeedAsync`): the same keys, sooner. */
+export async function deriveFolderKeysAsync(master: string | Uint8Array, label: string): Promise<FolderKeys> {
+  const seed = typeof master === "string" ? await bip39SeedAsync(master) : master;
+  const mnemonic = folderMnemonic(seed, label);
+  return folderKeysOf(label, mnemonic, (await mnemonicToSeedWebcrypto(mnemonic, "")).slice(0, 32));
+}
+
+function folderKeysOf(label: string, mnemonic: string, key: Uint8Array): FolderKeys {
   const signer = ed25519FromSeed(key);
   return {
     label,
@@ -171,6 +193,8 @@ export interface Identity extends AccountSigner {
   readonly ss58Prefix: number;
   /** Folder keys of `label` (cached per label). */
   folder(label: string): FolderKeys;
+  /** `folder(label)` derived with the native PBKDF2 (`deriveFolderKeysAsync`); same cache. */
+  folderKeys(label: string): Promise<FolderKeys>;
 }
 
 /** Options of `identityFromMnemonic`. */
@@ -192,7 +216,7 @@ export async function identityFromMnemonic(
 ): Promise<Identity> {
   await keysReady();
   const normalized = normalizeMnemonic(mnemonic);
-  const seed = bip39Seed(normalized);
+  const seed = await bip39SeedAsync(normalized);
   const ss58Prefix = options.ss58Prefix ?? DEFAULT_SS58_PREFIX;
   const path = options.derivationPath ?? "";
   if (path !== "" && !path.startsWith("/"))
@@ -212,6 +236,15 @@ export async function identityFromMnemonic(
         folders.set(label, keys);
       }
       return keys;
+    },
+    async folderKeys(label) {
+      const cached = folders.get(label);
+      if (cached) return cached;
+      const keys = await deriveFolderKeysAsync(seed, label);
+      // A `folder(label)` call while this one awaited may have cached it first: keep one object.
+      const first = folders.get(label) ?? keys;
+      folders.set(label, first);
+      return first;
     },
   };
 }

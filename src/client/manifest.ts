@@ -103,9 +103,17 @@ export class SaltedHasher {
   }
 }
 
+/** Plaintexts up to this size are salted-hashed by one native call on a copy: 64 KiB. */
+const ONE_SHOT_BYTES = 64 * 1024;
+
 /** `salted_hash` of an in-memory plaintext, 32 bytes. */
 export function saltedHash(ss58Address: string, plaintext: Uint8Array): Uint8Array {
-  return new SaltedHasher(ss58Address).update(plaintext).digest();
+  if (plaintext.byteLength > ONE_SHOT_BYTES) return new SaltedHasher(ss58Address).update(plaintext).digest();
+  const salt = utf8(ss58Address);
+  const input = new Uint8Array(salt.byteLength + plaintext.byteLength);
+  input.set(salt, 0);
+  input.set(plaintext, salt.byteLength);
+  return blake3(input);
 }
 
 /** Revision fields of a write (complement §1 "Revisions"). */

@@ -27,8 +27,8 @@ import {
   type FrameEncryptor,
   randomBaseNonce,
 } from "./frame.ts";
-import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
-import { SaltedHasher } from "./manifest.ts";
+import { Blake3, blake3FileHex, blake3Hex, fromHex, toHex } from "./hash.ts";
+import { SaltedHasher, saltedHash } from "./manifest.ts";
 
 /** Ciphertexts up to this size stay in memory unless told otherwise: 8 MiB. */
 export const DEFAULT_MEMORY_LIMIT = 8 * 1024 * 1024;
@@ -198,8 +198,8 @@ function sealSmallFile(
       baseNonce,
       plaintextSize: plaintext.byteLength,
       ciphertextSize: bytes.byteLength,
-      ciphertextHash: new Blake3().update(bytes).digestHex(),
-      saltedHash: new SaltedHasher(options.ss58Address).update(plaintext).digest(),
+      ciphertextHash: blake3Hex(bytes),
+      saltedHash: saltedHash(options.ss58Address, plaintext),
     },
     bytes,
   );
@@ -217,14 +217,13 @@ export async function sealBytes(
       encryptStream(options.key, blob.stream(), plaintext.byteLength, { baseNonce }),
     ).arrayBuffer(),
   );
-  const salted = new SaltedHasher(options.ss58Address).update(plaintext).digest();
   return memoryBlob(
     {
       baseNonce,
       plaintextSize: plaintext.byteLength,
       ciphertextSize: bytes.byteLength,
-      ciphertextHash: new Blake3().update(bytes).digestHex(),
-      saltedHash: salted,
+      ciphertextHash: blake3Hex(bytes),
+      saltedHash: saltedHash(options.ss58Address, plaintext),
     },
     bytes,
   );

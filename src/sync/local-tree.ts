@@ -5,8 +5,11 @@
  * hash, the `salted_hash` of complement §6 (of the file's bytes, or of a link's target path).
  * A hash is reused from the state database when the fingerprint has not moved since the last
  * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept).
+ * `walkLocalTree` finds the same entries without hashing any (push hashes only the files the
+ * server already has, to tell unchanged ones; a new file is hashed once, while it is sealed).
  */
-import { lstat, readdir, readlink } from "node:fs/promises";
+import { lstatSync, readlinkSync, type Stats } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileSaltedHash } from "../cli/local-files.ts";
 import { toHex } from "../client/hash.ts";
@@ -24,22 +27,26 @@ export interface Fingerprint {
   ino: number;
 }
 
-/** A file or symbolic link found locally. */
-export interface LocalEntry extends Fingerprint {
+/** A file, symbolic link or empty-directory marker found locally, before its content is hashed. */
+export interface LocalFile extends Fingerprint {
   /** Folder-relative path: NFC, `/` separators. */
   rel: string;
   abs: string;
   kind: EntryKind;
-  /** `salted_hash`, 64 lowercase hex. */
-  hash: string;
   /** A link's target; undefined for files. */
   target?: string;
 }
 
-/** What a scan found. */
-export interface LocalTree {
+/** A file or symbolic link found locally, with its content hash. */
+export interface LocalEntry extends LocalFile {
+  /** `salted_hash`, 64 lowercase hex. */
+  hash: string;
+}
+
+/** What a scan found (`E`: entries with their hash, or `LocalFile` from a walk without one). */
+export interface LocalTree<E extends LocalFile = LocalEntry> {
   /** Files, links, and a `dir` marker entry (`DIR/.esync-dir`) for every empty directory. */
-  entries: Map<string, LocalEntry>;
+  entries: Map<string, E>;
   /** Every directory (relative), empty or not. */
   dirs: Set<string>;
   /** Sockets, devices and paths that are not valid folder paths; never synced. */
@@ -70,8 +77,51 @@ export function markerPath(dir: string): string {
 }
 
 /**
- * Reads one path's entry (null when absent, or not a file or link). A marker path reads the
- * directory (an entry of kind `dir` when it exists; whether it is empty is the scan's business).
+ * Reads one path's entry without hashing it (null when absent, or not a file or link): one
+ * `lstat` (and `readlink` for a link). A marker path reads the directory (an entry of kind `dir`
+ * when it exists; whether it is empty is the scan's business).
+ */
+export function statLocalFile(root: string, rel: string): LocalFile | null {
+  const abs = diskPath(root, rel);
+  const st = lstatOrNull(abs);
+  if (!st) return null;
+  if (markerDir(rel) !== null) {
+    if (!st.isDirectory()) return null;
+    return { rel, abs, kind: "dir", size: 0, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
+  }
+  if (!(st.isFile() || st.isSymbolicLink())) return null;
+  const fp: Fingerprint = { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
+  if (st.isSymbolicLink()) return { rel, abs, kind: "symlink", ...fp, target: readlinkSync(abs) };
+  return { rel, abs, kind: "file", ...fp };
+}
+
+/** `lstat` of `abs`, or null when it cannot be read (gone since it was listed, or unreadable). */
+function lstatOrNull(abs: string): Stats | null {
+  try {
+    return lstatSync(abs);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The entry of `file` with its content hash: a link's and a directory marker's from the target
+ * (empty for a marker), a file's reused from `known` when its fingerprint has not moved, else
+ * read from disk.
+ */
+export async function hashLocalFile(file: LocalFile, ss58: string, known?: KnownHash): Promise<LocalEntry> {
+  if (file.kind !== "file") return { ...file, hash: linkHash(ss58, file.target ?? "") };
+  const k = known?.(file.rel);
+  const hash =
+    k && k.kind === file.kind && sameFingerprint(k, file)
+      ? k.hash
+      : toHex(await fileSaltedHash(file.abs, ss58, file.size));
+  return { ...file, hash };
+}
+
+/**
+ * Reads one path's entry with its hash (null when absent, or not a file or link); see
+ * `statLocalFile` and `hashLocalFile`.
  */
 export async function readLocalEntry(
   root: string,
@@ -79,35 +129,35 @@ export async function readLocalEntry(
   ss58: string,
   known?: KnownHash,
 ): Promise<LocalEntry | null> {
-  const abs = diskPath(root, rel);
-  const st = await lstat(abs).catch(() => null);
-  if (!st) return null;
-  if (markerDir(rel) !== null) {
-    if (!st.isDirectory()) return null;
-    const fp: Fingerprint = { size: 0, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
-    return { rel, abs, kind: "dir", ...fp, hash: linkHash(ss58, "") };
-  }
-  if (!(st.isFile() || st.isSymbolicLink())) return null;
-  const kind: EntryKind = st.isSymbolicLink() ? "symlink" : "file";
-  const fp: Fingerprint = { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777, ino: st.ino };
-  const k = known?.(rel);
-  if (kind === "symlink") {
-    const target = await readlink(abs);
-    return { rel, abs, kind, ...fp, hash: linkHash(ss58, target), target };
-  }
-  const hash =
-    k && k.kind === kind && sameFingerprint(k, fp) ? k.hash : toHex(await fileSaltedHash(abs, ss58, st.size));
-  return { rel, abs, kind, ...fp, hash };
+  const file = statLocalFile(root, rel);
+  return file ? hashLocalFile(file, ss58, known) : null;
 }
 
-/** Scans `root` (depth first, names sorted), applying `excludes`. */
-export async function scanLocalTree(
+/**
+ * Walks `root` (depth first, names sorted), applying `excludes`, without reading any file's
+ * content: what `esync push` needs to decide which files to hash at all.
+ */
+export function walkLocalTree(root: string, excludes: Excludes): Promise<LocalTree<LocalFile>> {
+  return walk(root, excludes, async (rel) => statLocalFile(root, rel));
+}
+
+/** Scans `root` (depth first, names sorted), applying `excludes`; each entry hashed as it is found. */
+export function scanLocalTree(
   root: string,
   ss58: string,
   excludes: Excludes,
   known?: KnownHash,
 ): Promise<LocalTree> {
-  const entries = new Map<string, LocalEntry>();
+  return walk(root, excludes, (rel) => readLocalEntry(root, rel, ss58, known));
+}
+
+/** The walk of `walkLocalTree` and `scanLocalTree`: `load` reads the entry of a path, or null. */
+async function walk<E extends LocalFile>(
+  root: string,
+  excludes: Excludes,
+  load: (rel: string) => Promise<E | null>,
+): Promise<LocalTree<E>> {
+  const entries = new Map<string, E>();
   const dirs = new Set<string>();
   const skipped: string[] = [];
   /** Visits a directory; returns how many entries under it are synced. */
@@ -132,12 +182,12 @@ export async function scanLocalTree(
         dirs.add(rel);
         count++;
         if ((await visit(join(dir, d.name), rel)) === 0) {
-          const e = await readLocalEntry(root, markerPath(rel), ss58);
+          const e = await load(markerPath(rel));
           if (e) entries.set(e.rel, e);
         }
       } else if (d.isFile() || d.isSymbolicLink()) {
         if (excludes.excluded(rel)) continue;
-        const e = await readLocalEntry(root, rel, ss58, known);
+        const e = await load(rel);
         if (e) {
           entries.set(rel, e);
           count++;

@@ -4,9 +4,10 @@
  * keeps `pull` inside DEST whatever paths the server sends.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { searchFilters } from "../../src/cli/commands/search.ts";
 import { safeDestination, UnsafePathError } from "../../src/cli/local-files.ts";
 import {
@@ -24,11 +25,19 @@ import {
   parseTime,
   table,
 } from "../../src/cli/output.ts";
-import { composeLine, fitName, percent, RateMeter, wrapWords } from "../../src/cli/progress.ts";
+import {
+  composeLine,
+  FILE_BAR_DELAY_MS,
+  fitName,
+  percent,
+  RateMeter,
+  transferProgress,
+  wrapWords,
+} from "../../src/cli/progress.ts";
 import { ApiError } from "../../src/client/api-error.ts";
 import { CiphertextError } from "../../src/client/frame.ts";
 import { excludesFrom } from "../../src/sync/excludes.ts";
-import { scanLocalTree } from "../../src/sync/local-tree.ts";
+import { hashLocalFile, type LocalEntry, scanLocalTree, walkLocalTree } from "../../src/sync/local-tree.ts";
 
 // Real CLI processes against a real server: seconds each on a loaded machine.
 setDefaultTimeout(120_000);
@@ -126,6 +135,40 @@ describe("formatting", () => {
     for (const l of lines) expect(l.length).toBeLessThanOrEqual(79);
     expect(lines.map((l) => l.trim()).join(" ")).toBe(text);
     expect(wrapWords("short", 79)).toEqual(["short"]);
+  });
+
+  test("in a terminal, files done within FILE_BAR_DELAY_MS print only their lines, without a redraw each; one in flight longer gets a bar", async () => {
+    let screen = "";
+    const sink = new Writable({
+      write(chunk, _encoding, callback) {
+        screen += String(chunk);
+        callback();
+      },
+    });
+    const tty = Object.assign(sink, {
+      isTTY: true,
+      columns: 100,
+      rows: 40,
+    }) as unknown as NodeJS.WriteStream;
+    const p = transferProgress("bars", "push t", 52_000, 51, tty);
+    for (let i = 0; i < 50; i++) {
+      const quick = p.file(`quick${i}.txt`, 1000);
+      quick.update("uploading", 1000, 1000);
+      quick.done(`uploaded  quick${i}.txt  1000 B`);
+      p.overall(1000 * (i + 1), i + 1);
+    }
+    const slow = p.file("slow.bin", 2000);
+    slow.update("uploading", 500, 2000);
+    await Bun.sleep(FILE_BAR_DELAY_MS + 250);
+    const during = screen;
+    slow.done("uploaded  slow.bin  2000 B");
+    p.stop();
+    for (let i = 0; i < 50; i++) expect(screen).toContain(`uploaded  quick${i}.txt  1000 B`);
+    expect(screen).not.toMatch(/ {2}quick\d+\.txt +\S* +\d+%/);
+    // The overall line is drawn by the frames (8 a second, and at the end), not once per file.
+    expect(screen.split("push t ").length - 1).toBeLessThan(15);
+    expect(during).toMatch(/ {2}slow\.bin +\S* +25% +uploading/);
+    expect(screen).toContain("uploaded  slow.bin  2000 B");
   });
 
   test("long file names are elided in the middle to fit a bar", () => {
@@ -263,5 +306,25 @@ describe("pull destinations", () => {
     );
     expect(tree.entries.get("escape")).toMatchObject({ kind: "symlink", target: join(work, "outside") });
     expect([...tree.entries.keys()].some((rel) => rel.startsWith("escape/"))).toBe(false);
+  });
+
+  test("push's walk finds what a scan finds, with the same fingerprints and no hash; hashing one gives the scan's entry", async () => {
+    const root = mkdtempSync(join(tmpdir(), "esync-walk-"));
+    mkdirSync(join(root, "a", "b"), { recursive: true });
+    mkdirSync(join(root, "empty"));
+    writeFileSync(join(root, "a", "b", "c.txt"), "hello");
+    writeFileSync(join(root, "top.bin"), new Uint8Array(70_000));
+    symlinkSync("a/b/c.txt", join(root, "link"));
+    const ss58 = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY";
+    const walked = await walkLocalTree(root, excludesFrom([]));
+    const scanned = await scanLocalTree(root, ss58, excludesFrom([]));
+    expect([...walked.entries.keys()]).toEqual([...scanned.entries.keys()]);
+    expect([...walked.entries.keys()].sort()).toEqual(["a/b/c.txt", "empty/.esync-dir", "link", "top.bin"]);
+    expect(walked.dirs).toEqual(scanned.dirs);
+    for (const [rel, file] of walked.entries) {
+      expect(file).not.toHaveProperty("hash");
+      expect(await hashLocalFile(file, ss58)).toEqual(scanned.entries.get(rel) as LocalEntry);
+    }
+    rmSync(root, { recursive: true, force: true });
   });
 });

@@ -5,8 +5,10 @@ import { decodeAddress, ed25519PairFromSeed, ed25519Sign, signatureVerify } from
 import {
   Blake3,
   bip39Seed,
+  bip39SeedAsync,
   blake3Hex,
   deriveFolderKeys,
+  deriveFolderKeysAsync,
   ed25519FromSeed,
   folderHash,
   folderMnemonic,
@@ -38,6 +40,15 @@ describe("complement §2 and §6 test vectors", () => {
     expect(keys.mnemonic.startsWith("charge random negative")).toBe(true);
     expect(keys.mnemonic.split(" ")).toHaveLength(24);
     expect(folderMnemonic(MASTER, "alpha")).toBe(keys.mnemonic);
+  });
+
+  test("the native-PBKDF2 derivations give the same BIP39 seed and alpha folder keys as the pure-JS ones", async () => {
+    expect(toHex(await bip39SeedAsync(MASTER))).toBe(toHex(bip39Seed(MASTER)));
+    const keys = await deriveFolderKeysAsync(MASTER, "alpha");
+    expect(toHex(keys.key)).toBe("b8a5eaafb059a3ed9860023f33622205851004ea2ee3750bb2b5c06653b45eec");
+    expect(keys.mnemonic).toBe(deriveFolderKeys(MASTER, "alpha").mnemonic);
+    expect(toHex(keys.signingKey)).toBe(toHex(deriveFolderKeys(MASTER, "alpha").signingKey));
+    await expect(bip39SeedAsync("not a mnemonic")).rejects.toBeInstanceOf(InvalidMnemonicError);
   });
 
   test("the Ed25519 public key of BIP39_seed(master)[0..32]", () => {
@@ -91,6 +102,15 @@ describe("identity", () => {
     );
     expect(toHex(id.folder("beta").key)).not.toBe(toHex(id.folder("alpha").key));
     expect(id.folder("beta").folderHash).toBe(folderHash("beta"));
+  });
+
+  test("folderKeys derives the same keys as folder, sharing its cache either way round", async () => {
+    const id = await identityFromMnemonic(MASTER);
+    const gamma = await id.folderKeys("gamma");
+    expect(id.folder("gamma")).toBe(gamma);
+    expect(toHex(gamma.key)).toBe(toHex(deriveFolderKeys(MASTER, "gamma").key));
+    const alpha = id.folder("alpha");
+    expect(await id.folderKeys("alpha")).toBe(alpha);
   });
 
   test("whitespace and case of a mnemonic do not change the identity", async () => {

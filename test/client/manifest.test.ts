@@ -2,7 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { createPublicKey, verify } from "node:crypto";
 import {
+  Blake3,
   blake3,
+  blake3Hex,
   buildManifest,
   fileId,
   folderHash,
@@ -124,13 +126,27 @@ describe("fields", () => {
     }
   });
 
-  test("salted_hash streamed in pieces equals the one-shot BLAKE3(ss58 ‖ plaintext)", () => {
-    const data = crypto.getRandomValues(new Uint8Array(100_000));
-    const h = new SaltedHasher(identity.address)
-      .update(data.subarray(0, 3))
-      .update(data.subarray(3))
-      .digest();
-    expect(toHex(h)).toBe(toHex(saltedHash(identity.address, data)));
+  test("salted_hash streamed in pieces equals the one-shot BLAKE3(ss58 ‖ plaintext), below and above 64 KiB", () => {
+    for (const size of [0, 1, 4000, 65_536, 65_537, 100_000]) {
+      const data = crypto.getRandomValues(new Uint8Array(size));
+      const h = new SaltedHasher(identity.address)
+        .update(data.subarray(0, 3))
+        .update(data.subarray(3))
+        .digest();
+      expect(toHex(h)).toBe(toHex(saltedHash(identity.address, data)));
+    }
+  });
+
+  test("one-shot BLAKE3 gives the reference test vectors and the incremental hasher's digest", () => {
+    // BLAKE3 reference vectors (test_vectors.json): the empty input, and 1 byte [0].
+    expect(toHex(blake3(new Uint8Array(0)))).toBe(
+      "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262",
+    );
+    expect(toHex(blake3(new Uint8Array(1)))).toBe(
+      "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213",
+    );
+    expect(blake3Hex("docs/notes.md")).toBe(new Blake3().update("docs/notes.md").digestHex());
+    expect(toHex(blake3("é/ü"))).toBe(new Blake3().update(utf8("é/ü")).digestHex());
   });
 
   test("rejects a malformed ciphertext hash, folder hash or salted hash", () => {

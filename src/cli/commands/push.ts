@@ -32,7 +32,7 @@ import { UploadStateFile, uploadKey } from "../../client/upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
-import { type LocalEntry, markerPath, scanLocalTree } from "../../sync/local-tree.ts";
+import { hashLocalFile, type LocalFile, markerPath, walkLocalTree } from "../../sync/local-tree.ts";
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
@@ -104,7 +104,7 @@ function isFatal(e: unknown): boolean {
 }
 
 interface PlannedFile {
-  file: LocalEntry;
+  file: LocalFile;
   id: string;
   entry: RemoteFileEntry | undefined;
 }
@@ -183,27 +183,32 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const root = resolve(dir);
   const st = await stat(root).catch(() => null);
   if (!st?.isDirectory()) throw usageError(`${dir}: not a directory`);
-  const keys = ctx.identity.folder(label);
+  const keys = await ctx.identity.folderKeys(label);
   const say = (line: string) => {
     if (!ctx.json) println(line);
   };
   const started = performance.now();
 
-  const tree = await scanLocalTree(root, ctx.address, await loadExcludes(root, opts.exclude));
+  // The server's side is read while the tree is walked.
+  const remoteSide = (async () => {
+    const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+    const entries: RemoteFileEntry[] = [];
+    for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
+    const dirEntries = folder.entry
+      ? (await ctx.api.listFolderEntries(ctx.address, keys.folderHash)).relative_paths
+      : [];
+    return { folder, entries, dirEntries: new Set(dirEntries) };
+  })();
+  remoteSide.catch(() => {}); // awaited below; a walk failure must not leave it unhandled
+  const tree = await walkLocalTree(root, await loadExcludes(root, opts.exclude));
   const walk = { files: [...tree.entries.values()], skipped: tree.skipped };
   for (const s of walk.skipped) say(`skipping ${s} (not a regular file or link)`);
 
-  const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+  const { folder, entries, dirEntries } = await remoteSide;
   const registered = folder.registered;
   if (registered) say(`registered folder "${label}" (${keys.folderHash})`);
-
-  const entries: RemoteFileEntry[] = [];
-  for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
   const remote = new Map(entries.map((e) => [toHex(e.path_hash), e]));
   const versions = remoteTree(entries, keys.key).entries;
-  const dirEntries = new Set(
-    folder.entry ? (await ctx.api.listFolderEntries(ctx.address, keys.folderHash)).relative_paths : [],
-  );
 
   if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
   const results: PushFileResult[] = [];
@@ -223,8 +228,15 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const id = fileId(pathHash(file.rel));
     const entry = remote.get(id);
     const version = versions.get(file.rel);
-    // A file stored without attributes (an older push, another client) is sent again with them.
-    if (entry && version && version.mode !== null && sameVersion(file, version)) {
+    // Only a file the server has (with attributes: one stored without them, by an older push or
+    // another client, is sent again with them) is read and hashed here; new files are hashed
+    // once, while they are sealed.
+    if (
+      entry &&
+      version &&
+      version.mode !== null &&
+      sameVersion(await hashLocalFile(file, ctx.address), version)
+    ) {
       results.push({ path: file.rel, action: "unchanged", size: file.size });
       if (opts.verbose) say(`unchanged ${file.rel}`);
     } else {
@@ -432,7 +444,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 function summary(
   label: string,
   folderHash: string,
-  walk: { files: LocalEntry[]; skipped: string[] },
+  walk: { files: LocalFile[]; skipped: string[] },
   results: PushFileResult[],
   registered: boolean,
   sendMs: number,

@@ -45,7 +45,7 @@ export function registerRm(program: Command): void {
     .option("-r, --recursive", "delete directories with everything under them")
     .action(async (paths: string[], opts: { folder: string; recursive?: boolean }, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
-      const keys = ctx.identity.folder(checkLabel(opts.folder));
+      const keys = await ctx.identity.folderKeys(checkLabel(opts.folder));
       const f: FolderRef = { api: ctx.api, address: ctx.address, keys };
       const rels = folderPaths(paths);
       const results: RmResult[] = [];

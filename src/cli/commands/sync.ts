@@ -14,7 +14,6 @@ import { runSyncPass, type SyncContext, type SyncReport } from "../../sync/engin
 import { loadExcludes } from "../../sync/excludes.ts";
 import type { SyncAction } from "../../sync/planner.ts";
 import { SyncState } from "../../sync/state-db.ts";
-import { watchLoop } from "../../sync/watch.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
@@ -119,7 +118,7 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
   const st = await stat(root).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${dir}: exists and is not a directory`);
   await mkdir(root, { recursive: true });
-  const folder = ctx.identity.folder(label);
+  const folder = await ctx.identity.folderKeys(label);
   const say = (line: string) => (ctx.json ? undefined : println(line));
 
   const state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash });
@@ -162,6 +161,8 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
       return;
     }
     say(`watching ${root} <-> "${label}" (Ctrl-C to stop)`);
+    // The file watcher (chokidar) is loaded only by `--watch`, not on every start of the CLI.
+    const { watchLoop } = await import("../../sync/watch.ts");
     await watchLoop({
       root,
       excludes: await loadExcludes(root, opts.exclude),

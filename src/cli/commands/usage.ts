@@ -7,7 +7,6 @@
  */
 import type { Command } from "commander";
 import type { EsyncApi } from "../../client/api.ts";
-import { FILE_TYPE_BUCKETS, SOURCE_BUCKETS } from "../../wire/schemas.ts";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
 import { formatSize, printJson, println, table } from "../output.ts";
@@ -69,6 +68,9 @@ export function registerUsage(program: Command): void {
         ctx.api.fileTypeSummary(ctx.address, folderHash),
         ctx.api.sourceSummary(ctx.address, folderHash),
       ]);
+      // The bucket lists live with the wire schemas, whose framework (Elysia, TypeBox) only
+      // this command needs: loaded here, not on every start of the CLI.
+      const { FILE_TYPE_BUCKETS, SOURCE_BUCKETS } = await import("../../wire/schemas.ts");
       const rows = <K extends string>(keys: readonly K[], s: Record<string, number>) =>
         keys.map((k) => ({ name: k, files: s[k] ?? 0, bytes: s[`${k}_bytes`] ?? 0 }));
       const byType = rows(FILE_TYPE_BUCKETS, types);
