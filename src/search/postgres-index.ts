@@ -20,8 +20,9 @@
  *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
  *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
  *   same REPEATABLE READ snapshot as the page.
- * - page: the keys of the page are read first (ORDER BY … LIMIT … OFFSET in the sort b-tree),
- *   then their rows and folder labels. A deep page (offset 1,000 or more) in size or time order
+ * - page: the first and last keys of the page are read first (ORDER BY … LIMIT … OFFSET in the
+ *   sort b-tree, index-only), then the rows between them and their folder labels in one range
+ *   scan of the same b-tree (a nullable sort key: each row by primary key). A deep page (offset 1,000 or more) in size or time order
  *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
  *   that holds it, so at most one bucket of index entries is skipped.
  * - sub-folders: the per-directory counters (`search_dirs`).
@@ -334,8 +335,10 @@ export class PgSearchIndex implements SearchIndex {
 
 /**
  * The rows at positions `skip … skip + limit - 1` of the files passing `where` (on `files AS f`,
- * parameters `params`) sorted by `order` then `path_hash`: the page's keys first, read in the
- * sort b-tree, then their rows and folder labels.
+ * parameters `params`) sorted by `order` then `path_hash` and `folder_hash`: the page's first and
+ * last keys read in the sort b-tree (index-only), then the rows between those keys in one range
+ * scan of the same b-tree. A nullable order has no row comparison for its NULLs: its page's keys
+ * are read first, then each row by primary key.
  */
 async function pageRows(
   tx: Pick<SQL, "unsafe">,
@@ -348,15 +351,36 @@ async function pageRows(
 ): Promise<HitRow[]> {
   const dir = descending ? "DESC" : "ASC";
   const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
+  const sort = `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
   const n = params.length;
+  if (!order.nullable) {
+    const keys = (await tx.unsafe(
+      `SELECT ${order.col} AS k, f.path_hash, f.folder_hash FROM files AS f WHERE ${where}
+       ORDER BY ${sort} LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...params, limit, skip],
+    )) as { k: unknown; path_hash: unknown; folder_hash: unknown }[];
+    const first = keys[0];
+    const last = keys[keys.length - 1];
+    if (first === undefined || last === undefined) return [];
+    const [lo, hi] = descending ? [last, first] : [first, last];
+    const rows = (await tx.unsafe(
+      `SELECT ${HIT_COLUMNS}
+       FROM files AS f
+       LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+       WHERE ${where} AND ${order.col} BETWEEN $${n + 1} AND $${n + 4}
+         AND (${order.col}, f.path_hash, f.folder_hash) >= ($${n + 1}, $${n + 2}, $${n + 3})
+         AND (${order.col}, f.path_hash, f.folder_hash) <= ($${n + 4}, $${n + 5}, $${n + 6})
+       ORDER BY ${sort}`,
+      [...params, lo.k, lo.path_hash, lo.folder_hash, hi.k, hi.path_hash, hi.folder_hash],
+    )) as PgHit[];
+    return rows.map(hitOf);
+  }
   const rows = (await tx.unsafe(
     `WITH page AS MATERIALIZED (
-       SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY f.k ${dir}${nulls}, f.path_hash ${dir}) AS i
+       SELECT f.folder_hash, f.path_hash, row_number() OVER (ORDER BY ${sort.replace(order.col, "f.k")}) AS i
        FROM (SELECT f.folder_hash, f.path_hash, ${order.col} AS k FROM files AS f WHERE ${where}
-         ORDER BY ${order.col} ${dir}${nulls}, f.path_hash ${dir} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
-     SELECT f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash, f.size_bytes,
-       f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
-       f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by
+         ORDER BY ${sort} LIMIT $${n + 1} OFFSET $${n + 2}) AS f)
+     SELECT ${HIT_COLUMNS}
      FROM page AS p
      JOIN files AS f ON f.owner = $1 AND f.folder_hash = p.folder_hash AND f.path_hash = p.path_hash
      LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
@@ -365,6 +389,11 @@ async function pageRows(
   )) as PgHit[];
   return rows.map(hitOf);
 }
+
+/** The columns of a hit, on `files AS f` left-joined to `folders AS fo`. */
+const HIT_COLUMNS = `f.folder_hash, coalesce(fo.label, '') AS folder_label, f.path_hash, f.salted_hash,
+  f.size_bytes, f.revision_seq, f.revision_id, f.encrypted_path, f.file_name, f.relative_path, f.store_hash,
+  f.chunk_hashes, f.created_at, f.updated_at, f.uploaded_by`;
 
 function hitOf(r: PgHit): HitRow {
   return {

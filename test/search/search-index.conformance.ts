@@ -381,5 +381,44 @@ export function searchIndexConformance(
       const got = await s.index.search(owner, q);
       expect({ total: got.total, hits: got.hits }).toEqual({ total: 0, hits: [] });
     });
+
+    test("pages split files equal in sort key and path_hash (three folders) one per position, each folder once", async () => {
+      const s = sut();
+      const owner = `tie-owner-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+      const pathHash = new Uint8Array(32).fill(7);
+      const rows = [FOLDERS[0], FOLDERS[1], FOLDERS[2]].map((folderHash) =>
+        fileRow(owner, { path: "same.png", size: 5, created: BASE, updated: BASE, pathHash, folderHash }),
+      );
+      await s.write(rows.map((row) => ({ kind: "upsert", row })));
+      for (const sortBy of ["updated_at", "size_bytes", "created_at", "file_name"]) {
+        for (const order of ["asc", "desc"]) {
+          const seen: string[] = [];
+          for (const [offset, limit] of [
+            [0, 1],
+            [1, 1],
+            [2, 1],
+          ]) {
+            const q = parseSearchQuery(
+              new URLSearchParams(`sort_by=${sortBy}&sort_order=${order}&offset=${offset}&limit=${limit}`),
+            );
+            const got = await s.index.search(owner, q);
+            expect({ sortBy, order, offset, total: got.total, n: got.hits.length }).toEqual({
+              sortBy,
+              order,
+              offset,
+              total: 3,
+              n: 1,
+            });
+            seen.push(got.hits[0]!.folderHash);
+          }
+          expect(seen.toSorted()).toEqual([...FOLDERS].toSorted());
+          const two = await s.index.search(
+            owner,
+            parseSearchQuery(new URLSearchParams(`sort_by=${sortBy}&sort_order=${order}&offset=1&limit=2`)),
+          );
+          expect(two.hits.map((h) => h.folderHash)).toEqual(seen.slice(1));
+        }
+      }
+    });
   });
 }
