@@ -98,6 +98,25 @@ function memoryBlob(
   };
 }
 
+/** The in-memory blob of `plaintext` encrypted whole into `bytes` under `baseNonce`. */
+function sealedInMemory(
+  plaintext: Uint8Array,
+  bytes: Uint8Array,
+  baseNonce: Uint8Array,
+  ss58Address: string,
+): SealedBlob {
+  return memoryBlob(
+    {
+      baseNonce,
+      plaintextSize: plaintext.byteLength,
+      ciphertextSize: bytes.byteLength,
+      ciphertextHash: blake3Hex(bytes),
+      saltedHash: saltedHash(ss58Address, plaintext),
+    },
+    bytes,
+  );
+}
+
 function fileBlob(meta: Omit<SealedBlob, "slice" | "dispose" | "spillPath">, path: string): SealedBlob {
   return {
     ...meta,
@@ -193,16 +212,7 @@ function sealSmallFile(
     return null;
   const bytes = encryptBytes(options.key, plaintext, { baseNonce });
   options.onProgress?.(plaintext.byteLength, plaintext.byteLength);
-  return memoryBlob(
-    {
-      baseNonce,
-      plaintextSize: plaintext.byteLength,
-      ciphertextSize: bytes.byteLength,
-      ciphertextHash: blake3Hex(bytes),
-      saltedHash: saltedHash(options.ss58Address, plaintext),
-    },
-    bytes,
-  );
+  return sealedInMemory(plaintext, bytes, baseNonce, options.ss58Address);
 }
 
 /** Encrypts an in-memory plaintext (kept in memory whatever its size). */
@@ -217,16 +227,7 @@ export async function sealBytes(
       encryptStream(options.key, blob.stream(), plaintext.byteLength, { baseNonce }),
     ).arrayBuffer(),
   );
-  return memoryBlob(
-    {
-      baseNonce,
-      plaintextSize: plaintext.byteLength,
-      ciphertextSize: bytes.byteLength,
-      ciphertextHash: blake3Hex(bytes),
-      saltedHash: saltedHash(options.ss58Address, plaintext),
-    },
-    bytes,
-  );
+  return sealedInMemory(plaintext, bytes, baseNonce, options.ss58Address);
 }
 
 /** What is remembered of a spilled blob to reuse it later (e.g. in an upload state file). */
