@@ -439,17 +439,7 @@ const summary = Object.fromEntries(
       ...(k.startsWith("esync") ? { finalizeMs: median(v.map((x) => x.finalizeMs ?? 0)) } : {}),
     },
   ]),
-) as Record<
-  string,
-  {
-    mbps: number;
-    cpuPerGiB: number;
-    userPerGiB: number;
-    sysPerGiB: number;
-    peakRssMiB: number;
-    finalizeMs?: number;
-  }
->;
+) as Record<string, Run>;
 const ratios = {
   esyncOverCeiling: summary.esync!.mbps / summary.ceiling!.mbps,
   esyncOverTus: summary.esync!.mbps / summary.tus!.mbps,
