@@ -42,6 +42,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { runJobs } from "../cli/jobs.ts";
 import { safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
@@ -52,7 +53,7 @@ import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
 import type { UploadStateFile } from "../client/upload-state.ts";
-import { uploadFile } from "../client/uploader.ts";
+import { SINGLE_SHOT_LIMIT, uploadFile } from "../client/uploader.ts";
 import { markerDir, sealAttributes } from "./attributes.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
@@ -98,7 +99,18 @@ export interface SyncContext {
   onAction?: (a: SyncAction, outcome: "done" | "skipped" | "failed", detail?: string) => void;
   /** Clock for conflicted-copy dates; default now. */
   now?: () => Date;
+  /**
+   * Uploads and downloads run at once (default `DEFAULT_SYNC_JOBS`), of which at most
+   * `LARGE_TRANSFERS` move a file over the single-shot limit (8 MiB). 1 runs every action in
+   * plan order.
+   */
+  jobs?: number;
 }
+
+/** Transfers of one pass run at once unless `SyncContext.jobs` says otherwise. */
+export const DEFAULT_SYNC_JOBS = 8;
+/** Large transfers (over `SINGLE_SHOT_LIMIT`) of one pass run at once, at most. */
+export const LARGE_TRANSFERS = 3;
 
 /** A plan with the trees it was made from. */
 export interface FolderPlan {
@@ -251,7 +263,12 @@ function isFatal(e: unknown): boolean {
   return e instanceof ApiError && (e.status === 0 || e.status === 401 || e.status === 403 || e.status >= 500);
 }
 
-/** Runs one sync pass (up to `MAX_ROUNDS` plan-and-execute rounds). Throws only fatal errors. */
+/**
+ * Runs one sync pass (up to `MAX_ROUNDS` plan-and-execute rounds). Uploads and downloads that
+ * follow each other in the plan run `ctx.jobs` at once; every other action runs alone, in plan
+ * order. Throws only fatal errors (no server, 401/403, 5xx, abort), after the transfers already
+ * running have ended.
+ */
 export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
   const report: SyncReport = {
     rounds: 0,
@@ -266,6 +283,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     unplaceable: 0,
   };
   const failed = new Set<string>();
+  const jobs = ctx.jobs ?? DEFAULT_SYNC_JOBS;
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     ctx.signal?.throwIfAborted();
     report.rounds = round;
@@ -283,29 +301,77 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     const batched = await propagateRenames(ctx, todo, report);
     if (batched.deferred.length > 0) replan = true;
     todo = todo.filter((a) => !batched.settled.has(a));
-    for (const a of todo) {
-      ctx.signal?.throwIfAborted();
+    let fatal: { error: unknown } | null = null;
+    const runOne = async (a: SyncAction): Promise<void> => {
       try {
         await execute(ctx, a, report, plan.remote);
         if (isChange(a)) ctx.onAction?.(a, "done");
       } catch (e) {
-        if (ctx.signal?.aborted) throw e;
+        if (ctx.signal?.aborted || isFatal(e)) {
+          fatal ??= { error: e };
+          return;
+        }
         if (movedOn(e)) {
           replan = true;
           report.deferred.push(a.path);
           ctx.onAction?.(a, "skipped", (e as Error).message);
-          continue;
+          return;
         }
-        if (isFatal(e)) throw e;
         failed.add(a.path);
         report.failures.push({ path: a.path, op: a.op, error: (e as Error).message });
         ctx.onAction?.(a, "failed", (e as Error).message);
       }
+    };
+    for (const group of transferGroups(todo)) {
+      ctx.signal?.throwIfAborted();
+      if (group.length === 1) await runOne(group[0] as SyncAction);
+      else {
+        const large = group.filter(isLarge);
+        const small = group.filter((a) => !isLarge(a));
+        await runJobs(
+          small,
+          large,
+          jobs,
+          LARGE_TRANSFERS,
+          runOne,
+          () => fatal !== null || !!ctx.signal?.aborted,
+        );
+      }
+      if (fatal) throw (fatal as { error: unknown }).error;
     }
     ctx.state.setDirs(plan.local.dirs);
     if (!replan) break;
   }
   return report;
+}
+
+/**
+ * Splits the plan into groups run one after the other, in plan order: each run of consecutive
+ * uploads and downloads is one group, whose transfers may run at once (each touches only its
+ * own path and creates missing parents); every other action (deletions, moves, conflicts,
+ * records) is a group of its own, so it still sees every action planned before it done.
+ */
+function transferGroups(actions: readonly SyncAction[]): SyncAction[][] {
+  const groups: SyncAction[][] = [];
+  let run: SyncAction[] = [];
+  for (const a of actions) {
+    if (a.op === "upload" || a.op === "download") {
+      run.push(a);
+      continue;
+    }
+    if (run.length > 0) groups.push(run);
+    run = [];
+    groups.push([a]);
+  }
+  if (run.length > 0) groups.push(run);
+  return groups;
+}
+
+/** True for a transfer whose file is over the single-shot limit (plaintext bytes). */
+function isLarge(a: SyncAction): boolean {
+  if (a.op === "upload") return a.local.size > SINGLE_SHOT_LIMIT;
+  if (a.op === "download") return a.remote.entry.size_bytes > SINGLE_SHOT_LIMIT;
+  return false;
 }
 
 function absOf(ctx: SyncContext, rel: string): string {

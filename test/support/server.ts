@@ -130,6 +130,13 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
   throw new Error(`server did not answer /health within ${opts.timeoutMs ?? 30_000} ms:\n${server.output()}`);
 }
 
+/** CPU seconds (user + system) process `pid` has used so far, from /proc/<pid>/stat. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 /** Peak resident set size (VmHWM) of process `pid` in bytes, from /proc; null when unavailable. */
 export async function peakRss(pid: number): Promise<number | null> {
   try {

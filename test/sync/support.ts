@@ -26,12 +26,13 @@ export interface Device {
   sync(patterns?: string[]): Promise<SyncReport>;
 }
 
-/** A device syncing `root` with folder `label` on `serverUrl`. */
+/** A device syncing `root` with folder `label` on `serverUrl`; `jobs` as `SyncContext.jobs`. */
 export async function makeDevice(
   name: string,
   root: string,
   serverUrl: string,
   label: string,
+  jobs?: number,
 ): Promise<Device> {
   const identity = await identityFromMnemonic(MNEMONIC);
   const api = new EsyncApi({ baseUrl: serverUrl, token: new WalletTokenSource(identity) });
@@ -54,6 +55,7 @@ export async function makeDevice(
           excludes: excludesFrom(patterns),
           state,
           now: () => new Date("2026-11-24T12:00:00Z"),
+          jobs,
         });
       } finally {
         state.close();

@@ -10,7 +10,13 @@ import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { UploadStateFile } from "../../client/upload-state.ts";
-import { runSyncPass, type SyncContext, type SyncReport } from "../../sync/engine.ts";
+import {
+  DEFAULT_SYNC_JOBS,
+  LARGE_TRANSFERS,
+  runSyncPass,
+  type SyncContext,
+  type SyncReport,
+} from "../../sync/engine.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import type { SyncAction } from "../../sync/planner.ts";
 import { SyncState } from "../../sync/state-db.ts";
@@ -27,6 +33,7 @@ interface SyncOptions {
   watch?: boolean;
   exclude: string[];
   interval: string;
+  jobs: string;
   debounce: string;
 }
 
@@ -86,6 +93,11 @@ export function registerSync(program: Command): void {
       collect,
       [],
     )
+    .option(
+      "-j, --jobs <n>",
+      `files uploaded or downloaded at once (at most ${LARGE_TRANSFERS} of them over 8 MiB)`,
+      String(DEFAULT_SYNC_JOBS),
+    )
     .option("--interval <seconds>", "with --watch: how often to poll the server", "5")
     .option("--debounce <ms>", "with --watch: quiet time after a local change before syncing", "300")
     .addHelpText(
@@ -111,6 +123,7 @@ Examples:
 async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promise<void> {
   const label = checkLabel(opts.folder);
   const intervalS = positiveInt("--interval", opts.interval, 86400);
+  const jobs = positiveInt("--jobs", opts.jobs);
   const debounce = Number(opts.debounce);
   if (!Number.isInteger(debounce) || debounce < 0 || debounce > 60_000)
     throw usageError("--debounce must be an integer 0..60000 (milliseconds)");
@@ -134,6 +147,7 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
       uploadState: new UploadStateFile(ctx.paths.uploads),
       spillDir: ctx.paths.spill,
       signal: ctx.signal,
+      jobs,
       onAction: (a, outcome, detail) => {
         if (outcome === "done") say(describeAction(a));
         else if (outcome === "failed") say(`FAILED      ${a.path}: ${detail ?? ""}`);
