@@ -32,7 +32,9 @@
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
+import { countSizeDate } from "./postgres-grid.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
+import { seekName } from "./postgres-names.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -196,6 +198,12 @@ export class PgSearchIndex implements SearchIndex {
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
       let total: number;
       let how: string;
+      // A size range with a date range, nothing else but file_type: the size x date grid (null
+      // when the date range holds no whole created bucket).
+      const gridded =
+        bare && f.size !== null && f.created !== null
+          ? await countSizeDate(tx, owner, f.exts, f.size, f.created)
+          : null;
       if (counted) {
         const [c] = await tx.unsafe(
           `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
@@ -215,6 +223,30 @@ export class PgSearchIndex implements SearchIndex {
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;
+      } else if (gridded !== null) {
+        total = gridded;
+        how = "size x date grid";
+      } else if (
+        !exact &&
+        f.folderHash !== null &&
+        f.dir !== null &&
+        /^[^/].*[^/]$|^[^/]$/s.test(f.dir) &&
+        f.q === null &&
+        f.exts === null &&
+        f.uploader === null &&
+        f.size === null &&
+        f.created === null
+      ) {
+        // The files directly in a directory: its recursive count less its sub-folders' counts.
+        const prefix = `${f.dir}/`;
+        const [c] = await tx.unsafe(
+          `SELECT (coalesce((SELECT sum(file_count) FROM search_dirs WHERE owner = $1 AND folder_hash = $2 AND path = $3), 0)
+             - coalesce((SELECT sum(file_count) FROM search_dirs WHERE owner = $1 AND folder_hash = $2
+                 AND path LIKE $4 AND strpos(substr(path, $5), '/') = 0), 0))::float8 AS n`,
+          [owner, f.folderHash, f.dir, `${escapeLike(prefix)}%`, [...prefix].length + 1],
+        );
+        total = Number(c?.n ?? 0);
+        how = "directory counters";
       } else {
         const [c] = await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
         total = Number(c?.n ?? 0);
@@ -249,6 +281,32 @@ export class PgSearchIndex implements SearchIndex {
             at.skip,
           );
           steps.push(`page: ${key} histogram, ${key} from ${at.from}, skipping ${at.skip}`);
+          return { total, hits, plan: steps, degraded: null };
+        }
+      }
+      // A deep page in name order with no filter: start at the name fence before it.
+      if (
+        counted &&
+        f.exts === null &&
+        key === "file_name" &&
+        page.offset >= (this.opts.locateFromOffset ?? LOCATE_MIN_OFFSET)
+      ) {
+        // The page's first position in ascending order (descending: read ascending, then reverse).
+        const first = page.descending ? total - end : page.offset;
+        const seek = await seekName(tx, owner, total, first);
+        if (seek !== null) {
+          const n = w.params.length;
+          const hits = await pageRows(
+            tx,
+            `${w.sql} AND (f.file_name, f.path_hash, f.folder_hash) >= ($${n + 1}, $${n + 2}, $${n + 3})`,
+            [...w.params, seek.from.fileName, seek.from.pathHash, seek.from.folderHash],
+            order,
+            false,
+            end - page.offset,
+            seek.skip,
+          );
+          if (page.descending) hits.reverse();
+          steps.push(`page: name fences, from ${JSON.stringify(seek.from.fileName)}, skipping ${seek.skip}`);
           return { total, hits, plan: steps, degraded: null };
         }
       }

@@ -3,6 +3,7 @@
  * test server (test/support/pg-server.ts), written through the PostgreSQL files repository.
  */
 import { afterAll, expect, test } from "bun:test";
+import { SQL } from "bun";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
 import { fineBucket, fineLo } from "../../src/search/postgres-histogram.ts";
@@ -13,6 +14,15 @@ import { type FileWrite, type IndexUnderTest, searchIndexConformance } from "./s
 import { fileRow } from "./support.ts";
 
 const database = await pgTestDatabase("search_index");
+// Name fence intervals split past 3 files instead of 4,000, so that the small data of these tests
+// splits them often (every session of this database).
+{
+  const admin = new SQL(database.url);
+  await admin.unsafe(
+    `ALTER DATABASE "${new URL(database.url).pathname.slice(1)}" SET esync.search_names_max = '3'`,
+  );
+  await admin.close();
+}
 const db = await openPostgres(database.url);
 afterAll(async () => {
   await db.$client.close();
@@ -64,11 +74,35 @@ const sut: IndexUnderTest = {
           WHERE i + l - 1 <= length(f.nm)) AS s
       GROUP BY 1, 2 ORDER BY 1, 2`;
     expect([...grams]).toEqual([...gramsWanted]);
+    const grid = await sql`SELECT owner, level, sb::float8 AS sb, tb::float8 AS tb, ext, n::int AS n
+      FROM search_grid WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5`;
+    const gridWanted =
+      await sql`SELECT f.owner, k.level, k.sb::float8 AS sb, (f.created_at >> 20)::float8 AS tb,
+        coalesce(f.ext, '') AS ext, count(*)::int AS n
+      FROM (SELECT owner, ext, esync_size_bucket(size_bytes) AS fs, created_at FROM files) AS f
+        CROSS JOIN LATERAL (VALUES (0, f.fs >> 5), (1, f.fs)) AS k(level, sb)
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
+    expect([...grid]).toEqual([...gridWanted]);
+    // Each name fence counts the named files from it up to the next fence of its owner; every
+    // owner with named files has the empty fence.
+    const fences = await sql`SELECT s.owner, s.file_name, s.n::int AS n, (SELECT count(*)::int FROM files AS f
+        WHERE f.owner = s.owner AND f.file_name IS NOT NULL
+          AND (f.file_name, f.path_hash, f.folder_hash) >= (s.file_name, s.path_hash, s.folder_hash)
+          AND (s.nx_name IS NULL OR (f.file_name, f.path_hash, f.folder_hash) < (s.nx_name, s.nx_path, s.nx_folder))) AS want
+      FROM (SELECT *, lead(file_name) OVER w AS nx_name, lead(path_hash) OVER w AS nx_path,
+          lead(folder_hash) OVER w AS nx_folder
+        FROM search_names WINDOW w AS (PARTITION BY owner ORDER BY file_name, path_hash, folder_hash)) AS s
+      WHERE s.n <> 0 OR s.nx_name IS NOT NULL`;
+    for (const f of fences) expect(f).toEqual({ ...f, n: f.want });
+    const unfenced = await sql`SELECT DISTINCT owner FROM files WHERE file_name IS NOT NULL
+      EXCEPT SELECT owner FROM search_names WHERE file_name = '' AND path_hash = ''::bytea AND folder_hash = ''`;
+    expect([...unfenced]).toEqual([]);
   },
 };
 
 searchIndexConformance("postgres", () => sut, { numRuns: 100, timeoutMs: 120_000 });
-// Every page past offset 0 in size or time order starts at its histogram bucket.
+// Every page past offset 0 in size or time order starts at its histogram bucket, in name order at
+// its name fence.
 searchIndexConformance(
   "postgres, pages located in the histograms",
   () => ({
@@ -94,6 +128,8 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   await sql`UPDATE search_dirs SET file_count = 99 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_hist SET n = n + 2 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_grams SET n = 0 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_grid SET n = n + 3 WHERE owner = 'rebuild-owner'`;
+  await sql`UPDATE search_names SET n = n + 4 WHERE owner = 'rebuild-owner'`;
   const progress: number[] = [];
   const report = await sut.index.rebuild((p) => progress.push(p.done));
   expect(report.health).toEqual({ state: "ok", reason: null, since: null });
