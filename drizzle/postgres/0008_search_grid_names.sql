@@ -1,12 +1,14 @@
 -- Two more counters of the PostgreSQL search index, kept by triggers on files in the transaction of
 -- every write (like search_hist, 0004) and recounted by esync_search_recount():
---   search_grid   files per (owner, level, size bucket sb, created bucket tb, ext), ext '' for none.
---                 sb: level 0 the power of two (esync_size_bucket >> 5, as search_hist's coarse size
---                 level), level 1 the fine size bucket (esync_size_bucket); tb: created_at >> 20
---                 (2^20 s, about 12 days). The total of a size range together with a date range is
---                 the cells inside both plus edge strips counted in the b-trees: the created
---                 buckets at the two ends of the date range (files_by_created) and the fine size
---                 buckets at the two ends of the size range (files_by_size) (src/search/postgres-grid.ts).
+--   search_grid   files per (owner, time level tl, size level sl, size bucket sb, created bucket tb,
+--                 ext), ext '' for none, at 3 x 2 resolutions. Size buckets as search_hist's: sl 0 the
+--                 fine bucket (esync_size_bucket, 32 per power of two), sl 1 the power of two (>> 5).
+--                 Created buckets: tl 0 1,024 s (created_at >> 10), tl 1 32,768 s (>> 15), tl 2
+--                 2^20 s (>> 20, about 12 days). The total of a size range with a date range is the
+--                 cells of the largest buckets that fit in both ranges, plus the edges counted in
+--                 the b-trees: the parts of the first and last 1,024 s buckets in the date range
+--                 (files_by_created) and of the first and last fine size buckets in the size range
+--                 (files_by_size) (src/search/postgres-grid.ts).
 --   search_names  fences over each owner's named files in (file_name, path_hash, folder_hash) order,
 --                 the order of files_by_file_name: n counts the files from the fence (inclusive) up
 --                 to the next fence. Every owner with named files has the empty fence ('', '', ''),
@@ -17,23 +19,26 @@
 -- Rows that drop to 0 stay (they add nothing).
 CREATE TABLE "search_grid" (
 	"owner" text COLLATE "C" NOT NULL,
-	"level" smallint NOT NULL,
+	"tl" smallint NOT NULL,
+	"sl" smallint NOT NULL,
 	"sb" bigint NOT NULL,
 	"tb" bigint NOT NULL,
 	"ext" text COLLATE "C" NOT NULL,
 	"n" bigint NOT NULL,
-	PRIMARY KEY ("owner", "level", "sb", "tb", "ext")
+	PRIMARY KEY ("owner", "tl", "sl", "sb", "tb", "ext")
 ) WITH (fillfactor = 50);
 --> statement-breakpoint
--- Adds d (1 or -1) files to the two cells of a file (owner o, extension e, size sz, created ca).
+-- Adds d (1 or -1) files to the six cells of a file (owner o, extension e, size sz, created ca).
 CREATE FUNCTION esync_search_grid_add(o text, e text, sz bigint, ca bigint, d bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
 	fs bigint := esync_size_bucket(sz);
 BEGIN
-	INSERT INTO search_grid (owner, level, sb, tb, ext, n) VALUES
-		(o, 0, fs >> 5, ca >> 20, e, d), (o, 1, fs, ca >> 20, e, d)
-	ON CONFLICT (owner, level, sb, tb, ext) DO UPDATE SET n = search_grid.n + excluded.n;
+	INSERT INTO search_grid (owner, tl, sl, sb, tb, ext, n) VALUES
+		(o, 0, 0, fs, ca >> 10, e, d), (o, 0, 1, fs >> 5, ca >> 10, e, d),
+		(o, 1, 0, fs, ca >> 15, e, d), (o, 1, 1, fs >> 5, ca >> 15, e, d),
+		(o, 2, 0, fs, ca >> 20, e, d), (o, 2, 1, fs >> 5, ca >> 20, e, d)
+	ON CONFLICT (owner, tl, sl, sb, tb, ext) DO UPDATE SET n = search_grid.n + excluded.n;
 END
 $$;
 --> statement-breakpoint
@@ -63,13 +68,16 @@ CREATE FUNCTION esync_search_grid_recount() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
 	DELETE FROM search_grid;
-	INSERT INTO search_grid (owner, level, sb, tb, ext, n)
-	SELECT f.owner, k.level, k.sb, f.tb, f.e, count(*)
-	FROM (SELECT owner, coalesce(ext, '') AS e, esync_size_bucket(size_bytes) AS fs, created_at >> 20 AS tb
-		FROM files) AS f
-		CROSS JOIN LATERAL (VALUES (0::smallint, f.fs >> 5), (1::smallint, f.fs)) AS k(level, sb)
-	GROUP BY 1, 2, 3, 4, 5
-	ORDER BY 1, 2, 3, 4, 5;
+	INSERT INTO search_grid (owner, tl, sl, sb, tb, ext, n)
+	SELECT f.owner, k.tl, k.sl, k.sb, k.tb, f.e, count(*)
+	FROM (SELECT owner, coalesce(ext, '') AS e, esync_size_bucket(size_bytes) AS fs, created_at AS ca FROM files) AS f
+		CROSS JOIN LATERAL (VALUES
+			(0::smallint, 0::smallint, f.fs, f.ca >> 10), (0::smallint, 1::smallint, f.fs >> 5, f.ca >> 10),
+			(1::smallint, 0::smallint, f.fs, f.ca >> 15), (1::smallint, 1::smallint, f.fs >> 5, f.ca >> 15),
+			(2::smallint, 0::smallint, f.fs, f.ca >> 20), (2::smallint, 1::smallint, f.fs >> 5, f.ca >> 20)
+		) AS k(tl, sl, sb, tb)
+	GROUP BY 1, 2, 3, 4, 5, 6
+	ORDER BY 1, 2, 3, 4, 5, 6;
 END
 $$;
 --> statement-breakpoint

@@ -1,33 +1,99 @@
 /**
  * @module search/postgres-grid
  * The size x date grid of the PostgreSQL search index (`search_grid`, drizzle/postgres/0008): files
- * per owner, extension, size bucket and `created_at` bucket, at two size levels, kept by a trigger
- * on `files` in the transaction of every write. Size buckets are those of the size histogram
- * (postgres-histogram.ts: level 1 the fine bucket, 32 per power of two; level 0 the power of two);
- * a created bucket is 2^20 s (`created_at >> 20`, about 12 days).
+ * per owner, extension, size bucket and `created_at` bucket at 3 x 2 resolutions, kept by a trigger
+ * on `files` in the transaction of every write.
+ * - Size levels (`sl`): 0 the fine size bucket of the size histogram (postgres-histogram.ts, 32 per
+ *   power of two), 1 the power of two (fine >> 5).
+ * - Time levels (`tl`): 0 `created_at >> 10` (1,024 s), 1 `>> 15` (32,768 s), 2 `>> 20` (~12 days).
  *
  * `countSizeDate` gives the exact number of an owner's files in a size range and a date range
- * (and of some extensions) by splitting the rectangle into:
- * - the date edges: the files of the range's first and last created buckets (the part inside the
- *   range), counted in the `created_at` b-tree, which carries size and extension;
- * - between them, the size edges: the files of the size range's first and last fine size buckets,
- *   counted in the `size_bytes` b-tree, which carries `created_at` and extension;
- * - the cells inside both: fine cells in the range's first and last powers of two, coarse cells
- *   for the powers of two between, each looked up per size bucket over the created buckets.
- * So the rows counted one by one are at most two created buckets and two fine size buckets of files.
+ * (and of some extensions). Each range is cut into its edges (the parts of its first and last
+ * level-0 buckets that it does not cover whole) and pieces: runs of whole buckets, as coarse as
+ * fit (at most 31 buckets at each end of each finer level). The total is then
+ * - the date edges over the whole size range, counted in the `created_at` b-tree (which carries
+ *   size and extension): at most two 1,024 s buckets of files;
+ * - the size edges over the rest of the date range, counted in the `size_bytes` b-tree (which
+ *   carries `created_at` and extension): at most two fine size buckets of files;
+ * - for every pair of a date piece and a size piece, the grid cells at those two levels.
  */
 import type { SQL } from "bun";
 import { fineBucket, fineLo } from "./postgres-histogram.ts";
 
-/** The created bucket of Unix time `t` (seconds). */
-export function createdBucket(t: number): number {
-  return Math.floor(t / 2 ** 20);
+/** Buckets of one level per bucket of the next, in both dimensions. */
+const BRANCH = 32;
+/** Time levels: bits of `created_at` dropped by a level-0 bucket; levels above it. */
+const TIME_SHIFT = 10;
+const TIME_LEVELS = 3;
+const SIZE_LEVELS = 2;
+
+/** One dimension of the grid: its level-0 bucket of a value, and that bucket's smallest value. */
+interface Axis {
+  bucket(v: number): number;
+  lo(b: number): number;
+  levels: number;
 }
 
-/** Fine size buckets per coarse one (a power of two). */
-const FINE_PER_COARSE = 32;
+const TIME: Axis = {
+  bucket: (t) => Math.floor(t / 2 ** TIME_SHIFT),
+  lo: (b) => b * 2 ** TIME_SHIFT,
+  levels: TIME_LEVELS,
+};
+const SIZE: Axis = {
+  bucket: (s) => fineBucket("size_bytes", s),
+  lo: (b) => fineLo("size_bytes", b),
+  levels: SIZE_LEVELS,
+};
 
-/** Integers `a … b` (inclusive; empty when `a > b`). */
+/** A run of whole buckets `a … b` of one level. */
+export interface Piece {
+  level: number;
+  a: number;
+  b: number;
+}
+
+/** A range `[lo, hi]` cut into its edges (value ranges) and whole-bucket pieces covering the rest. */
+export interface Cut {
+  edges: [number, number][];
+  pieces: Piece[];
+  /** The values the pieces cover (null: none), one contiguous range. */
+  inner: [number, number] | null;
+}
+
+/**
+ * `[lo, hi]` (`lo <= hi`) on `axis`: the parts of its end level-0 buckets it does not cover whole
+ * are edges; the whole level-0 buckets between are grouped into the coarsest buckets that fit.
+ */
+export function cutRange(axis: Axis, lo: number, hi: number): Cut {
+  const fa = axis.bucket(lo);
+  const fb = axis.bucket(hi);
+  const edges: [number, number][] = [];
+  let a = axis.lo(fa) === lo ? fa : fa + 1;
+  let b = axis.lo(fb + 1) - 1 === hi ? fb : fb - 1;
+  if (fa === fb && a > b) return { edges: [[lo, hi]], pieces: [], inner: null };
+  if (a > fa) edges.push([lo, axis.lo(fa + 1) - 1]);
+  if (b < fb) edges.push([axis.lo(fb), hi]);
+  if (a > b) return { edges, pieces: [], inner: null };
+  const inner: [number, number] = [axis.lo(a), axis.lo(b + 1) - 1];
+  const pieces: Piece[] = [];
+  for (let level = 0; level < axis.levels; level++) {
+    const top = level === axis.levels - 1;
+    // The whole parent buckets inside a … b.
+    const pa = Math.ceil(a / BRANCH);
+    const pb = Math.floor((b + 1) / BRANCH) - 1;
+    if (top || pa > pb) {
+      pieces.push({ level, a, b });
+      break;
+    }
+    if (a < pa * BRANCH) pieces.push({ level, a, b: pa * BRANCH - 1 });
+    if ((pb + 1) * BRANCH <= b) pieces.push({ level, a: (pb + 1) * BRANCH, b });
+    a = pa;
+    b = pb;
+  }
+  return { edges, pieces, inner };
+}
+
+/** Integers `a … b`. */
 function span(a: number, b: number): number[] {
   const out: number[] = [];
   for (let i = a; i <= b; i++) out.push(i);
@@ -37,8 +103,7 @@ function span(a: number, b: number): number[] {
 /**
  * The exact number of `owner`'s files with an extension in `exts` (null = any, files without one
  * included), `size_bytes` in `size` and `created_at` in `created` (inclusive bounds, low <= high),
- * in `tx`'s snapshot; null when the date range does not span a whole created bucket (then there is
- * no cell inside it, and the caller counts the rows: at most two created buckets of files).
+ * in `tx`'s snapshot.
  */
 export async function countSizeDate(
   tx: Pick<SQL, "unsafe">,
@@ -46,49 +111,32 @@ export async function countSizeDate(
   exts: readonly string[] | null,
   size: readonly [number, number],
   created: readonly [number, number],
-): Promise<number | null> {
-  const ta = createdBucket(created[0]);
-  const tb = createdBucket(created[1]);
-  if (tb - ta < 2) return null;
+): Promise<number> {
   const params: unknown[] = [owner];
   const p = (v: unknown) => {
     params.push(v);
     return `$${params.length}`;
   };
-  const [slo, shi] = size;
-  // Inside: whole created buckets ta + 1 … tb - 1.
-  const inLo = (ta + 1) * 2 ** 20;
-  const inHi = tb * 2 ** 20 - 1;
   const extList = exts ? exts.map((e) => p(e)).join(", ") : null;
   const extRows = extList === null ? "" : ` AND f.ext IN (${extList})`;
   // On the grid, a filter rather than an index condition: PostgreSQL 15 would descend the b-tree
   // once per listed extension.
   const extCells = extList === null ? "" : ` AND (ext IN (${extList})) IS TRUE`;
-  const rows = (sLo: number, sHi: number, cLo: number, cHi: number) =>
-    `(SELECT count(*) FROM files AS f WHERE f.owner = $1 AND f.size_bytes BETWEEN ${p(sLo)} AND ${p(sHi)}
-      AND f.created_at BETWEEN ${p(cLo)} AND ${p(cHi)}${extRows})`;
-  const cells = (level: number, buckets: number[]) =>
-    `(SELECT coalesce(sum(n), 0) FROM search_grid WHERE owner = $1 AND level = ${level}
-      AND sb = ANY(${p(`{${buckets.join(",")}}`)}::bigint[]) AND tb BETWEEN ${p(ta + 1)} AND ${p(tb - 1)}${extCells})`;
-  // The date edges, over the whole size range.
-  const parts = [rows(slo, shi, created[0], inLo - 1), rows(slo, shi, inHi + 1, created[1])];
-  const fa = fineBucket("size_bytes", slo);
-  const fb = fineBucket("size_bytes", shi);
-  if (fa === fb) parts.push(rows(slo, shi, inLo, inHi));
-  else {
-    // The size edges, then the cells between them.
-    parts.push(
-      rows(slo, fineLo("size_bytes", fa + 1) - 1, inLo, inHi),
-      rows(fineLo("size_bytes", fb), shi, inLo, inHi),
-    );
-    const ca = Math.floor(fa / FINE_PER_COARSE);
-    const cb = Math.floor(fb / FINE_PER_COARSE);
-    const fine =
-      ca === cb
-        ? span(fa + 1, fb - 1)
-        : [...span(fa + 1, (ca + 1) * FINE_PER_COARSE - 1), ...span(cb * FINE_PER_COARSE, fb - 1)];
-    if (fine.length > 0) parts.push(cells(1, fine));
-    if (cb > ca + 1) parts.push(cells(0, span(ca + 1, cb - 1)));
+  const rows = (s: readonly [number, number], c: readonly [number, number]) =>
+    `(SELECT count(*) FROM files AS f WHERE f.owner = $1 AND f.size_bytes BETWEEN ${p(s[0])} AND ${p(s[1])}
+      AND f.created_at BETWEEN ${p(c[0])} AND ${p(c[1])}${extRows})`;
+  const t = cutRange(TIME, created[0], created[1]);
+  const parts = t.edges.map((e) => rows(size, e));
+  if (t.inner !== null) {
+    const s = cutRange(SIZE, size[0], size[1]);
+    for (const e of s.edges) parts.push(rows(e, t.inner));
+    // One b-tree descent per size bucket, each reading the cells of the time piece.
+    for (const tp of t.pieces)
+      for (const sp of s.pieces)
+        parts.push(
+          `(SELECT coalesce(sum(n), 0) FROM search_grid WHERE owner = $1 AND tl = ${tp.level} AND sl = ${sp.level}
+            AND sb = ANY(${p(`{${span(sp.a, sp.b).join(",")}}`)}::bigint[]) AND tb BETWEEN ${p(tp.a)} AND ${p(tp.b)}${extCells})`,
+        );
   }
   const [row] = (await tx.unsafe(`SELECT (${parts.join(" + ")})::float8 AS n`, params)) as { n: number }[];
   return Number(row?.n ?? 0);

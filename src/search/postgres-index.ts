@@ -198,8 +198,7 @@ export class PgSearchIndex implements SearchIndex {
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
       let total: number;
       let how: string;
-      // A size range with a date range, nothing else but file_type: the size x date grid (null
-      // when the date range holds no whole created bucket).
+      // A size range with a date range, nothing else but file_type: the size x date grid.
       const gridded =
         bare && f.size !== null && f.created !== null
           ? await countSizeDate(tx, owner, f.exts, f.size, f.created)
