@@ -28,7 +28,7 @@ const TIME_LEVELS = 3;
 const SIZE_LEVELS = 2;
 
 /** One dimension of the grid: its level-0 bucket of a value, and that bucket's smallest value. */
-interface Axis {
+export interface Axis {
   bucket(v: number): number;
   lo(b: number): number;
   levels: number;
@@ -44,6 +44,9 @@ const SIZE: Axis = {
   lo: (b) => fineLo("size_bytes", b),
   levels: SIZE_LEVELS,
 };
+
+/** The two axes of the grid (exported for tests). */
+export const GRID_AXES = { size: SIZE, created: TIME } as const;
 
 /** A run of whole buckets `a … b` of one level. */
 export interface Piece {
