@@ -12,21 +12,24 @@
  *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
  *   BINARY order; descending: the same index backwards); pages past the middle are read from
  *   the far end.
- * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
- *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
+ * - browse: a b-tree on `(owner, folder_hash, dir, file_name, path_hash)`, `dir` being the
+ *   expression `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
  * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
  *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
  *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
- *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
- *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
- *   same REPEATABLE READ snapshot as the page.
+ *   from counters, the two boundary buckets counted in the b-tree); with `file_type`, a size range
+ *   and a date range, the size x date grid (`search_grid`, postgres-grid.ts); a `q` of 3 or 4
+ *   characters alone, its gram counter (`search_grams`); a directory listing with no filter, the
+ *   directory's recursive count less its sub-folders' (`search_dirs`); else `count(*)` of the same
+ *   conditions. All in the same REPEATABLE READ snapshot as the page.
  * - page: the first and last keys of the page are read first (ORDER BY … LIMIT … OFFSET in the
  *   sort b-tree, index-only), then the rows between them and their folder labels in one range
  *   scan of the same b-tree (a nullable sort key: each row by primary key). A deep page (offset 1,000 or more) in size or time order
  *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
- *   that holds it, so at most one bucket of index entries is skipped.
+ *   that holds it, so at most one bucket of index entries is skipped; one in name order with no
+ *   filter starts at the name fence before it (`search_names`, postgres-names.ts).
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005) in the writing
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005, 0008) in the writing
  * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
@@ -122,7 +125,8 @@ export class PgSearchIndex implements SearchIndex {
 
   /**
    * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
-   * bucket that holds it (default 1,000; tests lower it to reach that plan on small data).
+   * bucket that holds it, and one in name order at its name fence (default 1,000; tests lower it
+   * to reach those plans on small data).
    */
   constructor(
     private readonly db: PgDb,
