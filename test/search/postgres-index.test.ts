@@ -313,3 +313,35 @@ test("browse totals of a directory from the directory counters equal the files d
   await index.rebuild();
   await check();
 }, 60_000);
+
+test("concurrent writers of one owner keep every name fence exact while intervals split, with and without the account_usage lock that serializes them", async () => {
+  for (const serialized of [true, false]) {
+    const owner = `fence-race-owner-${serialized}`;
+    const batches = Array.from({ length: 6 }, (_, b) =>
+      counterRows(owner, 15, 100 + b).map((row, i) => ({ ...row, fileName: `n${(i * 37 + b) % 23}.jpg` })),
+    );
+    // account_usage (first trigger to fire) locks the owner's row, so an owner's writers reach
+    // the fence trigger one at a time; off, they race on the fences and the re-check must hold.
+    if (!serialized) await sql`ALTER TABLE files DISABLE TRIGGER account_usage_files`;
+    try {
+      await Promise.all(
+        batches.map(async (rows) => {
+          for (const row of rows) await sut.write([{ kind: "upsert", row }]);
+        }),
+      );
+    } finally {
+      await sql`ALTER TABLE files ENABLE TRIGGER account_usage_files`;
+    }
+    const rows = batches.flat();
+    const index = new PgSearchIndex(db, { locateFromOffset: 1 });
+    for (const offset of [1, 17, 50, 88]) {
+      const qs = `sort_by=file_name&offset=${offset}&limit=7`;
+      const got = await answer(index, owner, qs);
+      const want = modelSearch(rows, parseSearchQuery(new URLSearchParams(qs)));
+      expect({ qs, total: got.total, page: got.page }).toEqual({ qs, ...want });
+    }
+    const [fences] = await sql`SELECT count(*)::int AS n FROM search_names WHERE owner = ${owner}`;
+    expect(fences.n).toBeGreaterThan(10);
+  }
+  await sut.checkConsistent?.();
+}, 60_000);
