@@ -233,7 +233,10 @@ export class PgSearchIndex implements SearchIndex {
         !exact &&
         f.folderHash !== null &&
         f.dir !== null &&
-        /^[^/].*[^/]$|^[^/]$/s.test(f.dir) &&
+        // search_dirs has no row for a folder's root, nor paths with an empty first or last segment.
+        f.dir !== "" &&
+        !f.dir.startsWith("/") &&
+        !f.dir.endsWith("/") &&
         f.q === null &&
         f.exts === null &&
         f.uploader === null &&
