@@ -26,6 +26,7 @@
  *    `bench_naive_*`; PostgreSQL: the sort b-trees, without the trigram index, which is on the
  *    folded name). Each shape gets at most `--naive-reps` runs within `--naive-budget-ms`.
  * Every shape's total_count and first page are checked against the baseline (exactness).
+ * `--shapes img,limit` runs only the shapes whose name contains one of the comma-separated texts.
  * Prints a table and writes JSON to bench/results/search-<time>.json.
  */
 
