@@ -90,14 +90,6 @@ CREATE TABLE "search_names" (
 	PRIMARY KEY ("owner", "file_name", "path_hash", "folder_hash")
 );
 --> statement-breakpoint
--- The fence of owner o at or below the key (nm, ph, fh); null fields when o has none.
-CREATE FUNCTION esync_search_names_fence(o text, nm text, ph bytea, fh text) RETURNS search_names
-LANGUAGE sql STABLE AS $$
-	SELECT * FROM search_names AS s
-	WHERE s.owner = o AND (s.file_name, s.path_hash, s.folder_hash) <= (nm COLLATE "C", ph, fh COLLATE "C")
-	ORDER BY s.file_name DESC, s.path_hash DESC, s.folder_hash DESC LIMIT 1
-$$;
---> statement-breakpoint
 -- Adds d (1 or -1) files to the interval holding the named file (o, nm, ph, fh), then splits the
 -- interval at its middle file when it holds more than 4,000 (or esync.search_names_max).
 CREATE FUNCTION esync_search_names_add(o text, nm text, ph bytea, fh text, d bigint) RETURNS void
@@ -112,8 +104,12 @@ DECLARE
 	most bigint := coalesce(nullif(current_setting('esync.search_names_max', true), '')::bigint, 4000);
 BEGIN
 	LOOP
-		k := esync_search_names_fence(o, nm, ph, fh);
-		IF k.owner IS NULL THEN
+		-- The fence at or below the file's key (in statements of this function, whose plans
+		-- PL/pgSQL keeps), or the empty one for an owner without fences yet.
+		SELECT * INTO k FROM search_names AS s
+		WHERE s.owner = o AND (s.file_name, s.path_hash, s.folder_hash) <= (nm COLLATE "C", ph, fh COLLATE "C")
+		ORDER BY s.file_name DESC, s.path_hash DESC, s.folder_hash DESC LIMIT 1;
+		IF NOT FOUND THEN
 			k := ROW(o, '', ''::bytea, '', 0)::search_names;
 		END IF;
 		INSERT INTO search_names AS s (owner, file_name, path_hash, folder_hash, n)
@@ -122,7 +118,9 @@ BEGIN
 		RETURNING s.n INTO cnt;
 		-- The interval's row is locked now, so no split of it is under way; one that committed
 		-- since the lookup above may have put a fence between it and the file: then move there.
-		again := esync_search_names_fence(o, nm, ph, fh);
+		SELECT * INTO again FROM search_names AS s
+		WHERE s.owner = o AND (s.file_name, s.path_hash, s.folder_hash) <= (nm COLLATE "C", ph, fh COLLATE "C")
+		ORDER BY s.file_name DESC, s.path_hash DESC, s.folder_hash DESC LIMIT 1;
 		EXIT WHEN again.file_name = k.file_name AND again.path_hash = k.path_hash
 			AND again.folder_hash = k.folder_hash;
 		UPDATE search_names AS s SET n = s.n - d WHERE s.owner = o AND s.file_name = k.file_name
@@ -215,3 +213,5 @@ $$;
 SELECT esync_search_grid_recount();
 --> statement-breakpoint
 SELECT esync_search_names_recount();
+--> statement-breakpoint
+ANALYZE search_grid, search_names;
