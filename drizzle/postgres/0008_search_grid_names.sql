@@ -101,7 +101,8 @@ DECLARE
 	cnt bigint;
 	half bigint;
 	m record;
-	most bigint := coalesce(nullif(current_setting('esync.search_names_max', true), '')::bigint, 4000);
+	-- At least 2, so that the middle file lies strictly after the fence.
+	most bigint := greatest(coalesce(nullif(current_setting('esync.search_names_max', true), '')::bigint, 4000), 2);
 BEGIN
 	LOOP
 		-- The fence at or below the file's key (in statements of this function, whose plans
