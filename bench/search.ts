@@ -4,7 +4,7 @@
  *
  *   bun bench/search.ts [--files 1000000] [--folders 50] [--reps 100] [--naive-reps 5]
  *                       [--naive-budget-ms 15000] [--db PATH] [--reuse] [--seed 1] [--no-naive]
- *                       [--database-url postgres://…]
+ *                       [--database-url postgres://…] [--shapes TEXT[,TEXT…]]
  *
  * 1. Generates one account (`--files` over `--folders`; names, extensions, sizes and dates shaped
  *    like a real sync account: camera rolls, documents, source trees, music, archives; 1% legacy
@@ -26,6 +26,7 @@
  *    `bench_naive_*`; PostgreSQL: the sort b-trees, without the trigram index, which is on the
  *    folded name). Each shape gets at most `--naive-reps` runs within `--naive-budget-ms`.
  * Every shape's total_count and first page are checked against the baseline (exactness).
+ * `--shapes img,limit` runs only the shapes whose name contains one of the comma-separated texts.
  * Prints a table and writes JSON to bench/results/search-<time>.json.
  */
 
@@ -61,6 +62,8 @@ const { values: flags } = parseArgs({
     seed: { type: "string", default: "1" },
     "no-naive": { type: "boolean", default: false },
     "database-url": { type: "string" },
+    /** Only the shapes whose name contains one of these comma-separated texts. */
+    shapes: { type: "string" },
   },
 });
 const PG_URL = flags["database-url"];
@@ -774,7 +777,8 @@ interface ShapeResult {
 const results: ShapeResult[] = [];
 try {
   for (let w = 0; w < 3; w++) await backend.request("");
-  for (const shape of shapes) {
+  const only = flags.shapes?.split(",").filter((t) => t !== "");
+  for (const shape of shapes.filter((s) => !only || only.some((t) => s.name.includes(t)))) {
     const ours: number[] = [];
     let exact: boolean | null = null;
     let total = 0;

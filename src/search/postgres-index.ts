@@ -12,27 +12,32 @@
  *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
  *   BINARY order; descending: the same index backwards); pages past the middle are read from
  *   the far end.
- * - browse: a b-tree on `(owner, folder_hash, dir, path_hash)`, `dir` being the expression
- *   `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
+ * - browse: a b-tree on `(owner, folder_hash, dir, file_name, path_hash)`, `dir` being the
+ *   expression `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
  * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
  *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
  *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
- *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
- *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
- *   same REPEATABLE READ snapshot as the page.
+ *   from counters, the two boundary buckets counted in the b-tree); with `file_type`, a size range
+ *   and a date range, the size x date grid (`search_grid`, postgres-grid.ts); a `q` of 3 or 4
+ *   characters alone, its gram counter (`search_grams`); a directory listing with no filter, the
+ *   directory's recursive count less its sub-folders' (`search_dirs`); else `count(*)` of the same
+ *   conditions. All in the same REPEATABLE READ snapshot as the page.
  * - page: the first and last keys of the page are read first (ORDER BY … LIMIT … OFFSET in the
  *   sort b-tree, index-only), then the rows between them and their folder labels in one range
  *   scan of the same b-tree (a nullable sort key: each row by primary key). A deep page (offset 1,000 or more) in size or time order
  *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
- *   that holds it, so at most one bucket of index entries is skipped.
+ *   that holds it, so at most one bucket of index entries is skipped; one in name order with no
+ *   filter starts at the name fence before it (`search_names`, postgres-names.ts).
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005) in the writing
+ * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005, 0008) in the writing
  * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
+import { countSizeDate } from "./postgres-grid.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
+import { seekName } from "./postgres-names.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -120,7 +125,8 @@ export class PgSearchIndex implements SearchIndex {
 
   /**
    * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
-   * bucket that holds it (default 1,000; tests lower it to reach that plan on small data).
+   * bucket that holds it, and one in name order at its name fence (default 1,000; tests lower it
+   * to reach those plans on small data).
    */
   constructor(
     private readonly db: PgDb,
@@ -196,6 +202,11 @@ export class PgSearchIndex implements SearchIndex {
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
       let total: number;
       let how: string;
+      // A size range with a date range, nothing else but file_type: the size x date grid.
+      const gridded =
+        bare && f.size !== null && f.created !== null
+          ? await countSizeDate(tx, owner, f.exts, f.size, f.created)
+          : null;
       if (counted) {
         const [c] = await tx.unsafe(
           `SELECT coalesce(sum(n), 0) AS n FROM search_ext_counts WHERE owner = $1${
@@ -215,6 +226,33 @@ export class PgSearchIndex implements SearchIndex {
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;
+      } else if (gridded !== null) {
+        total = gridded;
+        how = "size x date grid";
+      } else if (
+        !exact &&
+        f.folderHash !== null &&
+        f.dir !== null &&
+        // search_dirs has no row for a folder's root, nor paths with an empty first or last segment.
+        f.dir !== "" &&
+        !f.dir.startsWith("/") &&
+        !f.dir.endsWith("/") &&
+        f.q === null &&
+        f.exts === null &&
+        f.uploader === null &&
+        f.size === null &&
+        f.created === null
+      ) {
+        // The files directly in a directory: its recursive count less its sub-folders' counts.
+        const prefix = `${f.dir}/`;
+        const [c] = await tx.unsafe(
+          `SELECT (coalesce((SELECT sum(file_count) FROM search_dirs WHERE owner = $1 AND folder_hash = $2 AND path = $3), 0)
+             - coalesce((SELECT sum(file_count) FROM search_dirs WHERE owner = $1 AND folder_hash = $2
+                 AND path LIKE $4 AND strpos(substr(path, $5), '/') = 0), 0))::float8 AS n`,
+          [owner, f.folderHash, f.dir, `${escapeLike(prefix)}%`, [...prefix].length + 1],
+        );
+        total = Number(c?.n ?? 0);
+        how = "directory counters";
       } else {
         const [c] = await tx.unsafe(`SELECT count(*) AS n FROM files AS f WHERE ${w.sql}`, w.params);
         total = Number(c?.n ?? 0);
@@ -249,6 +287,32 @@ export class PgSearchIndex implements SearchIndex {
             at.skip,
           );
           steps.push(`page: ${key} histogram, ${key} from ${at.from}, skipping ${at.skip}`);
+          return { total, hits, plan: steps, degraded: null };
+        }
+      }
+      // A deep page in name order with no filter: start at the name fence before it.
+      if (
+        counted &&
+        f.exts === null &&
+        key === "file_name" &&
+        page.offset >= (this.opts.locateFromOffset ?? LOCATE_MIN_OFFSET)
+      ) {
+        // The page's first position in ascending order (descending: read ascending, then reverse).
+        const first = page.descending ? total - end : page.offset;
+        const seek = await seekName(tx, owner, total, first);
+        if (seek !== null) {
+          const n = w.params.length;
+          const hits = await pageRows(
+            tx,
+            `${w.sql} AND (f.file_name, f.path_hash, f.folder_hash) >= ($${n + 1}, $${n + 2}, $${n + 3})`,
+            [...w.params, seek.from.fileName, seek.from.pathHash, seek.from.folderHash],
+            order,
+            false,
+            end - page.offset,
+            seek.skip,
+          );
+          if (page.descending) hits.reverse();
+          steps.push(`page: name fences, from ${JSON.stringify(seek.from.fileName)}, skipping ${seek.skip}`);
           return { total, hits, plan: steps, degraded: null };
         }
       }

@@ -124,11 +124,13 @@ export const files = pgTable(
       t.sizeBytes,
       t.createdAt,
     ),
-    // Browse: the files directly in one directory of a folder (`search_entries.dir` on SQLite).
+    // Browse: the files directly in one directory of a folder (`search_entries.dir` on SQLite),
+    // in name order (the default order of a listing; descending reads it backwards).
     index("files_by_dir").on(
       t.owner,
       t.folderHash,
       sql`btrim(regexp_replace(${t.relativePath}, '[^/]*$', ''), '/')`,
+      t.fileName.asc().nullsFirst(),
       t.pathHash,
     ),
   ],
