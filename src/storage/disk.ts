@@ -189,8 +189,8 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
 
   /**
    * `put` of a fresh key of at most `SMALL_OBJECT_BYTES`: the body is read into memory (checked
-   * against `length`, seen by `onData`), then written by `writeNew`; a failed write removes the
-   * file it created, never one that was there before (`EEXIST`).
+   * against `length`, seen by `onData`), then written by `writeNew`; a failed write or directory
+   * sync removes the file it created, never one that was there before (`EEXIST`).
    */
   private async putSmall(
     target: string,
@@ -219,16 +219,18 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     }
     const bytes = pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces, length);
     const syncFile = this.fsync === "object" || (this.fsync === "persist" && opts.durable === true);
+    let created = false;
     try {
       await writeNew(target, bytes, syncFile);
+      created = true;
+      if (this.fsync !== "off" && opts.durable === true) await syncDirectory(dirname(target));
     } catch (e) {
-      if ((e as { code?: string }).code !== "EEXIST") await unlink(target).catch(() => {});
+      if (created || (e as { code?: string }).code !== "EEXIST") await unlink(target).catch(() => {});
       throw e;
     } finally {
       // Written: the memory of pieces nobody else holds goes back now, not at the next collection.
       if (release) for (const piece of pieces) releasePiece(piece);
     }
-    if (this.fsync !== "off" && opts.durable === true) await syncDirectory(dirname(target));
   }
 
   /**

@@ -249,6 +249,23 @@ describe("DiskBlobStore durable puts", () => {
     }
   });
 
+  test("a small fresh durable put whose directory sync fails rejects and leaves no object", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    const spy = spyOn(fs, "fsync").mockImplementation(((_fd: number, cb: (e: Error | null) => void) =>
+      cb(Object.assign(new Error("EIO: i/o error, fsync (injected)"), { code: "EIO" }))) as typeof fs.fsync);
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      await expect(store.put("b/aa/oblob", body(), 3, { durable: true, fresh: true })).rejects.toMatchObject({
+        code: "EIO",
+      });
+      expect(await store.size("b/aa/oblob")).toBeNull();
+    } finally {
+      spy.mockRestore();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("with fsync off, a durable put syncs nothing", async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
     try {
