@@ -19,10 +19,12 @@
  * and the ratios. Figures per run: files/s (wall), server CPU ms per file (utime + stime of the
  * server process from /proc over the timed part), the server's peak RSS (upload), and the CLI
  * process's CPU ms per file (push, the whole process). The machine may be shared: CPU ms per file
- * is the steadier figure. Writes JSON to bench/results/small-files-<time>.json.
+ * is the steadier figure. The upload part also measures this process (its HTTP client: utime + stime
+ * of all its threads over the timed part) and the server per thread name (/proc/<pid>/task): on
+ * one machine the rate is bounded by 2 cores / (server + bench client CPU per file). Writes JSON to bench/results/small-files-<time>.json.
  */
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { u8aToHex } from "@polkadot/util";
@@ -143,6 +145,28 @@ if (!flags["skip-push"]) {
   console.log(`push tree: ${flags.tree} (${treeFiles} files)`);
 }
 
+/** CPU seconds (utime + stime) of each thread of process `pid`, summed by thread name. */
+function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
 async function cpuSeconds(pid: number): Promise<number> {
   const stat = await Bun.file(`/proc/${pid}/stat`).text();
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -152,6 +176,10 @@ async function cpuSeconds(pid: number): Promise<number> {
 interface UploadRun {
   filesPerSecond: number;
   serverCpuMsPerFile: number;
+  /** utime + stime of this bench process (its HTTP client, all threads) over the timed part. */
+  clientCpuMsPerFile: number;
+  /** Server CPU ms per file by thread name (threads of one name summed), over the timed part. */
+  serverThreadCpuMsPerFile: Record<string, number>;
   peakRssMiB: number;
   failed: number;
 }
@@ -177,6 +205,8 @@ async function uploadRun(server: ServerProcess): Promise<UploadRun> {
     peak = Math.max(peak, (await currentRss(server.pid)) ?? 0);
   }, 50);
   const cpu0 = await cpuSeconds(server.pid);
+  const threads0 = threadCpuSeconds(server.pid);
+  const self0 = process.cpuUsage();
   const t0 = performance.now();
   let next = 0;
   let failed = 0;
@@ -194,12 +224,20 @@ async function uploadRun(server: ServerProcess): Promise<UploadRun> {
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
+  const self = process.cpuUsage(self0);
   const cpu = (await cpuSeconds(server.pid)) - cpu0;
+  const threads: Record<string, number> = {};
+  for (const [name, s] of threadCpuSeconds(server.pid)) {
+    const ms = ((s - (threads0.get(name) ?? 0)) * 1000) / N;
+    if (ms >= 0.005) threads[name] = Math.round(ms * 1000) / 1000;
+  }
   clearInterval(sampler);
   peak = Math.max(peak, (await peakRss(server.pid)) ?? 0);
   return {
     filesPerSecond: N / seconds,
     serverCpuMsPerFile: (cpu * 1000) / N,
+    clientCpuMsPerFile: (self.user + self.system) / 1000 / N,
+    serverThreadCpuMsPerFile: threads,
     peakRssMiB: peak / 1024 / 1024,
     failed,
   };
@@ -269,7 +307,13 @@ for (let round = 0; round < ROUNDS; round++) {
       runs[v.name]?.upload.push(u);
       console.log(
         `round ${round + 1} ${v.name.padEnd(12)} upload ${u.filesPerSecond.toFixed(0).padStart(5)} files/s, ` +
-          `server ${u.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, peak RSS ${u.peakRssMiB.toFixed(0)} MiB, ${u.failed} failed`,
+          `server ${u.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, bench client ${u.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, peak RSS ${u.peakRssMiB.toFixed(0)} MiB, ${u.failed} failed`,
+      );
+      console.log(
+        `        server threads (CPU-ms/file): ${Object.entries(u.serverThreadCpuMsPerFile)
+          .sort((a, b) => b[1] - a[1])
+          .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+          .join(", ")}`,
       );
       if (!flags["skip-push"]) {
         const p = await pushRun(v, server);
@@ -303,6 +347,7 @@ for (const v of variants) {
   medians[v.name] = {
     uploadFilesPerSecond: median(r.upload.map((x) => x.filesPerSecond)),
     uploadServerCpuMsPerFile: median(r.upload.map((x) => x.serverCpuMsPerFile)),
+    uploadClientCpuMsPerFile: median(r.upload.map((x) => x.clientCpuMsPerFile)),
     uploadPeakRssMiB: median(r.upload.map((x) => x.peakRssMiB)),
     pushFilesPerSecond: median(r.push.map((x) => x.filesPerSecond)),
     pushServerCpuMsPerFile: median(r.push.map((x) => x.serverCpuMsPerFile)),
@@ -314,14 +359,14 @@ console.log(
     (flags["skip-push"] ? "" : `; push of ${treeFiles} files`),
 );
 console.log(
-  "| checkout | upload files/s | server CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file |",
+  "| checkout | upload files/s | server CPU-ms/file | bench client CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file |",
 );
-console.log("|---|---:|---:|---:|---:|---:|---:|");
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
 for (const v of variants) {
   const m = medians[v.name] as Record<string, number>;
   const f = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "" : x.toFixed(d));
   console.log(
-    `| ${v.name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
+    `| ${v.name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadClientCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
       `${f(m.pushFilesPerSecond, 0)} | ${f(m.pushServerCpuMsPerFile, 2)} | ${f(m.pushClientCpuMsPerFile, 2)} |`,
   );
 }

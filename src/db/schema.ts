@@ -34,7 +34,8 @@ export const folders = sqliteTable(
 /**
  * One row per live file: the RemoteFileEntry fields (spec §2.5) plus where its ciphertext lives.
  * The ciphertext is the blob `blob_id`, stored as `chunk_count` chunk objects of `chunk_size`
- * bytes (last one shorter); chunk i is object `<blob_id>/<i>.<chunk_gens[i]>`.
+ * bytes (last one shorter); their object keys are `chunkKey(blob_id, i, chunk_gens[i])`
+ * (src/storage/layout.ts).
  */
 export const files = sqliteTable(
   "files",

@@ -10,7 +10,7 @@ import { type ConflictDetails, fail } from "../errors/errors.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
-import { type BlobLayout, blobPrefix, readBlobRange } from "../storage/layout.ts";
+import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
@@ -348,7 +348,7 @@ export class FilesService {
       now,
     );
     if (current && current.blobId !== blob.blobId)
-      await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + this.graceSeconds);
+      await tx.deletionQueue.enqueue([blobTarget(current.blobId)], now + this.graceSeconds);
     const result: UploadResult = {
       upload_id: row.uploadId,
       timestamp: now,
@@ -608,7 +608,7 @@ async function removeRow(
   if (!current) return false;
   if (!(await tx.files.remove(owner, folderHash, pathHash))) return false;
   await tx.folders.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-  await tx.deletionQueue.enqueue([blobPrefix(current.blobId)], now + graceSeconds);
+  await tx.deletionQueue.enqueue([blobTarget(current.blobId)], now + graceSeconds);
   return true;
 }
 

@@ -7,8 +7,8 @@
  * @remix-run/multipart-parser; a larger or undeclared one is parsed as it streams by
  * @fastify/busboy and its ciphertext streams to a spool file while its BLAKE3 is computed. The
  * same rules and errors hold on both paths. Only a verified
- * ciphertext whose revision precondition holds is moved into the blob store (one chunk object)
- * and committed like a finalized session, so the two are indistinguishable afterwards. The write
+ * ciphertext whose revision precondition holds is moved into the blob store (a one-object blob,
+ * src/storage/layout.ts) and committed like a finalized session, so the two are indistinguishable afterwards. The write
  * intent of the blob is recorded before its first byte lands in the store and claimed by the
  * commit (see `DeletionQueueRepository`); the spool directory is emptied at start-up.
  * A full disk or quota (ENOSPC/EDQUOT) while spooling or storing is 507 `storage_full`.
@@ -23,7 +23,7 @@ import { MaxPartsExceededError, parseMultipart } from "@remix-run/multipart-pars
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
-import { blobPrefix, chunkKey } from "../storage/layout.ts";
+import { blobTarget, chunkKey, deleteBlob, newOneObjectBlobId } from "../storage/layout.ts";
 import { blake3Hex, createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
@@ -130,10 +130,10 @@ export class SingleUploadService {
       }
       // Reject revision conflicts before moving any bytes into the blob store.
       await this.files.precheck(manifest);
-      const blobId = randomHex(16);
-      const gen = randomHex(6);
-      const key = chunkKey(blobId, 0, gen);
-      const intent = await this.deletions.reserve(blobPrefix(blobId), this.clock.now());
+      // A one-object blob (src/storage/layout.ts): its object lands without a directory of its own.
+      const blobId = newOneObjectBlobId();
+      const key = chunkKey(blobId, 0, "");
+      const intent = await this.deletions.reserve(blobTarget(blobId), this.clock.now());
       const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
@@ -156,7 +156,7 @@ export class SingleUploadService {
             chunkSize: size,
             chunkCount: 1,
             size,
-            gens: [gen],
+            gens: [""],
             ciphertextHash: hash,
             chunkHashes: null,
           },
@@ -178,9 +178,9 @@ export class SingleUploadService {
    * at once when the store allows it (else the sweeper does it).
    */
   private async discard(intent: number, blobId: string): Promise<void> {
-    await this.deletions.release(intent, blobPrefix(blobId), this.clock.now());
+    await this.deletions.release(intent, blobTarget(blobId), this.clock.now());
     try {
-      await this.blobs.deletePrefix(blobPrefix(blobId));
+      await deleteBlob(this.blobs, blobId);
       await this.deletions.done(intent);
     } catch (e) {
       this.log.warn("upload.discard_failed", { blob: blobId, error: e as Error });

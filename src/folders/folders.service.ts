@@ -6,7 +6,7 @@
 import type { MetadataStore } from "../db/store.ts";
 import { fail } from "../errors/errors.ts";
 import { isRelativePath } from "../files/paths.ts";
-import { blobPrefix } from "../storage/layout.ts";
+import { blobTarget } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { RemoteFolderInfo } from "../wire/types.ts";
@@ -70,7 +70,7 @@ export class FoldersService {
         throw fail("not_found", "No folder is registered at this folder_hash for this user");
       const blobIds = await tx.files.blobIdsOfFolder(owner, folderHash);
       const deleted = await tx.files.removeFolder(owner, folderHash);
-      await tx.deletionQueue.enqueue(blobIds.map(blobPrefix), this.clock.now() + this.graceSeconds);
+      await tx.deletionQueue.enqueue(blobIds.map(blobTarget), this.clock.now() + this.graceSeconds);
       await tx.folders.remove(owner, folderHash);
       await tx.folderEntries.removeFolder(owner, folderHash);
       return deleted;

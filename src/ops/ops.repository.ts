@@ -6,6 +6,8 @@
  */
 import { chunkKey } from "../storage/layout.ts";
 
+export { blobIdOfKey } from "../storage/layout.ts";
+
 /** The chunk layout of one file row: what its chunk objects are called and how long they are. */
 export interface FileLayout {
   owner: string;
@@ -125,12 +127,6 @@ export interface OpsRepository {
   releaseStuckSession(sessionId: string, now: number, expiresAt: number): Promise<boolean>;
   /** The aggregates of `StoreTotals` at `now` (Unix seconds). */
   totals(now: number): Promise<StoreTotals>;
-}
-
-/** The blob id of object `key` (`b/xx/<blob id>/…`, src/storage/layout.ts), or null for another key. */
-export function blobIdOfKey(key: string): string | null {
-  const parts = key.split("/");
-  return parts.length >= 4 && parts[0] === "b" && parts[2] ? parts[2] : null;
 }
 
 /** Every prefix (ending in `/`) of `key`, shortest first: `a/`, `a/b/`, … */

@@ -3,12 +3,25 @@
  * Local-disk `BlobStore`: object `a/b/c` is the file `<root>/a/b/c`. Writes stream into a
  * temporary file in `<root>/.tmp/` and are renamed over the target, so a reader sees the old
  * object or the whole new one; a failed write leaves nothing behind. A write to a fresh key
- * (`PutOptions.fresh`: a key nobody reads yet) goes straight to its file instead.
+ * (`PutOptions.fresh`: a key nobody reads yet) goes straight to its file instead; a small one is
+ * collected in memory first and written, synced and closed in one call.
  * Deleting objects also removes the directories they leave empty (up to the root), so emptied
  * `b/xx/` directories do not pile up; a write racing that removal recreates its directory.
  */
 import { randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
+import { closeSync, fsync, openSync } from "node:fs";
+import {
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { ownPieces, piecesOwned, releasePiece } from "../util/release.ts";
 import {
@@ -52,13 +65,38 @@ async function openNew(path: string): Promise<FileHandle> {
   }
 }
 
-/** Makes the entries of directory `dir` (a rename into it) durable. */
+/**
+ * Largest object a fresh `put` collects in memory and writes with one call (create, write,
+ * fsync and close in one job of the file-system thread pool) instead of a write per piece.
+ */
+const SMALL_OBJECT_BYTES = 1024 * 1024;
+
+/**
+ * Makes the entries of directory `dir` (a file created or renamed into it) durable. Opening and
+ * closing a directory of the local file system does no I/O, so only the fsync leaves this thread.
+ */
 async function syncDirectory(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
+  const fd = openSync(dir, "r");
   try {
-    await fh.sync();
+    await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
   } finally {
-    await fh.close();
+    closeSync(fd);
+  }
+}
+
+/**
+ * Creates the file `path` holding `bytes` (`EEXIST` when it exists), fsynced before it is closed
+ * when `sync`, recreating its directory if it is gone (as `openNew`).
+ */
+async function writeNew(path: string, bytes: Uint8Array, sync: boolean): Promise<void> {
+  // `flush` (Node >= 21, Bun) fsyncs the file before closing it, in the same job.
+  const options = { flag: "wx", flush: sync } as const;
+  try {
+    await writeFile(path, bytes, options);
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ENOENT") throw e;
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, bytes, options);
   }
 }
 
@@ -94,6 +132,7 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     opts: PutOptions = {},
   ): Promise<void> {
     const target = this.path(key);
+    if (opts.fresh && length <= SMALL_OBJECT_BYTES) return this.putSmall(target, body, length, opts);
     const dir = dirname(target);
     // Temporary files live in one directory on the same file system, so a crash leaves nothing
     // inside blob folders and start-up (`check`) clears them all at once. A fresh key
@@ -145,6 +184,52 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
       if (!closed) await fh.close().catch(() => {});
       await unlink(file).catch(() => {});
       throw e;
+    }
+  }
+
+  /**
+   * `put` of a fresh key of at most `SMALL_OBJECT_BYTES`: the body is read into memory (checked
+   * against `length`, seen by `onData`), then written by `writeNew`; a failed write or directory
+   * sync removes the file it created, never one that was there before (`EEXIST`).
+   */
+  private async putSmall(
+    target: string,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts: PutOptions,
+  ): Promise<void> {
+    const release = piecesOwned(body);
+    const reader = body.getReader();
+    const pieces: Uint8Array[] = [];
+    try {
+      let seen = 0;
+      for (;;) {
+        if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
+        const { done, value } = await reader.read();
+        if (done) break;
+        seen += value.byteLength;
+        if (seen > length) throw new BlobLengthError(length, seen);
+        opts.onData?.(value);
+        pieces.push(value);
+      }
+      if (seen !== length) throw new BlobLengthError(length, seen);
+    } catch (e) {
+      await reader.cancel(e).catch(() => {});
+      throw e;
+    }
+    const bytes = pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces, length);
+    const syncFile = this.fsync === "object" || (this.fsync === "persist" && opts.durable === true);
+    let created = false;
+    try {
+      await writeNew(target, bytes, syncFile);
+      created = true;
+      if (this.fsync !== "off" && opts.durable === true) await syncDirectory(dirname(target));
+    } catch (e) {
+      if (created || (e as { code?: string }).code !== "EEXIST") await unlink(target).catch(() => {});
+      throw e;
+    } finally {
+      // Written: the memory of pieces nobody else holds goes back now, not at the next collection.
+      if (release) for (const piece of pieces) releasePiece(piece);
     }
   }
 

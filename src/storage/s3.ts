@@ -4,8 +4,9 @@
  *
  * Object-key layout in the bucket: blob-store key `k` is the S3 object `<prefix>/<k>`, or `k`
  * itself when the configured prefix is empty. With the layout of `src/storage/layout.ts` a chunk
- * is therefore `<prefix>/<blob_id>/<index>`, and every chunk of one blob shares the S3 prefix
- * `<prefix>/<blob_id>/`, which `list` and `deletePrefix` walk with ListObjectsV2. Nothing else
+ * of a chunked blob is therefore `<prefix>/b/<xx>/<blob_id>/<index>.<gen>`, and every chunk of one
+ * blob shares the S3 prefix `<prefix>/b/<xx>/<blob_id>/`, which `list` and `deletePrefix` walk with
+ * ListObjectsV2; a one-object blob is the single object `<prefix>/b/<xx>/<blob_id>`. Nothing else
  * is stored in the bucket: no temporary objects, no multipart uploads, no metadata objects.
  *
  * Writes are one plain PUT each, with `Content-Length` set to the declared length and the body

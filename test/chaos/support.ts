@@ -323,8 +323,8 @@ export interface DataDirReport {
 
 /**
  * Independent, read-only check of a disk-store data directory (`<dataDir>/esync.sqlite` and
- * `<dataDir>/blobs`), without the server's code: every object `b/<xx>/<blob>/<i>.<gen>` (and
- * every staging file) must be a chunk of a file row (exact key), belong to the blob of a session
+ * `<dataDir>/blobs`), without the server's code: every object `b/<xx>/<blob>/<i>.<gen>` or
+ * `b/<xx>/o<blob>` (and every staging file) must be a chunk of a file row (exact key), belong to the blob of a session
  * still `receiving`/`finalizing` (any key under its prefix: the session's abort or expiry
  * deletes the prefix), or be covered by a deletion-queue entry (key or prefix). Anything else is
  * an orphan: bytes on disk that no sweep will ever reclaim.
@@ -343,9 +343,12 @@ export function inspectDataDir(dataDir: string): DataDirReport {
       blob_id: string;
       chunk_gens: string;
     }[]) {
-      (JSON.parse(row.chunk_gens) as string[]).forEach((gen, i) => {
-        fileKeys.add(`b/${row.blob_id.slice(0, 2)}/${row.blob_id}/${i}.${gen}`);
-      });
+      // A one-object blob (`o` + hex, single-shot /upload) is the one object `b/<id[1..3]>/<id>`.
+      if (row.blob_id.startsWith("o")) fileKeys.add(`b/${row.blob_id.slice(1, 3)}/${row.blob_id}`);
+      else
+        (JSON.parse(row.chunk_gens) as string[]).forEach((gen, i) => {
+          fileKeys.add(`b/${row.blob_id.slice(0, 2)}/${row.blob_id}/${i}.${gen}`);
+        });
     }
     const livePrefixes = new Set<string>();
     for (const row of db

@@ -4,9 +4,11 @@
  * presence, hash and owner checks, revisions, and indistinguishability from a finalized session.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import type { BlobStore, PutOptions } from "../../src/storage/blob-store.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
-import { makeTestApp, type TestApp } from "../support/app.ts";
+import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
   authAt,
@@ -18,6 +20,7 @@ import {
   FOLDER,
   fileIdOf,
   filesUnder,
+  rowsOf,
   snapshot,
   stateOf,
   UPLOAD_RESULT_KEYS,
@@ -465,5 +468,65 @@ describe("how /upload stores its blob", () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe("the one-object blob of /upload (src/storage/layout.ts)", () => {
+  test("stores the ciphertext as the one object b/<xx>/o<id>, no directory of its own, and serves it back (200)", async () => {
+    const u = newUser();
+    const ct = binaryNotUtf8(3000);
+    const m = makeManifest({ owner: u.address, ciphertext: ct });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+    const [row] = (await rowsOf(t, "files")) as {
+      blob_id: string;
+      chunk_count: number;
+      chunk_gens: string;
+    }[];
+    expect(row?.blob_id).toMatch(/^o[0-9a-f]{32}$/);
+    expect([row?.chunk_count, row?.chunk_gens]).toEqual([1, '[""]']);
+    const key = `b/${row?.blob_id.slice(1, 3)}/${row?.blob_id}`;
+    expect(await t.blobs.list("")).toEqual([key]);
+    if (t.blobs.kind === "disk") expect(statSync(join(t.config.blobDir, key)).isFile()).toBe(true);
+    expect((await bytesOf(u, m)).equals(ct)).toBe(true);
+  });
+
+  test("a replaced one-object blob and a replaced blob of the directory layout are both deleted after the grace period, then an unregistered folder's", async () => {
+    await t.close();
+    t = makeTestApp({ ESYNC_BLOB_GRACE_SECONDS: "0" });
+    const u = newUser();
+    const folder = { ss58_address: u.address, folder_hash: FOLDER };
+    expect(
+      (await t.json("/register_folder", jsonInit("POST", authAt(t, u), { ...folder, label: "x" }))).status,
+    ).toBe(200);
+    // The directory layout: a session's blob, which is also how /upload stored files before.
+    const v1 = binaryNotUtf8(700);
+    const { result: r1 } = await uploadViaSession(t, u, v1, { path: "x.bin", chunkSize: 1024 });
+    const v2 = binaryNotUtf8(900);
+    const m2 = makeManifest({
+      owner: u.address,
+      ciphertext: v2,
+      path: "x.bin",
+      revisionSeq: 2,
+      baseRevisionId: r1.revision_id,
+    });
+    const r2 = expectSuccess(await uploadSingle(t, authAt(t, u), m2, v2), UPLOAD_RESULT_KEYS);
+    const v3 = binaryNotUtf8(1100);
+    const m3 = makeManifest({
+      owner: u.address,
+      ciphertext: v3,
+      path: "x.bin",
+      revisionSeq: 3,
+      baseRevisionId: r2.revision_id,
+    });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m3, v3), UPLOAD_RESULT_KEYS);
+    expect(await t.blobs.list("")).toHaveLength(3);
+    await t.sweeper.runOnce();
+    const [row] = (await rowsOf(t, "files")) as { blob_id: string }[];
+    expect(await t.blobs.list("")).toEqual([`b/${row?.blob_id.slice(1, 3)}/${row?.blob_id}`]);
+    expect((await bytesOf(u, m3)).equals(v3)).toBe(true);
+    expect((await t.json("/unregister_folder", jsonInit("DELETE", authAt(t, u), folder))).status).toBe(200);
+    await t.sweeper.runOnce();
+    expect(await t.blobs.list("")).toEqual([]);
+    expect(await rowsOf(t, "blob_deletions")).toEqual([]);
   });
 });

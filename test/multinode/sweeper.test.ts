@@ -48,11 +48,16 @@ afterAll(async () => {
   await cluster?.close();
 }, 120_000);
 
-/** Blob id → number of chunk objects, from the bucket listing (`<prefix>/b/xx/<blob>/<i>.<gen>`). */
+/**
+ * Blob id → number of objects, from the bucket listing: a chunked blob's chunks
+ * (`<prefix>/b/xx/<blob>/<i>.<gen>`) or a one-object blob's object (`<prefix>/b/xx/o<blob>`).
+ */
 function blobsOf(keys: string[]): Map<string, number> {
   const out = new Map<string, number>();
   for (const k of keys) {
-    const m = /\/b\/[0-9a-f]{2}\/([0-9a-f]+)\/\d+\.[0-9a-f]+$/.exec(k);
+    const m =
+      /\/b\/[0-9a-f]{2}\/([0-9a-f]+)\/\d+\.[0-9a-f]+$/.exec(k) ??
+      /\/b\/[0-9a-f]{2}\/(o[0-9a-f]{32})$/.exec(k);
     if (!m) throw new Error(`unexpected object key ${k}`);
     out.set(m[1]!, (out.get(m[1]!) ?? 0) + 1);
   }

@@ -12,7 +12,7 @@ import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import { LeaseHolders } from "../../src/sessions/lease-holder.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
-import { blobPrefix } from "../../src/storage/layout.ts";
+import { blobPrefix, blobTarget, chunkKey } from "../../src/storage/layout.ts";
 import {
   authAt,
   blobFiles,
@@ -244,7 +244,7 @@ for (const dialect of ["sqlite", "postgres"] as const)
       for (const key of stray) await putRaw(key, new Uint8Array(4));
       const rows = (await rowsOf(t, "files")) as { blob_id: string; chunk_gens: string }[];
       const keyOf = (r: { blob_id: string; chunk_gens: string }) =>
-        `${blobPrefix(r.blob_id)}0.${(JSON.parse(r.chunk_gens) as string[])[0]}`;
+        chunkKey(r.blob_id, 0, (JSON.parse(r.chunk_gens) as string[])[0] as string);
       await t.blobs.delete([keyOf(rows[1]!)]);
       await putRaw(keyOf(rows[7]!), new Uint8Array(1));
       const found = (r: Awaited<ReturnType<typeof fsck>>) => r.problems.map((p) => [p.kind, p.key]).sort();
@@ -353,7 +353,7 @@ for (const dialect of ["sqlite", "postgres"] as const)
       const deleting = t.store.transaction(async (tx) => {
         await tx.files.remove(u.address, FOLDER, gone!.path_hash);
         await tx.folders.applyFileChange(u.address, FOLDER, -1, -gone!.size_bytes, t.clock.now());
-        await tx.deletionQueue.enqueue([blobPrefix(gone!.blob_id)], t.clock.now() + 3600);
+        await tx.deletionQueue.enqueue([blobTarget(gone!.blob_id)], t.clock.now() + 3600);
         changed();
         await go;
       });

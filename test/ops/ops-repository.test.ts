@@ -5,8 +5,10 @@
  * of its prefixes; any other object, a stray generation in a file's blob included, is not.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { pgDb } from "../../src/db/postgres/store.ts";
+import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import type { AccountedPage, FileLayout } from "../../src/ops/ops.repository.ts";
-import { blobPrefix, chunkKey } from "../../src/storage/layout.ts";
+import { blobPrefix, blobTarget, chunkKey } from "../../src/storage/layout.ts";
 import {
   authAt,
   expectSuccess,
@@ -14,6 +16,7 @@ import {
   rowsOf,
   UPLOAD_RESULT_KEYS,
   uploadSingle,
+  uploadViaSession,
 } from "../http/helpers.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
@@ -21,6 +24,13 @@ import { PG_SETUP_TIMEOUT_MS, type PgLease, pgMigratedDatabase, pgTestServer } f
 
 let t: TestApp;
 let lease: PgLease | null = null;
+
+/** Removes every upload session row (what the sweeper does to finished sessions in time). */
+async function deleteSessionRows(): Promise<void> {
+  const sqlite = sqliteDb(t.store);
+  if (sqlite) sqlite.$client.query("DELETE FROM upload_sessions").run();
+  else await pgDb(t.store)?.$client.unsafe("DELETE FROM upload_sessions");
+}
 
 for (const dialect of ["sqlite", "postgres"] as const)
   describe(`OpsRepository.isReferenced on ${dialect}`, () => {
@@ -37,13 +47,29 @@ for (const dialect of ["sqlite", "postgres"] as const)
     test("holds a file's chunk object but not another generation of it in the same blob", async () => {
       const u = newUser();
       const ct = randomCiphertext(700);
-      const m = makeManifest({ owner: u.address, ciphertext: ct });
-      expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+      await uploadViaSession(t, u, ct, { chunkSize: 1000 });
+      await deleteSessionRows(); // a finished session's row would hold its whole blob
       const row = (await rowsOf(t, "files"))[0] as { blob_id: string; chunk_gens: string };
       const gen = (JSON.parse(row.chunk_gens) as string[])[0] as string;
       expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 0, gen))).toBe(true);
       expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 0, "ffffffffffff"))).toBe(false);
       expect(await t.store.repos.ops.isReferenced(chunkKey(row.blob_id, 1, gen))).toBe(false);
+    });
+
+    test("holds a single-shot upload's one object (b/xx/o<id>) but no other key named after its blob", async () => {
+      const u = newUser();
+      const ct = randomCiphertext(700);
+      const m = makeManifest({ owner: u.address, ciphertext: ct });
+      expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+      const row = (await rowsOf(t, "files"))[0] as { blob_id: string };
+      const key = blobTarget(row.blob_id);
+      expect(key).toBe(`b/${row.blob_id.slice(1, 3)}/${row.blob_id}`);
+      expect(await t.store.repos.ops.isReferenced(key)).toBe(true);
+      expect(await t.store.repos.ops.isReferenced(`${key}.1`)).toBe(false);
+      expect(await t.store.repos.ops.isReferenced(`${key}/0.aa`)).toBe(false);
+      expect(await t.store.repos.ops.isReferenced(`b/${row.blob_id.slice(1, 3)}/o${"f".repeat(32)}`)).toBe(
+        false,
+      );
     });
 
     test("holds any object in an upload session's blob", async () => {

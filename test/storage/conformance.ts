@@ -263,6 +263,26 @@ export function blobStoreConformance(name: string, make: () => Promise<StoreUnde
       expect(await s.list(p)).toEqual([`${p}xy/0`]);
     });
 
+    test("objects directly in a folder and prefixes of objects beside them are stored and deleted independently", async () => {
+      // The blob layout's shard: one-object blobs `b/xx/o<id>` beside chunked blobs `b/xx/<id>/<i>.<gen>`.
+      const s = store();
+      const p = fresh();
+      await s.put(`${p}a1/0.g`, bodyOf(pattern(5, 12)), 5);
+      await s.put(`${p}oa1`, bodyOf(pattern(6, 12)), 6, { fresh: true, durable: true });
+      await s.put(`${p}oa2`, bodyOf(pattern(7, 12)), 7, { fresh: true, durable: true });
+      expect((await s.list(p)).sort()).toEqual([`${p}a1/0.g`, `${p}oa1`, `${p}oa2`]);
+      expect(await s.size(`${p}oa2`)).toBe(7);
+      await s.deletePrefix(`${p}a1/`);
+      expect((await s.list(p)).sort()).toEqual([`${p}oa1`, `${p}oa2`]);
+      await s.delete([`${p}oa1`]);
+      expect(await s.list(p)).toEqual([`${p}oa2`]);
+      expect(await readAll(await s.get(`${p}oa2`))).toEqual(pattern(7, 12));
+      await s.delete([`${p}oa2`]);
+      expect(await s.list(p)).toEqual([]);
+      await s.put(`${p}oa3`, bodyOf(pattern(2, 12)), 2, { fresh: true });
+      expect(await s.size(`${p}oa3`)).toBe(2);
+    });
+
     test("deletePrefix rejects a prefix that does not end in /", async () => {
       expect(await rejection(store().deletePrefix(`${fresh()}x`))).toBeInstanceOf(Error);
     });

@@ -1,5 +1,6 @@
 /** The disk backend passes the shared BlobStore conformance suite on a temporary directory. */
 import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import {
   existsSync,
   mkdirSync,
@@ -11,6 +12,7 @@ import {
   watch,
   writeFileSync,
 } from "node:fs";
+import * as fsp from "node:fs/promises";
 import { type FileHandle, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -149,21 +151,36 @@ describe("DiskBlobStore memory of body pieces", () => {
 });
 
 describe("DiskBlobStore durable puts", () => {
-  /** The paths `FileHandle.sync` is called on while `fn` runs (read from /proc/self/fd at each call). */
+  /**
+   * The paths synced while `fn` runs, in order: `FileHandle.sync` and `fs.fsync` calls (the path
+   * read from /proc/self/fd at each call) and files written by `writeFile` with `flush`.
+   */
   async function syncedDuring(root: string, fn: () => Promise<void>): Promise<string[]> {
     const probe = await open(root, "r");
     const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
     await probe.close();
     const original = proto.sync;
+    const originalFsync = fs.fsync;
+    const originalWriteFile = fsp.writeFile;
     const paths: string[] = [];
-    const spy = spyOn(proto, "sync").mockImplementation(function (this: FileHandle) {
-      paths.push(readlinkSync(`/proc/self/fd/${this.fd}`));
-      return original.call(this);
-    });
+    const spies = [
+      spyOn(proto, "sync").mockImplementation(function (this: FileHandle) {
+        paths.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+        return original.call(this);
+      }),
+      spyOn(fs, "fsync").mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+        paths.push(readlinkSync(`/proc/self/fd/${fd}`));
+        return originalFsync(fd, cb);
+      }) as typeof fs.fsync),
+      spyOn(fsp, "writeFile").mockImplementation((async (...args: Parameters<typeof fsp.writeFile>) => {
+        await originalWriteFile(...args);
+        if ((args[2] as { flush?: boolean } | undefined)?.flush) paths.push(String(args[0]));
+      }) as typeof fsp.writeFile),
+    ];
     try {
       await fn();
     } finally {
-      spy.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     }
     return paths;
   }
@@ -195,6 +212,56 @@ describe("DiskBlobStore durable puts", () => {
       const persisted = await syncedDuring(root, () => store.persist(["b/aa/blob/0.g"]));
       expect(persisted).toEqual([join(root, "b", "aa", "blob", "0.g"), join(root, "b", "aa", "blob")]);
     } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a small fresh durable put syncs its file before resolving, then its directory, and stages nothing", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      const synced = await syncedDuring(root, () =>
+        store.put("b/aa/oblob", body(), 3, { durable: true, fresh: true }),
+      );
+      expect(synced).toEqual([join(root, "b", "aa", "oblob"), join(root, "b", "aa")]);
+      expect(readFileSync(join(root, "b", "aa", "oblob"))).toEqual(Buffer.from([1, 2, 3]));
+      const persisted = await syncedDuring(root, () => store.persist(["b/aa/oblob"]));
+      expect(persisted).toEqual([join(root, "b", "aa", "oblob"), join(root, "b", "aa")]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a small fresh put over an existing object fails with EEXIST and leaves that object as it was", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      await store.put("b/aa/oblob", body(), 3, { durable: true, fresh: true });
+      const other = new Blob([new Uint8Array([9, 9])]).stream() as ReadableStream<Uint8Array>;
+      await expect(store.put("b/aa/oblob", other, 2, { durable: true, fresh: true })).rejects.toMatchObject({
+        code: "EEXIST",
+      });
+      expect(readFileSync(join(root, "b", "aa", "oblob"))).toEqual(Buffer.from([1, 2, 3]));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a small fresh durable put whose directory sync fails rejects and leaves no object", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "esync-disk-durable-")));
+    const spy = spyOn(fs, "fsync").mockImplementation(((_fd: number, cb: (e: Error | null) => void) =>
+      cb(Object.assign(new Error("EIO: i/o error, fsync (injected)"), { code: "EIO" }))) as typeof fs.fsync);
+    try {
+      const store = new DiskBlobStore({ root, fsync: "persist" });
+      await store.check();
+      await expect(store.put("b/aa/oblob", body(), 3, { durable: true, fresh: true })).rejects.toMatchObject({
+        code: "EIO",
+      });
+      expect(await store.size("b/aa/oblob")).toBeNull();
+    } finally {
+      spy.mockRestore();
       rmSync(root, { recursive: true, force: true });
     }
   });
