@@ -1,10 +1,9 @@
 -- The search index's counters (search_stats histograms and grid, search_dirs, search_names,
--- search_grams) are no longer updated row by row: the triggers of search_entries append each
--- change to search_delta (d = +1 with the new entry, -1 with the old one; k = which counters the
--- change touches: 1 histograms, 2 directories, 4 grid, 8 names, 16 grams), in the transaction
--- of the file write, and src/search/sqlite-counters.ts folds the log into the counters in
--- set-based statements. Counters plus log are exact after every commit. The FTS index is still
--- kept row by row, by the same statements as before.
+-- search_grams) and its FTS index are no longer updated row by row: the triggers of
+-- search_entries append each change to search_delta (d = +1 with the new entry, -1 with the old
+-- one; k = what the change touches: 1 histograms, 2 directories, 4 grid, 8 names, 16 grams and
+-- the FTS index), in the transaction of the file write, and src/search/sqlite-counters.ts folds
+-- the log into them in set-based statements. Index plus log are exact after every commit.
 CREATE TABLE `search_delta` (
 	`k` integer NOT NULL,
 	`d` integer NOT NULL,
@@ -46,22 +45,18 @@ DROP TRIGGER `search_entries_ad`;
 --> statement-breakpoint
 CREATE TRIGGER `search_entries_ai` AFTER INSERT ON search_entries
 BEGIN
-	INSERT INTO search_fts (rowid, name) SELECT new.id, new.name WHERE new.name IS NOT NULL;
 	INSERT INTO search_delta (k, d, id, oid, folder_hash, file_name, name, ext, dir, size_bytes, created_at, updated_at)
 	VALUES (31, 1, new.id, new.oid, new.folder_hash, new.file_name, new.name, new.ext, new.dir, new.size_bytes, new.created_at, new.updated_at);
 END;
 --> statement-breakpoint
 CREATE TRIGGER `search_entries_ad` AFTER DELETE ON search_entries
 BEGIN
-	DELETE FROM search_fts WHERE rowid = old.id AND old.name IS NOT NULL;
 	INSERT INTO search_delta (k, d, id, oid, folder_hash, file_name, name, ext, dir, size_bytes, created_at, updated_at)
 	VALUES (31, -1, old.id, old.oid, old.folder_hash, old.file_name, old.name, old.ext, old.dir, old.size_bytes, old.created_at, old.updated_at);
 END;
 --> statement-breakpoint
 CREATE TRIGGER `search_entries_au` AFTER UPDATE ON search_entries
 BEGIN
-	DELETE FROM search_fts WHERE rowid = old.id AND old.name IS NOT NULL AND old.name IS NOT new.name;
-	INSERT INTO search_fts (rowid, name) SELECT new.id, new.name WHERE new.name IS NOT NULL AND old.name IS NOT new.name;
 	INSERT INTO search_delta (k, d, id, oid, folder_hash, file_name, name, ext, dir, size_bytes, created_at, updated_at)
 	SELECT c.k, s.d, s.id, s.oid, s.folder_hash, s.file_name, s.name, s.ext, s.dir, s.size_bytes, s.created_at, s.updated_at
 	FROM (SELECT

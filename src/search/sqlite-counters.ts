@@ -1,26 +1,27 @@
 /**
  * @module search/sqlite-counters
  * The counters of the SQLite search index (`search_stats` histograms and size × date grid,
- * `search_dirs`, `search_names`, `search_grams`; see `search.repository.ts`) are kept through a
- * log instead of row by row: the triggers of `search_entries` append every change to
- * `search_delta` in the transaction of the file write (migration 0018: `d` = +1 with the new
- * entry, -1 with the old one; `k` = the counters the change touches), and `foldSearchCounters`
- * applies the log to the counters in one set-based statement per counter table, then empties it.
- * A key that several rows of the log share (an owner's totals, the buckets of files written
- * together, the name prefixes and grams they share) is written once per fold, and the pages of
- * the counter tables once per fold instead of once per commit.
+ * `search_dirs`, `search_names`, `search_grams`; see `search.repository.ts`) and its FTS index
+ * are kept through a log instead of row by row: the triggers of `search_entries` append every
+ * change to `search_delta` in the transaction of the file write (migration 0018: `d` = +1 with
+ * the new entry, -1 with the old one; `k` = what the change touches), and `foldSearchCounters`
+ * applies the log in one set-based statement per table, then empties it. A key that several rows
+ * of the log share (an owner's totals, the buckets of files written together, the name prefixes
+ * and grams they share) is written once per fold, the pages of those tables once per fold
+ * instead of once per commit, and the FTS index gets one segment per fold.
  *
- * Invariant: after every commit, counters plus the rows of the log are exact. Whoever reads the
- * counters folds first (`SqliteSearchIndex`); the metadata store folds before its COMMIT once the
- * log holds `FOLD_AT` rows (`foldSearchCountersIfDue`), so the log stays short; opening the store
- * folds what a previous process left.
+ * Invariant: after every commit, the index plus the rows of the log are exact. Whoever reads the
+ * counters or the FTS index folds first (`SqliteSearchIndex`); the metadata store folds before its
+ * COMMIT once the log holds `FOLD_AT` rows (`foldSearchCountersIfDue`), so the log stays short;
+ * opening the store folds what a previous process left. `search_entries` itself (the rows, the
+ * sort indexes, the id partitions) is still written in the file write's own statement.
  */
 import type { Database } from "bun:sqlite";
 
 /** Rows of `search_delta` at which a writing transaction folds them before it commits. */
 export const FOLD_AT = 256;
 
-/** The log's bits of `k` (drizzle/sqlite/0018_search_counter_log.sql). */
+/** The log's bits of `k` (drizzle/sqlite/0018_search_counter_log.sql); `GRAMS` covers the FTS index too. */
 const HISTOGRAMS = 1;
 const DIRECTORIES = 2;
 const GRID = 4;
@@ -83,6 +84,15 @@ const FOLD = [
      WHERE l.k & ${GRAMS} AND l.name IS NOT NULL AND j.key + g.len <= length(l.name)) AS t
    GROUP BY t.oid, t.class, t.gram HAVING sum(t.d) <> 0
    ON CONFLICT (oid, class, gram) DO UPDATE SET n = n + excluded.n`,
+  // The FTS index: per entry id, the row that existed before the log's first change of it goes,
+  // the row after its last change comes (ids whose name did not change are not in the log's
+  // bit 16 rows; changes in between cancel out).
+  `DELETE FROM search_fts WHERE rowid IN (SELECT f.id FROM (
+     SELECT id, d, name, row_number() OVER (PARTITION BY id ORDER BY rowid) AS i FROM search_delta WHERE k & ${GRAMS}) AS f
+   WHERE f.i = 1 AND f.d = -1 AND f.name IS NOT NULL)`,
+  `INSERT INTO search_fts (rowid, name) SELECT f.id, f.name FROM (
+     SELECT id, d, name, row_number() OVER (PARTITION BY id ORDER BY rowid DESC) AS i FROM search_delta WHERE k & ${GRAMS}) AS f
+   WHERE f.i = 1 AND f.d = 1 AND f.name IS NOT NULL ORDER BY f.id`,
   "DELETE FROM search_delta",
 ];
 
