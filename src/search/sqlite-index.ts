@@ -3,10 +3,9 @@
  * `SqliteSearchIndex`: the search backend of the embedded SQLite database. Its tables
  * (`search_entries`, the FTS index, histogram, grid, name and gram counters, directory counts;
  * see `search.repository.ts`) are kept by triggers on `files` in the transaction of every file
- * write; `SqlitePlanner` picks the cheapest exact plan over them.
- *
- * The counters are kept through a log folded in batches (`sqlite-counters.ts`): every query
- * folds what is pending first, in its own write transaction, so it counts exactly.
+ * write, the FTS index and the counters through a log folded in batches (`sqlite-counters.ts`):
+ * every query folds what is pending first, in its own write transaction, so it answers exactly.
+ * `SqlitePlanner` picks the cheapest exact plan over them.
  *
  * Degraded state: when the triggers cannot index a row (`search_index_state`, migration 0016),
  * every query is answered by `SqliteScan` over `files` until `rebuild` has indexed every file. A
@@ -25,7 +24,7 @@ import type {
   SearchOptions,
   SearchPage,
 } from "./search-index.ts";
-import { foldSearchCounters } from "./sqlite-counters.ts";
+import { foldSearchCounters, pendingCounterRows } from "./sqlite-counters.ts";
 import { type SearchTuning, SqlitePlanner } from "./sqlite-planner.ts";
 import { SqliteScan } from "./sqlite-scan.ts";
 
@@ -108,6 +107,8 @@ export class SqliteSearchIndex implements SearchIndex {
   private catchUp(): string | null {
     const sql = this.sql;
     try {
+      // Most queries find nothing pending: they take no write lock.
+      if (pendingCounterRows(sql) === 0) return null;
       if (sql.inTransaction) foldSearchCounters(sql);
       else sql.transaction(() => foldSearchCounters(sql)).immediate();
       return null;
