@@ -29,10 +29,10 @@ const NAMES = 8;
 const GRAMS = 16;
 
 /**
- * The fold, one statement per counter table, with the bucket expressions of the triggers they
- * replace (drizzle/sqlite/0002, 0003, 0004, 0005). Each groups the log's rows by counter key and
- * adds the sums that are not zero (a key written and unwritten within one fold is not touched;
- * readers treat a missing key and a zero count alike).
+ * The fold: one statement per counter table, with the bucket expressions of the triggers they
+ * replace (drizzle/sqlite/0002, 0003, 0004, 0005), each grouping the log's rows by counter key and
+ * adding the sums that are not zero (a key written and unwritten within one fold is not touched;
+ * readers treat a missing key and a zero count alike); then the FTS index; then the log emptied.
  */
 const FOLD = [
   // Histograms (dims 0-6) and the size × date grid (dim 7), per extension and for every file ('*').
@@ -105,8 +105,8 @@ export function pendingCounterRows(sqlite: Database): number {
 }
 
 /**
- * Folds the log into the counters and empties it, all or nothing (a savepoint). Call inside a
- * write transaction (or outside any, as its own).
+ * Folds the log into the counters and the FTS index and empties it, all or nothing (a
+ * savepoint). Call inside a write transaction (or outside any, as its own).
  * @returns the log rows folded.
  * @throws the SQLite error of a failed statement, after undoing the fold (the log is kept).
  */
