@@ -48,6 +48,7 @@ import { BrowseService } from "../src/search/browse.service.ts";
 import { PgSearchIndex } from "../src/search/postgres-index.ts";
 import { parseBrowseQuery, parseSearchQuery } from "../src/search/search.query.ts";
 import { SearchService } from "../src/search/search.service.ts";
+import { foldSearchCountersIfDue } from "../src/search/sqlite-counters.ts";
 import { startServer } from "../test/support/server.ts";
 
 const { values: flags } = parseArgs({
@@ -322,6 +323,8 @@ function sqliteSink(owner: string): Sink {
     batch: async (rows) => {
       db.transaction(() => {
         for (const r of rows) filesRepo.upsert(r);
+        // As the metadata store's transactions do (src/search/sqlite-counters.ts).
+        foldSearchCountersIfDue(db.$client);
       });
     },
     folder: async (folderHash, label, device, createdAt) => {

@@ -9,7 +9,7 @@
  * `relative_path` have no place in the tree and are never listed.
  *
  * Directories come from `relative_path`: everything before its last `/`, without leading or
- * trailing `/`. Folder counts are kept per directory by triggers (`search_dirs`), so a folder
+ * trailing `/`. Folder counts are kept per directory by the index (`search_dirs`), so a folder
  * root with 300,000 files below it costs one small range read, not a scan. Registered directory
  * entries (extensions §1.5) add the sub-folders no file lies under, with zero counts.
  */

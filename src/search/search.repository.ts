@@ -16,7 +16,8 @@
  * - `search_names`: rows per `file_name` prefix (see `name-histogram.ts`).
  * - `search_grams`: rows per (oid, class, 3- or 4-character substring of `name`).
  *
- * Triggers on `files` keep all of them in the transaction of every file write. This module only
+ * Triggers on `files` keep all of them in the transaction of every file write (the FTS index and
+ * the counters through the log of `sqlite-counters.ts`, which readers fold first). This module only
  * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
  * are beyond Drizzle's builder.
  */

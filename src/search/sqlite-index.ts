@@ -3,10 +3,13 @@
  * `SqliteSearchIndex`: the search backend of the embedded SQLite database. Its tables
  * (`search_entries`, the FTS index, histogram, grid, name and gram counters, directory counts;
  * see `search.repository.ts`) are kept by triggers on `files` in the transaction of every file
- * write; `SqlitePlanner` picks the cheapest exact plan over them.
+ * write, the FTS index and the counters through a log folded in batches (`sqlite-counters.ts`):
+ * every query folds what is pending first, in its own write transaction, so it answers exactly.
+ * `SqlitePlanner` picks the cheapest exact plan over them.
  *
  * Degraded state: when the triggers cannot index a row (`search_index_state`, migration 0016),
- * every query is answered by `SqliteScan` over `files` until `rebuild` has indexed every file.
+ * every query is answered by `SqliteScan` over `files` until `rebuild` has indexed every file. A
+ * query whose fold fails is answered by `SqliteScan` too (reported as degraded, with the error).
  */
 import type { Db } from "../db/client.ts";
 import type { SearchQuery } from "./search.query.ts";
@@ -21,6 +24,7 @@ import type {
   SearchOptions,
   SearchPage,
 } from "./search-index.ts";
+import { foldSearchCounters, pendingCounterRows } from "./sqlite-counters.ts";
 import { type SearchTuning, SqlitePlanner } from "./sqlite-planner.ts";
 import { SqliteScan } from "./sqlite-scan.ts";
 
@@ -96,6 +100,23 @@ export class SqliteSearchIndex implements SearchIndex {
     return this.db.$client;
   }
 
+  /**
+   * Folds the counters' pending log (its own IMMEDIATE transaction; call outside any). Null when
+   * the counters are up to date, else why they are not: the caller answers through the exact plan.
+   */
+  private catchUp(): string | null {
+    const sql = this.sql;
+    try {
+      // Most queries find nothing pending: they take no write lock.
+      if (pendingCounterRows(sql) === 0) return null;
+      if (sql.inTransaction) foldSearchCounters(sql);
+      else sql.transaction(() => foldSearchCounters(sql)).immediate();
+      return null;
+    } catch (e) {
+      return `search index: counters not up to date (${String((e as Error)?.message ?? e)})`;
+    }
+  }
+
   /** The degraded state row, read inside the caller's snapshot. */
   private readHealth(): SearchIndexHealth {
     const r = this.sql
@@ -122,11 +143,12 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   search(owner: string, query: SearchQuery, opts: SearchOptions = {}): Promise<SearchPage> {
-    return this.read(() =>
-      this.repo.snapshot(() => {
+    return this.read(() => {
+      const stale = query.nothing ? null : this.catchUp();
+      return this.repo.snapshot(() => {
         if (query.nothing)
           return this.page(owner, { total: 0, keys: [], plan: ["matches nothing (profile rule)"] }, null);
-        const { reason } = this.readHealth();
+        const reason = this.readHealth().reason ?? stale;
         if (reason !== null || opts.exact) {
           const r = this.scan.search(owner, query);
           return this.page(owner, { ...r, plan: ["count: exact scan of files", `total ${r.total}`] }, reason);
@@ -134,14 +156,15 @@ export class SqliteSearchIndex implements SearchIndex {
         const oid = this.repo.ownerId(owner);
         if (oid === null) return this.page(owner, { total: 0, keys: [], plan: ["no files"] }, null);
         return this.page(owner, this.planner.outcome(oid, query), null);
-      }),
-    );
+      });
+    });
   }
 
   directory(owner: string, folderHash: string, query: DirectoryQuery): Promise<SearchPage> {
-    return this.read(() =>
-      this.repo.snapshot(() => {
-        const { reason } = this.readHealth();
+    return this.read(() => {
+      const stale = this.catchUp();
+      return this.repo.snapshot(() => {
+        const reason = this.readHealth().reason ?? stale;
         if (reason !== null) {
           const r = this.scan.directory(owner, folderHash, query);
           return this.page(owner, { ...r, plan: ["count: exact scan of files", `total ${r.total}`] }, reason);
@@ -158,18 +181,20 @@ export class SqliteSearchIndex implements SearchIndex {
             ? []
             : this.repo.page(oid, "dir", conds, query.sortBy, query.descending, query.offset, query.limit);
         return this.page(owner, { total, keys, plan: ["count: scan dir index", `total ${total}`] }, null);
-      }),
-    );
+      });
+    });
   }
 
   subdirectories(owner: string, folderHash: string, path: string): Promise<DirRow[]> {
-    return this.read(() =>
-      this.repo.snapshot(() => {
-        if (this.readHealth().reason !== null) return this.scan.subdirectories(owner, folderHash, path);
+    return this.read(() => {
+      const stale = this.catchUp();
+      return this.repo.snapshot(() => {
+        if (this.readHealth().reason !== null || stale !== null)
+          return this.scan.subdirectories(owner, folderHash, path);
         const oid = this.repo.ownerId(owner);
         return oid === null ? [] : this.repo.subdirs(oid, folderHash, path);
-      }),
-    );
+      });
+    });
   }
 
   health(): Promise<SearchIndexHealth> {
@@ -207,7 +232,14 @@ export class SqliteSearchIndex implements SearchIndex {
       sql.run("DELETE FROM search_entries");
       for (const t of triggers) sql.run(t.sql);
       sql.run("INSERT INTO search_fts (search_fts) VALUES ('delete-all')");
-      for (const table of ["search_stats", "search_dirs", "search_names", "search_grams", "search_owners"])
+      for (const table of [
+        "search_delta",
+        "search_stats",
+        "search_dirs",
+        "search_names",
+        "search_grams",
+        "search_owners",
+      ])
         sql.run(`DELETE FROM ${table}`);
       sql.run("INSERT INTO search_owners (owner) SELECT DISTINCT owner FROM files ORDER BY owner");
     });
@@ -231,6 +263,7 @@ export class SqliteSearchIndex implements SearchIndex {
         index.run(cols as unknown as Record<string, string | number | Uint8Array | null>);
         last = rowid;
       }
+      foldSearchCounters(sql);
       return rows.length;
     });
     for (;;) {

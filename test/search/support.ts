@@ -22,6 +22,7 @@ import {
 import { FILE_TYPE_CATEGORIES } from "../../src/search/file-types.ts";
 import { classOf, dateBucket, PARTITION } from "../../src/search/partitions.ts";
 import type { SearchQuery } from "../../src/search/search.query.ts";
+import { foldSearchCounters, pendingCounterRows } from "../../src/search/sqlite-counters.ts";
 import type { TestApp } from "../support/app.ts";
 import type { TestUser } from "../support/fixtures.ts";
 
@@ -236,10 +237,13 @@ export function modelSearch(rows: FileRow[], q: SearchQuery): { total: number; p
 /**
  * Asserts the derived search tables equal what the live `files` rows imply: one entry per file
  * with the right columns, one FTS row per named entry, histogram cells and directory counters
- * recomputed from scratch (zero rows ignored).
+ * recomputed from scratch (zero rows ignored). Folds the counters' pending log first, as every
+ * reader of the index does (`src/search/sqlite-counters.ts`), and checks that it is then empty.
  */
 export function expectIndexConsistent(db: Db): void {
   const sql = db.$client;
+  sql.transaction(() => foldSearchCounters(sql)).immediate();
+  expect(pendingCounterRows(sql)).toBe(0);
   const q = <T>(s: string) => sql.query<T, []>(s).all();
   expect(q<{ n: number }>("SELECT count(*) AS n FROM search_entries")[0]!.n).toBe(
     q<{ n: number }>("SELECT count(*) AS n FROM files")[0]!.n,

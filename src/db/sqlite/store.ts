@@ -15,6 +15,7 @@
 import type { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { realpathSync } from "node:fs";
+import { foldSearchCounters, foldSearchCountersIfDue } from "../../search/sqlite-counters.ts";
 import type { Logger } from "../../util/log.ts";
 import { type Db, openDb } from "../client.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
@@ -189,6 +190,7 @@ export class SqliteMetadataStore implements MetadataStore {
       this.statements.begin.run();
       try {
         const result = await this.gate.context.run(token, () => fn(this.tx));
+        foldSearchCountersIfDue(this.sqlite);
         this.statements.commit.run();
         return result;
       } catch (e) {
@@ -234,10 +236,19 @@ export class SqliteMetadataStore implements MetadataStore {
 
 /**
  * Opens (creating and migrating if needed) the SQLite database at `path` (`:memory:` for tests)
- * as a `MetadataStore`. @throws as `openDb`.
+ * as a `MetadataStore`, and folds the search counters' log a previous process left
+ * (`src/search/sqlite-counters.ts`; a failed fold is left to the search index's readers).
+ * @throws as `openDb`.
  */
 export function openSqliteStore(path: string, log?: Logger): SqliteMetadataStore {
-  return new SqliteMetadataStore(openDb(path, log), path);
+  const db = openDb(path, log);
+  try {
+    const folded = db.$client.transaction(() => foldSearchCounters(db.$client)).immediate();
+    if (folded > 0) log?.info("search.counters_folded", { rows: folded });
+  } catch (e) {
+    log?.warn("search.counters_fold_failed", { error: String((e as Error)?.message ?? e) });
+  }
+  return new SqliteMetadataStore(db, path);
 }
 
 /** The SQLite handle of `store` when it is the SQLite store, else null (SQLite-only tools). */
