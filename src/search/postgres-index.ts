@@ -33,6 +33,7 @@
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
+import { countSuffixMatches, suffixable, suffixPage } from "./postgres-suffixes.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -64,6 +65,9 @@ const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
 
 /** From this offset on, a page in a histogram key's order starts at its bucket (`locate`). */
 const LOCATE_MIN_OFFSET = 1000;
+
+/** What reading and testing one `files` row costs, in index entries read index-only (about). */
+const HEAP_ROW_COST = 20;
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
@@ -121,10 +125,12 @@ export class PgSearchIndex implements SearchIndex {
   /**
    * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
    * bucket that holds it (default 1,000; tests lower it to reach that plan on small data).
+   * `suffixPages`: `cost` (default) reads a page of a `q` from the suffix rows when
+   * `suffixPageIsCheaper` says so; `always` whenever the suffix rows know the filters (tests).
    */
   constructor(
     private readonly db: PgDb,
-    private readonly opts: { locateFromOffset?: number } = {},
+    private readonly opts: { locateFromOffset?: number; suffixPages?: "cost" | "always" } = {},
   ) {}
 
   private get sql(): SQL {
@@ -182,17 +188,19 @@ export class PgSearchIndex implements SearchIndex {
             ? "created_at"
             : null;
     const range = ranged === "size_bytes" ? f.size : ranged === "created_at" ? f.created : null;
-    // Only a q of 3 or 4 characters: its gram counter is the total.
+    // Only a q of 3 or 4 characters (and file_type): its gram counters are the total.
     const qChars = f.q === null ? 0 : [...f.q].length;
     const gram =
       !exact &&
       (qChars === 3 || qChars === 4) &&
-      f.exts === null &&
       f.size === null &&
       f.created === null &&
       f.folderHash === null &&
       f.uploader === null &&
       f.dir === null;
+    // A q of 3 or more characters with at most file_type and a date range: the suffix rows know
+    // these files (count and page).
+    const suffixes = !exact && suffixable(f);
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
       let total: number;
       let how: string;
@@ -207,11 +215,16 @@ export class PgSearchIndex implements SearchIndex {
         how = "extension counters";
       } else if (gram) {
         const [c] = await tx.unsafe(
-          "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
-          [owner, f.q],
+          `SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2${
+            f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 3}`).join(", ")})` : ""
+          }`,
+          [owner, f.q, ...(f.exts ?? [])],
         );
         total = Number(c?.n ?? 0);
         how = "gram counters";
+      } else if (suffixes) {
+        total = await countSuffixMatches(tx, owner, f);
+        how = "suffix index";
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;
@@ -254,6 +267,28 @@ export class PgSearchIndex implements SearchIndex {
       }
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).
       const fromEnd = page.offset > total - end;
+      if (
+        suffixes &&
+        (this.opts.suffixPages === "always" ||
+          (await this.suffixPageIsCheaper(tx, owner, f.q ?? "", page, total, fromEnd)))
+      ) {
+        const byCreated = key === "created_at";
+        const dir = page.descending ? "DESC" : "ASC";
+        const nulls = order.nullable ? (page.descending ? " NULLS LAST" : " NULLS FIRST") : "";
+        const hits = await suffixPage<PgHit>(
+          tx,
+          owner,
+          f,
+          HIT_COLUMNS,
+          `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`,
+          byCreated,
+          page.descending,
+          page.offset,
+          end - page.offset,
+        );
+        steps.push(`page: suffix index${byCreated ? " by created_at" : ", every match sorted"}`);
+        return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
+      }
       const skip = fromEnd ? total - end : page.offset;
       const hits = await pageRows(
         tx,
@@ -268,6 +303,35 @@ export class PgSearchIndex implements SearchIndex {
       steps.push(`page: ${page.sortBy} b-tree${fromEnd ? " from the far end" : ""}, skipping ${skip}`);
       return { total, hits, plan: steps, degraded: null };
     });
+  }
+
+  /**
+   * Whether the page of a suffix-index query (`suffixable`) is cheaper read from the suffix rows
+   * than by walking the sort b-tree and testing each row's name in `files`. The walk tests about
+   * (rows skipped + limit) × files / total rows; the suffix rows read about as many entries as
+   * files hold the first 3 or 4 characters of q (its gram counters), plus one `files` row per match
+   * (creation order: per row of the page; other orders: every match). A `files` row costs about
+   * `HEAP_ROW_COST` index entries.
+   */
+  private async suffixPageIsCheaper(
+    tx: Pick<SQL, "unsafe">,
+    owner: string,
+    q: string,
+    page: Page,
+    total: number,
+    fromEnd: boolean,
+  ): Promise<boolean> {
+    const [c] = await tx.unsafe(
+      `SELECT (SELECT coalesce(sum(n), 0) FROM search_ext_counts WHERE owner = $1) AS files,
+        (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS scan`,
+      [owner, [...q].slice(0, 4).join("")],
+    );
+    const files = Number(c?.files ?? 0);
+    const scan = Number(c?.scan ?? 0);
+    const end = Math.min(page.offset + page.limit, total);
+    const reached = (fromEnd ? total - page.offset : end) * (files / Math.max(total, 1));
+    const read = page.sortBy === "created_at" ? end : total;
+    return scan + HEAP_ROW_COST * read < HEAP_ROW_COST * reached;
   }
 
   search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
@@ -305,8 +369,9 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   /**
-   * Recounts the counters (writers to `files` wait for that transaction), re-creates the search
-   * indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`) and runs ANALYZE.
+   * Recounts the counters and the suffix rows (writers to `files` wait for that transaction),
+   * re-creates the search indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`), runs
+   * ANALYZE on `files` and VACUUM ANALYZE on the suffix and gram tables.
    */
   async rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
     const started = performance.now();
@@ -328,6 +393,8 @@ export class PgSearchIndex implements SearchIndex {
     for (const name of SEARCH_INDEXES.filter((n) => present.has(n)))
       await this.sql.unsafe(`REINDEX INDEX CONCURRENTLY "${name}"`);
     await this.sql`ANALYZE files`;
+    // The suffix rows were rewritten: index-only scans need their visibility map.
+    await this.sql`VACUUM ANALYZE search_suffixes, search_files, search_grams`;
     onProgress({ done: total, total });
     return { files: total, seconds: (performance.now() - started) / 1000, health: await this.health() };
   }
