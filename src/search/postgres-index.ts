@@ -69,6 +69,9 @@ const LOCATE_MIN_OFFSET = 1000;
 /** What reading and testing one `files` row costs, in index entries read index-only (about). */
 const HEAP_ROW_COST = 20;
 
+/** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
+const WALK_MAX_ROWS = 6000;
+
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
   "files_search_fold_trgm",
@@ -125,12 +128,12 @@ export class PgSearchIndex implements SearchIndex {
   /**
    * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
    * bucket that holds it (default 1,000; tests lower it to reach that plan on small data).
-   * `suffixPages`: `cost` (default) reads a page of a `q` from the suffix rows when
-   * `suffixPageIsCheaper` says so; `always` whenever the suffix rows know the filters (tests).
+   * `walkRows`: how many rows of the sort b-tree a page of a `q` the suffix rows know walks before
+   * reading the suffix rows (0: read them at once); default `walkBudget` (tests set it).
    */
   constructor(
     private readonly db: PgDb,
-    private readonly opts: { locateFromOffset?: number; suffixPages?: "cost" | "always" } = {},
+    private readonly opts: { locateFromOffset?: number; walkRows?: number } = {},
   ) {}
 
   private get sql(): SQL {
@@ -265,22 +268,33 @@ export class PgSearchIndex implements SearchIndex {
           return { total, hits, plan: steps, degraded: null };
         }
       }
-      // Past the middle, read the page backwards from the far end (fewer index entries skipped).
-      const fromEnd = page.offset > total - end;
-      if (
-        suffixes &&
-        (this.opts.suffixPages === "always" ||
-          (await this.suffixPageIsCheaper(tx, owner, f.q ?? "", page, total, fromEnd)))
-      ) {
-        const byCreated = key === "created_at";
+      if (suffixes) {
+        // A q the suffix rows know: walk the sort b-tree testing names for at most a budget of
+        // rows when that looks cheaper, else (or when the budget runs out: names and dates can be
+        // correlated) read the page from the suffix rows.
         const dir = page.descending ? "DESC" : "ASC";
         const nulls = order.nullable ? (page.descending ? " NULLS LAST" : " NULLS FIRST") : "";
+        const sort = `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
+        const budget = this.opts.walkRows ?? (await this.walkBudget(tx, owner, f.q ?? "", page, total));
+        if (budget > 0) {
+          const hits = await walkPage(tx, this.where(owner, { ...f, q: null }), f.q ?? "", sort, {
+            budget,
+            skip: page.offset,
+            limit: end - page.offset,
+          });
+          if (hits.length === end - page.offset) {
+            steps.push(`page: ${page.sortBy} b-tree, names tested in at most ${budget} rows`);
+            return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
+          }
+          steps.push(`page: ${page.sortBy} b-tree, ${budget} rows gave ${hits.length} of the page`);
+        }
+        const byCreated = key === "created_at";
         const hits = await suffixPage<PgHit>(
           tx,
           owner,
           f,
           HIT_COLUMNS,
-          `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`,
+          sort,
           byCreated,
           page.descending,
           page.offset,
@@ -289,6 +303,8 @@ export class PgSearchIndex implements SearchIndex {
         steps.push(`page: suffix index${byCreated ? " by created_at" : ", every match sorted"}`);
         return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
       }
+      // Past the middle, read the page backwards from the far end (fewer index entries skipped).
+      const fromEnd = page.offset > total - end;
       const skip = fromEnd ? total - end : page.offset;
       const hits = await pageRows(
         tx,
@@ -306,21 +322,22 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   /**
-   * Whether the page of a suffix-index query (`suffixable`) is cheaper read from the suffix rows
-   * than by walking the sort b-tree and testing each row's name in `files`. The walk tests about
-   * (rows skipped + limit) × files / total rows; the suffix rows read about as many entries as
-   * files hold the first 3 or 4 characters of q (its gram counters), plus one `files` row per match
-   * (creation order: per row of the page; other orders: every match). A `files` row costs about
-   * `HEAP_ROW_COST` index entries.
+   * How many rows of the sort b-tree a page of a suffix-index query (`suffixable`) may walk,
+   * testing each name in `files`, before it is read from the suffix rows instead; 0 = read it
+   * from the suffix rows at once. With matches spread evenly, the walk reaches the page's last
+   * match after about (offset + limit) × files / total rows; the suffix rows read about as many
+   * entries as files hold the first 3 or 4 characters of q (its gram counters), plus one `files`
+   * row per match (creation order: per row up to the page's end; other orders: every match). A
+   * `files` row costs about `HEAP_ROW_COST` index entries. The budget is three times the even
+   * estimate, at most `WALK_MAX_ROWS`.
    */
-  private async suffixPageIsCheaper(
+  private async walkBudget(
     tx: Pick<SQL, "unsafe">,
     owner: string,
     q: string,
     page: Page,
     total: number,
-    fromEnd: boolean,
-  ): Promise<boolean> {
+  ): Promise<number> {
     const [c] = await tx.unsafe(
       `SELECT (SELECT coalesce(sum(n), 0) FROM search_ext_counts WHERE owner = $1) AS files,
         (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS scan`,
@@ -329,9 +346,10 @@ export class PgSearchIndex implements SearchIndex {
     const files = Number(c?.files ?? 0);
     const scan = Number(c?.scan ?? 0);
     const end = Math.min(page.offset + page.limit, total);
-    const reached = (fromEnd ? total - page.offset : end) * (files / Math.max(total, 1));
+    const reached = Math.ceil((end * files) / Math.max(total, 1));
     const read = page.sortBy === "created_at" ? end : total;
-    return scan + HEAP_ROW_COST * read < HEAP_ROW_COST * reached;
+    const budget = Math.min(WALK_MAX_ROWS, 3 * reached + 100);
+    return HEAP_ROW_COST * reached < scan + HEAP_ROW_COST * read && reached <= WALK_MAX_ROWS / 3 ? budget : 0;
   }
 
   search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
@@ -455,6 +473,29 @@ async function pageRows(
     [...params, limit, skip],
   )) as PgHit[];
   return rows.map(hitOf);
+}
+
+/**
+ * The rows at positions `skip … skip + limit - 1` of the files passing `w` (on `files AS f`) whose
+ * folded name contains `q`, in the order `sort`, looking only at the first `budget` rows of `w` in
+ * that order: fewer rows than `limit` when the budget ran out first.
+ */
+async function walkPage(
+  tx: Pick<SQL, "unsafe">,
+  w: { sql: string; params: unknown[] },
+  q: string,
+  sort: string,
+  o: { budget: number; skip: number; limit: number },
+): Promise<PgHit[]> {
+  const n = w.params.length;
+  return (await tx.unsafe(
+    `SELECT ${HIT_COLUMNS}
+     FROM (SELECT f.* FROM files AS f WHERE ${w.sql} ORDER BY ${sort} LIMIT $${n + 1}) AS f
+     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+     WHERE ${NAME_SQL} LIKE $${n + 2}
+     ORDER BY ${sort} OFFSET $${n + 3} LIMIT $${n + 4}`,
+    [...w.params, o.budget, likeContains(q), o.skip, o.limit],
+  )) as PgHit[];
 }
 
 /** The columns of a hit, on `files AS f` left-joined to `folders AS fo`. */

@@ -102,9 +102,19 @@ searchIndexConformance(
   "postgres, pages of q read from the suffix rows",
   () => ({
     ...sut,
-    index: new PgSearchIndex(db, { suffixPages: "always" }),
+    index: new PgSearchIndex(db, { walkRows: 0 }),
   }),
   { numRuns: 100, timeoutMs: 120_000 },
+);
+
+// Every such page walks 3 rows of the sort b-tree, then (mostly) reads the suffix rows.
+searchIndexConformance(
+  "postgres, pages of q walking 3 rows before the suffix rows",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { walkRows: 3 }),
+  }),
+  { numRuns: 50, timeoutMs: 120_000 },
 );
 
 test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {

@@ -23,7 +23,7 @@ afterAll(async () => {
 }, PG_SETUP_TIMEOUT_MS);
 // Every page of a q the suffix rows know is read from them (the cost rule prefers walking the sort
 // b-tree on data this small).
-const index = new PgSearchIndex(db, { suffixPages: "always" });
+const index = new PgSearchIndex(db, { walkRows: 0 });
 
 async function upsert(...rows: FileRow[]): Promise<void> {
   await db.transaction(async (tx) => {
@@ -156,6 +156,30 @@ describe("PostgreSQL suffix index", () => {
     }
     expect((await both(owner, "q=screenshot&file_type=image")).total).toBe(30);
     expect((await both(owner, "q=scre&file_type=image")).got.plan).toContain("count: gram counters");
+  });
+
+  test("a page whose walk of the sort b-tree runs out of rows is read from the suffix rows", async () => {
+    const owner = "sfx-walk";
+    // The newest files do not match: a walk from the newest end finds no match in its budget.
+    const rows = [
+      ...Array.from({ length: 20 }, (_, i) =>
+        fileRow(owner, { path: `new-${i}.txt`, created: 1_800_000_000 + i }),
+      ),
+      ...Array.from({ length: 8 }, (_, i) =>
+        fileRow(owner, { path: `old-report-${i}.txt`, created: 1_700_000_000 + i }),
+      ),
+    ];
+    await upsert(...rows);
+    const walking = new PgSearchIndex(db, { walkRows: 10 });
+    const query = parseSearchQuery(new URLSearchParams("q=report&limit=5"));
+    const got = await walking.search(owner, query);
+    const exact = await walking.search(owner, query, { exact: true });
+    expect(got.plan).toContain("page: created_at b-tree, 10 rows gave 0 of the page");
+    expect(got.plan).toContain("page: suffix index by created_at");
+    expect([got.total, got.hits.map((h) => h.fileName)]).toEqual([8, exact.hits.map((h) => h.fileName)]);
+    const walked = await new PgSearchIndex(db, { walkRows: 100 }).search(owner, query);
+    expect(walked.plan).toContain("page: created_at b-tree, names tested in at most 100 rows");
+    expect(walked.hits.map((h) => h.fileName)).toEqual(exact.hits.map((h) => h.fileName));
   });
 
   test("pages ties in created_at by path_hash across the page boundary as the exact plan does", async () => {
