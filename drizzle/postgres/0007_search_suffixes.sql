@@ -64,15 +64,17 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	o integer;
 	fid bigint;
+	sfx text;
 BEGIN
 	IF TG_OP IN ('DELETE', 'UPDATE') THEN
 		SELECT id INTO fid FROM search_files
 		WHERE owner = OLD.owner AND folder_hash = OLD.folder_hash AND path_hash = OLD.path_hash;
 		IF fid IS NOT NULL THEN
 			SELECT id INTO o FROM search_owners WHERE owner = OLD.owner;
-			DELETE FROM search_suffixes
-			WHERE owner_id = o AND file_id = fid
-				AND suffix IN (SELECT s.suffix FROM esync_search_suffixes(replace(OLD.search_name, 'ς', 'σ')) AS s);
+			-- One probe of the whole key per suffix of the old name (never a scan of the owner's rows).
+			FOR sfx IN SELECT s.suffix FROM esync_search_suffixes(replace(OLD.search_name, 'ς', 'σ')) AS s LOOP
+				DELETE FROM search_suffixes WHERE owner_id = o AND suffix = sfx AND file_id = fid;
+			END LOOP;
 			IF TG_OP = 'DELETE' OR OLD.owner IS DISTINCT FROM NEW.owner
 				OR OLD.folder_hash IS DISTINCT FROM NEW.folder_hash OR OLD.path_hash IS DISTINCT FROM NEW.path_hash THEN
 				DELETE FROM search_files WHERE id = fid;
