@@ -3,11 +3,14 @@
  * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
  * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
  * and counters that triggers keep in the same transaction:
- * - `q`: a `pg_trgm` GIN index on the folded name `replace(search_name, 'ς', 'σ')`, queried with
- *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
- *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
- *   are stored NFC and lower-cased, `q` is folded the same way by `foldCase`). Terms of 1 or 2
- *   characters have no trigram: each row is tested with `strpos`, never through the GIN index.
+ * - `q`: the match is the exact substring test of the SQLite index on the folded name
+ *   `replace(search_name, 'ς', 'σ')` (names are stored NFC and lower-cased, `q` is folded the same
+ *   way by `foldCase`). A `q` of 3 or more characters with at most `file_type` and a date range is
+ *   counted and paged from the suffix index (postgres-suffixes.ts); a page walks the sort b-tree
+ *   testing names first when that looks cheaper (`walkBudget`), for a bounded number of rows.
+ *   With other filters, a `pg_trgm` GIN index on the folded name, queried with `LIKE '%q%'`
+ *   (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every candidate is
+ *   rechecked. Terms of 1 or 2 characters have no trigram: each row is tested with `strpos`.
  * - sort and page: one b-tree per sort key `(owner, key, path_hash)`, with nulls first for the
  *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
  *   BINARY order; descending: the same index backwards); pages past the middle are read from
@@ -18,16 +21,17 @@
  *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
  *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
  *   from counters, the two boundary buckets counted in the b-tree); a `q` of 3 or 4 characters
- *   alone, its gram counter (`search_grams`); else `count(*)` of the same conditions. All in the
- *   same REPEATABLE READ snapshot as the page.
+ *   alone or with `file_type`, its gram counters (`search_grams`, per extension); a `q` the
+ *   suffix index knows, its rows; else `count(*)` of the same conditions. All in the same
+ *   REPEATABLE READ snapshot as the page.
  * - page: the first and last keys of the page are read first (ORDER BY … LIMIT … OFFSET in the
  *   sort b-tree, index-only), then the rows between them and their folder labels in one range
  *   scan of the same b-tree (a nullable sort key: each row by primary key). A deep page (offset 1,000 or more) in size or time order
  *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
  *   that holds it, so at most one bucket of index entries is skipped.
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005) in the writing
- * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
+ * The counters and suffix rows are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005,
+ * 0007) in the writing transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
