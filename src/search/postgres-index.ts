@@ -74,7 +74,7 @@ const LOCATE_MIN_OFFSET = 1000;
 const HEAP_ROW_COST = 20;
 
 /** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
-const WALK_MAX_ROWS = 6000;
+const WALK_MAX_ROWS = 10_000;
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
@@ -333,7 +333,8 @@ export class PgSearchIndex implements SearchIndex {
    * entries as files hold the first 3 or 4 characters of q (its gram counters), plus one `files`
    * row per match (creation order: per row up to the page's end; other orders: every match). A
    * `files` row costs about `HEAP_ROW_COST` index entries. The budget is three times the even
-   * estimate, at most `WALK_MAX_ROWS`.
+   * estimate or as many rows as the suffix rows would cost, whichever is more, at most
+   * `WALK_MAX_ROWS`: a walk that runs out costs at most about as much again as the suffix rows.
    */
   private async walkBudget(
     tx: Pick<SQL, "unsafe">,
@@ -352,8 +353,12 @@ export class PgSearchIndex implements SearchIndex {
     const end = Math.min(page.offset + page.limit, total);
     const reached = Math.ceil((end * files) / Math.max(total, 1));
     const read = page.sortBy === "created_at" ? end : total;
-    const budget = Math.min(WALK_MAX_ROWS, 3 * reached + 100);
-    return HEAP_ROW_COST * reached < scan + HEAP_ROW_COST * read && reached <= WALK_MAX_ROWS / 3 ? budget : 0;
+    const suffixCost = scan + HEAP_ROW_COST * read;
+    const budget = Math.min(
+      WALK_MAX_ROWS,
+      Math.max(3 * reached + 100, Math.floor(suffixCost / HEAP_ROW_COST)),
+    );
+    return HEAP_ROW_COST * reached < suffixCost ? budget : 0;
   }
 
   search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
