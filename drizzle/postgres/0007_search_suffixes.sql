@@ -89,8 +89,11 @@ BEGIN
 			SELECT id INTO o FROM search_owners WHERE owner = NEW.owner;
 		END IF;
 		IF fid IS NULL THEN
+			-- A row left by writes the trigger did not see (triggers disabled) is taken over.
 			INSERT INTO search_files (owner, folder_hash, path_hash)
-			VALUES (NEW.owner, NEW.folder_hash, NEW.path_hash) RETURNING id INTO fid;
+			VALUES (NEW.owner, NEW.folder_hash, NEW.path_hash)
+			ON CONFLICT (owner, folder_hash, path_hash) DO UPDATE SET owner = excluded.owner
+			RETURNING id INTO fid;
 		END IF;
 		INSERT INTO search_suffixes (owner_id, suffix, file_id, next_lcp, ext, created_at)
 		SELECT o, s.suffix, fid, s.next_lcp, NEW.ext, NEW.created_at
@@ -108,6 +111,18 @@ CREATE TRIGGER "search_suffixes_update" AFTER UPDATE ON "files" FOR EACH ROW
 		OR OLD.path_hash IS DISTINCT FROM NEW.path_hash OR OLD.search_name IS DISTINCT FROM NEW.search_name
 		OR OLD.ext IS DISTINCT FROM NEW.ext OR OLD.created_at IS DISTINCT FROM NEW.created_at)
 	EXECUTE FUNCTION esync_search_suffixes_sync();
+--> statement-breakpoint
+-- TRUNCATE files fires no row trigger: the suffix tables are emptied with it.
+CREATE FUNCTION esync_search_suffixes_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	TRUNCATE search_suffixes, search_files;
+	RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE TRIGGER "search_suffixes_truncate" AFTER TRUNCATE ON "files"
+	FOR EACH STATEMENT EXECUTE FUNCTION esync_search_suffixes_truncate();
 --> statement-breakpoint
 -- Recomputes the three suffix tables from files (in the caller's transaction), the suffix rows in
 -- key order so that neighbouring index entries sit on neighbouring heap pages.

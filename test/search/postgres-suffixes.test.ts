@@ -223,6 +223,24 @@ describe("PostgreSQL suffix index", () => {
     expect(left?.n).toBe(1);
   });
 
+  test("TRUNCATE files empties the suffix rows, and the same files written again are found once", async () => {
+    const owner = "sfx-truncate";
+    const rows = [
+      fileRow(owner, { path: "t/annual-report.pdf" }),
+      fileRow(owner, { path: "t/report-draft.pdf" }),
+    ];
+    await upsert(...rows);
+    const sql = db.$client;
+    // Every owner's files go (the tests before this one are done with theirs).
+    await sql`TRUNCATE files`;
+    const [left] =
+      await sql`SELECT (SELECT count(*) FROM search_suffixes) + (SELECT count(*) FROM search_files) AS n`;
+    expect(Number(left?.n)).toBe(0);
+    await upsert(...rows);
+    const r = await both(owner, "q=report");
+    expect([r.total, r.page]).toEqual([2, r.exactPage]);
+  });
+
   test("esync_search_recount() rebuilds suffix rows that drifted from files", async () => {
     const owner = "sfx-recount";
     const rows = [
