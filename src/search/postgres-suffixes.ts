@@ -49,7 +49,7 @@ export function suffixable(f: RowFilter): boolean {
  * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once:
  * the SQL and its parameters `$1…` (`$1` = owner).
  */
-export function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unknown[] } {
+function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unknown[] } {
   const q = f.q ?? "";
   const chars = [...q];
   const params: unknown[] = [owner];
