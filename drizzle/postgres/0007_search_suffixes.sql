@@ -112,11 +112,17 @@ CREATE TRIGGER "search_suffixes_update" AFTER UPDATE ON "files" FOR EACH ROW
 		OR OLD.ext IS DISTINCT FROM NEW.ext OR OLD.created_at IS DISTINCT FROM NEW.created_at)
 	EXECUTE FUNCTION esync_search_suffixes_sync();
 --> statement-breakpoint
--- TRUNCATE files fires no row trigger: the suffix tables are emptied with it.
+-- TRUNCATE files fires no row trigger: the suffix tables are emptied with it. When the same
+-- statement truncates them too, they are in use (and already empty): DELETE then finds nothing.
 CREATE FUNCTION esync_search_suffixes_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-	TRUNCATE search_suffixes, search_files;
+	BEGIN
+		TRUNCATE search_suffixes, search_files;
+	EXCEPTION WHEN object_in_use THEN
+		DELETE FROM search_suffixes;
+		DELETE FROM search_files;
+	END;
 	RETURN NULL;
 END
 $$;

@@ -239,6 +239,10 @@ describe("PostgreSQL suffix index", () => {
     await upsert(...rows);
     const r = await both(owner, "q=report");
     expect([r.total, r.page]).toEqual([2, r.exactPage]);
+    // One statement truncating files and the suffix tables (as the test helpers' reset does).
+    await sql`TRUNCATE files, search_suffixes, search_files`;
+    await upsert(...rows);
+    expect((await both(owner, "q=report")).total).toBe(2);
   });
 
   test("esync_search_recount() rebuilds suffix rows that drifted from files", async () => {
