@@ -37,7 +37,7 @@
 import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
-import { countSuffixMatches, suffixable, suffixPage } from "./postgres-suffixes.ts";
+import { countSuffixMatches, suffixable, suffixCountAndPage, suffixPage } from "./postgres-suffixes.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -209,6 +209,32 @@ export class PgSearchIndex implements SearchIndex {
     // these files (count and page).
     const suffixes = !exact && suffixable(f);
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
+      if (
+        suffixes &&
+        !gram &&
+        page.sortBy === "created_at" &&
+        page.limit > 0 &&
+        this.opts.walkRows === undefined
+      ) {
+        // Counted from the suffix rows: the page in creation order comes from the same read.
+        const dir = page.descending ? "DESC" : "ASC";
+        const r = await suffixCountAndPage<PgHit>(
+          tx,
+          owner,
+          f,
+          HIT_COLUMNS,
+          `f.created_at ${dir}, f.path_hash ${dir}, f.folder_hash ${dir}`,
+          page.descending,
+          page.offset,
+          page.limit,
+        );
+        return {
+          total: r.total,
+          hits: r.rows.map(hitOf),
+          plan: ["count: suffix index", `total ${r.total}`, "page: suffix index by created_at, same read"],
+          degraded: null,
+        };
+      }
       let total: number;
       let how: string;
       if (counted) {

@@ -130,3 +130,45 @@ export async function suffixPage<R>(
     [...m.params, skip, limit, ...(byCreated ? [skip + limit - 1] : [])],
   )) as R[];
 }
+
+/**
+ * The number of files of `owner` passing `f` (`suffixable(f)`) and the page `skip … skip + limit - 1`
+ * of them in creation order (`descending` or not; ties by `path_hash` then `folder_hash` in the
+ * same direction, `sort` on `files AS f`), from one read of the suffix rows: the matches are
+ * counted, the (skip + limit)-th creation time found among them, and only the matches up to that
+ * time (ties included) are read in `files` and sorted. `columns` as in `suffixPage`.
+ */
+export async function suffixCountAndPage<R>(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+  columns: string,
+  sort: string,
+  descending: boolean,
+  skip: number,
+  limit: number,
+): Promise<{ total: number; rows: R[] }> {
+  const m = suffixMatches(owner, f);
+  const n = m.params.length;
+  const rows = (await tx.unsafe(
+    `WITH m AS MATERIALIZED (${m.sql})
+     SELECT c.total, p.*
+     FROM (SELECT count(*) AS total FROM m) AS c
+     LEFT JOIN LATERAL (
+       SELECT ${columns}
+       FROM m
+       JOIN search_files AS sf ON sf.id = m.file_id
+       JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
+       LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+       WHERE m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
+         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET $${n + 3} LIMIT 1), ${
+           descending ? "-9223372036854775808" : "9223372036854775807"
+         })
+       ORDER BY ${sort} OFFSET $${n + 1} LIMIT $${n + 2}) AS p ON true`,
+    [...m.params, skip, limit, skip + limit - 1],
+  )) as (R & { total: number | bigint | string; path_hash: unknown })[];
+  return {
+    total: Number(rows[0]?.total ?? 0),
+    rows: rows.filter((r) => r.path_hash !== null),
+  };
+}
