@@ -73,8 +73,23 @@ const LOCATE_MIN_OFFSET = 1000;
 /** What reading and testing one `files` row costs, in index entries read index-only (about). */
 const HEAP_ROW_COST = 20;
 
+/**
+ * Most files holding the first 3 or 4 characters of a `q` (so most matches) for which its count
+ * and its page in creation order come from one read of the suffix rows (all matches held at once).
+ */
+const ONE_READ_MAX_MATCHES = 60_000;
+
+/** Files of `owner` whose folded name holds the first 3 or 4 characters of `q` (gram counters). */
+async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Promise<number> {
+  const [c] = await tx.unsafe(
+    "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
+    [owner, [...q].slice(0, 4).join("")],
+  );
+  return Number(c?.n ?? 0);
+}
+
 /** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
-const WALK_MAX_ROWS = 10_000;
+const WALK_MAX_ROWS = 6000;
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
@@ -214,7 +229,8 @@ export class PgSearchIndex implements SearchIndex {
         !gram &&
         page.sortBy === "created_at" &&
         page.limit > 0 &&
-        this.opts.walkRows === undefined
+        this.opts.walkRows === undefined &&
+        (await gramFiles(tx, owner, f.q ?? "")) <= ONE_READ_MAX_MATCHES
       ) {
         // Counted from the suffix rows: the page in creation order comes from the same read.
         const dir = page.descending ? "DESC" : "ASC";
@@ -359,8 +375,7 @@ export class PgSearchIndex implements SearchIndex {
    * entries as files hold the first 3 or 4 characters of q (its gram counters), plus one `files`
    * row per match (creation order: per row up to the page's end; other orders: every match). A
    * `files` row costs about `HEAP_ROW_COST` index entries. The budget is three times the even
-   * estimate or as many rows as the suffix rows would cost, whichever is more, at most
-   * `WALK_MAX_ROWS`: a walk that runs out costs at most about as much again as the suffix rows.
+   * estimate, at most `WALK_MAX_ROWS`.
    */
   private async walkBudget(
     tx: Pick<SQL, "unsafe">,
@@ -370,21 +385,16 @@ export class PgSearchIndex implements SearchIndex {
     total: number,
   ): Promise<number> {
     const [c] = await tx.unsafe(
-      `SELECT (SELECT coalesce(sum(n), 0) FROM search_ext_counts WHERE owner = $1) AS files,
-        (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS scan`,
-      [owner, [...q].slice(0, 4).join("")],
+      "SELECT coalesce(sum(n), 0) AS files FROM search_ext_counts WHERE owner = $1",
+      [owner],
     );
     const files = Number(c?.files ?? 0);
-    const scan = Number(c?.scan ?? 0);
+    const scan = await gramFiles(tx, owner, q);
     const end = Math.min(page.offset + page.limit, total);
     const reached = Math.ceil((end * files) / Math.max(total, 1));
     const read = page.sortBy === "created_at" ? end : total;
-    const suffixCost = scan + HEAP_ROW_COST * read;
-    const budget = Math.min(
-      WALK_MAX_ROWS,
-      Math.max(3 * reached + 100, Math.floor(suffixCost / HEAP_ROW_COST)),
-    );
-    return HEAP_ROW_COST * reached < suffixCost ? budget : 0;
+    const budget = Math.min(WALK_MAX_ROWS, 3 * reached + 100);
+    return HEAP_ROW_COST * reached < scan + HEAP_ROW_COST * read && reached <= WALK_MAX_ROWS / 3 ? budget : 0;
   }
 
   search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
