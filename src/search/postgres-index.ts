@@ -73,12 +73,6 @@ const LOCATE_MIN_OFFSET = 1000;
 /** What reading and testing one `files` row costs, in index entries read index-only (about). */
 const HEAP_ROW_COST = 20;
 
-/**
- * Most files holding the first 3 or 4 characters of a `q` (so most matches) for which its count
- * and its page in creation order come from one read of the suffix rows (all matches held at once).
- */
-const ONE_READ_MAX_MATCHES = 60_000;
-
 /** Files of `owner` whose folded name holds the first 3 or 4 characters of `q` (gram counters). */
 async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Promise<number> {
   const [c] = await tx.unsafe(
@@ -87,6 +81,14 @@ async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Pro
   );
   return Number(c?.n ?? 0);
 }
+
+/**
+ * Most files holding the first 3 or 4 characters of a `q` without a date range for which its count
+ * and its page in creation order come from one read of the suffix rows (every match held at
+ * once); above it a count then a walk of the sort b-tree is cheaper for such a dense term. With a
+ * date range the matches are few for the entries read, and one read is always taken.
+ */
+const ONE_READ_MAX_MATCHES = 60_000;
 
 /** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
 const WALK_MAX_ROWS = 6000;
@@ -230,7 +232,7 @@ export class PgSearchIndex implements SearchIndex {
         page.sortBy === "created_at" &&
         page.limit > 0 &&
         this.opts.walkRows === undefined &&
-        (await gramFiles(tx, owner, f.q ?? "")) <= ONE_READ_MAX_MATCHES
+        (f.created !== null || (await gramFiles(tx, owner, f.q ?? "")) <= ONE_READ_MAX_MATCHES)
       ) {
         // Counted from the suffix rows: the page in creation order comes from the same read.
         const dir = page.descending ? "DESC" : "ASC";
