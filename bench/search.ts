@@ -569,6 +569,9 @@ async function pgBackend(url: string): Promise<Backend> {
   } else {
     console.log(`reusing the ${FILES} files at ${url}`);
   }
+  // Index-only scans of the suffix rows need their visibility map (a migration may just have
+  // filled them); nothing to do when they are already vacuumed.
+  await sql`VACUUM ANALYZE search_suffixes, search_files, search_grams`;
   const [span] = (await sql`SELECT min(created_at)::float8 AS lo, max(created_at)::float8 AS hi,
     count(*)::int AS n FROM files`) as { lo: number; hi: number; n: number }[];
   const step = Math.max(1, Math.floor(FILES / 2000));

@@ -3,11 +3,14 @@
  * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
  * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
  * and counters that triggers keep in the same transaction:
- * - `q`: a `pg_trgm` GIN index on the folded name `replace(search_name, 'ς', 'σ')`, queried with
- *   `LIKE '%q%'` (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every
- *   candidate is rechecked, so the match is the exact substring test of the SQLite index (names
- *   are stored NFC and lower-cased, `q` is folded the same way by `foldCase`). Terms of 1 or 2
- *   characters have no trigram: each row is tested with `strpos`, never through the GIN index.
+ * - `q`: the match is the exact substring test of the SQLite index on the folded name
+ *   `replace(search_name, 'ς', 'σ')` (names are stored NFC and lower-cased, `q` is folded the same
+ *   way by `foldCase`). A `q` of 3 or more characters with at most `file_type` and a date range is
+ *   counted and paged from the suffix index (postgres-suffixes.ts); a page walks the sort b-tree
+ *   testing names first when that looks cheaper (`walkBudget`), for a bounded number of rows.
+ *   With other filters, a `pg_trgm` GIN index on the folded name, queried with `LIKE '%q%'`
+ *   (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every candidate is
+ *   rechecked. Terms of 1 or 2 characters have no trigram: each row is tested with `strpos`.
  * - sort and page: one b-tree per sort key `(owner, key, path_hash)`, with nulls first for the
  *   nullable keys, so that a page is read in index order (ascending: nulls first, as SQLite's
  *   BINARY order; descending: the same index backwards); pages past the middle are read from
@@ -19,8 +22,9 @@
  *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
  *   from counters, the two boundary buckets counted in the b-tree); with `file_type`, a size range
  *   and a date range, the size x date grid (`search_grid`, postgres-grid.ts); a `q` of 3 or 4
- *   characters alone, its gram counter (`search_grams`); a directory listing with no filter, the
- *   directory's recursive count less its sub-folders' (`search_dirs`); else `count(*)` of the same
+ *   characters alone or with `file_type`, its gram counters (`search_grams`, per extension); a `q`
+ *   the suffix index knows, its rows; a directory listing with no filter, the directory's
+ *   recursive count less its sub-folders' (`search_dirs`); else `count(*)` of the same
  *   conditions. All in the same REPEATABLE READ snapshot as the page.
  * - page: the first and last keys of the page are read first (ORDER BY … LIMIT … OFFSET in the
  *   sort b-tree, index-only), then the rows between them and their folder labels in one range
@@ -29,8 +33,8 @@
  *   that holds it, so at most one bucket of index entries is skipped; one in name order with no
  *   filter starts at the name fence before it (`search_names`, postgres-names.ts).
  * - sub-folders: the per-directory counters (`search_dirs`).
- * The counters are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005, 0008) in the writing
- * transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
+ * The counters and suffix rows are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005,
+ * 0008, 0009) in the writing transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
@@ -38,6 +42,7 @@ import type { PgDb } from "../db/postgres/client.ts";
 import { countSizeDate } from "./postgres-grid.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
 import { seekName } from "./postgres-names.ts";
+import { countSuffixMatches, suffixable, suffixCountAndPage, suffixPage } from "./postgres-suffixes.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -69,6 +74,29 @@ const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
 
 /** From this offset on, a page in a histogram key's order starts at its bucket (`locate`). */
 const LOCATE_MIN_OFFSET = 1000;
+
+/** What reading and testing one `files` row costs, in index entries read index-only (about). */
+const HEAP_ROW_COST = 20;
+
+/** Files of `owner` whose folded name holds the first 3 or 4 characters of `q` (gram counters). */
+async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Promise<number> {
+  const [c] = await tx.unsafe(
+    "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
+    [owner, [...q].slice(0, 4).join("")],
+  );
+  return Number(c?.n ?? 0);
+}
+
+/**
+ * Most files holding the first 3 or 4 characters of a `q` without a date range for which its count
+ * and its page in creation order come from one read of the suffix rows (every match held at
+ * once); above it a count then a walk of the sort b-tree is cheaper for such a dense term. With a
+ * date range the matches are few for the entries read, and one read is always taken.
+ */
+const ONE_READ_MAX_MATCHES = 60_000;
+
+/** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
+const WALK_MAX_ROWS = 6000;
 
 /** Indexes `rebuild` re-creates. */
 const SEARCH_INDEXES = [
@@ -127,10 +155,12 @@ export class PgSearchIndex implements SearchIndex {
    * `locateFromOffset`: from this offset on, a page in a histogram key's order starts at the
    * bucket that holds it, and one in name order at its name fence (default 1,000; tests lower it
    * to reach those plans on small data).
+   * `walkRows`: how many rows of the sort b-tree a page of a `q` the suffix rows know walks before
+   * reading the suffix rows (0: read them at once); default `walkBudget` (tests set it).
    */
   constructor(
     private readonly db: PgDb,
-    private readonly opts: { locateFromOffset?: number } = {},
+    private readonly opts: { locateFromOffset?: number; walkRows?: number } = {},
   ) {}
 
   private get sql(): SQL {
@@ -188,18 +218,47 @@ export class PgSearchIndex implements SearchIndex {
             ? "created_at"
             : null;
     const range = ranged === "size_bytes" ? f.size : ranged === "created_at" ? f.created : null;
-    // Only a q of 3 or 4 characters: its gram counter is the total.
+    // Only a q of 3 or 4 characters (and file_type): its gram counters are the total.
     const qChars = f.q === null ? 0 : [...f.q].length;
     const gram =
       !exact &&
       (qChars === 3 || qChars === 4) &&
-      f.exts === null &&
       f.size === null &&
       f.created === null &&
       f.folderHash === null &&
       f.uploader === null &&
       f.dir === null;
+    // A q of 3 or more characters with at most file_type and a date range: the suffix rows know
+    // these files (count and page).
+    const suffixes = !exact && suffixable(f);
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
+      if (
+        suffixes &&
+        !gram &&
+        page.sortBy === "created_at" &&
+        page.limit > 0 &&
+        this.opts.walkRows === undefined &&
+        (f.created !== null || (await gramFiles(tx, owner, f.q ?? "")) <= ONE_READ_MAX_MATCHES)
+      ) {
+        // Counted from the suffix rows: the page in creation order comes from the same read.
+        const dir = page.descending ? "DESC" : "ASC";
+        const r = await suffixCountAndPage<PgHit>(
+          tx,
+          owner,
+          f,
+          HIT_COLUMNS,
+          `f.created_at ${dir}, f.path_hash ${dir}, f.folder_hash ${dir}`,
+          page.descending,
+          page.offset,
+          page.limit,
+        );
+        return {
+          total: r.total,
+          hits: r.rows.map(hitOf),
+          plan: ["count: suffix index", `total ${r.total}`, "page: suffix index by created_at, same read"],
+          degraded: null,
+        };
+      }
       let total: number;
       let how: string;
       // A size range with a date range, nothing else but file_type: the size x date grid.
@@ -218,11 +277,16 @@ export class PgSearchIndex implements SearchIndex {
         how = "extension counters";
       } else if (gram) {
         const [c] = await tx.unsafe(
-          "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
-          [owner, f.q],
+          `SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2${
+            f.exts ? ` AND ext IN (${f.exts.map((_, i) => `$${i + 3}`).join(", ")})` : ""
+          }`,
+          [owner, f.q, ...(f.exts ?? [])],
         );
         total = Number(c?.n ?? 0);
         how = "gram counters";
+      } else if (suffixes) {
+        total = await countSuffixMatches(tx, owner, f);
+        how = "suffix index";
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;
@@ -316,6 +380,41 @@ export class PgSearchIndex implements SearchIndex {
           return { total, hits, plan: steps, degraded: null };
         }
       }
+      if (suffixes) {
+        // A q the suffix rows know: walk the sort b-tree testing names for at most a budget of
+        // rows when that looks cheaper, else (or when the budget runs out: names and dates can be
+        // correlated) read the page from the suffix rows.
+        const dir = page.descending ? "DESC" : "ASC";
+        const nulls = order.nullable ? (page.descending ? " NULLS LAST" : " NULLS FIRST") : "";
+        const sort = `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
+        const budget = this.opts.walkRows ?? (await this.walkBudget(tx, owner, f.q ?? "", page, total));
+        if (budget > 0) {
+          const hits = await walkPage(tx, this.where(owner, { ...f, q: null }), f.q ?? "", sort, {
+            budget,
+            skip: page.offset,
+            limit: end - page.offset,
+          });
+          if (hits.length === end - page.offset) {
+            steps.push(`page: ${page.sortBy} b-tree, names tested in at most ${budget} rows`);
+            return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
+          }
+          steps.push(`page: ${page.sortBy} b-tree, ${budget} rows gave ${hits.length} of the page`);
+        }
+        const byCreated = key === "created_at";
+        const hits = await suffixPage<PgHit>(
+          tx,
+          owner,
+          f,
+          HIT_COLUMNS,
+          sort,
+          byCreated,
+          page.descending,
+          page.offset,
+          end - page.offset,
+        );
+        steps.push(`page: suffix index${byCreated ? " by created_at" : ", every match sorted"}`);
+        return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
+      }
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).
       const fromEnd = page.offset > total - end;
       const skip = fromEnd ? total - end : page.offset;
@@ -332,6 +431,36 @@ export class PgSearchIndex implements SearchIndex {
       steps.push(`page: ${page.sortBy} b-tree${fromEnd ? " from the far end" : ""}, skipping ${skip}`);
       return { total, hits, plan: steps, degraded: null };
     });
+  }
+
+  /**
+   * How many rows of the sort b-tree a page of a suffix-index query (`suffixable`) may walk,
+   * testing each name in `files`, before it is read from the suffix rows instead; 0 = read it
+   * from the suffix rows at once. With matches spread evenly, the walk reaches the page's last
+   * match after about (offset + limit) × files / total rows; the suffix rows read about as many
+   * entries as files hold the first 3 or 4 characters of q (its gram counters), plus one `files`
+   * row per match (creation order: per row up to the page's end; other orders: every match). A
+   * `files` row costs about `HEAP_ROW_COST` index entries. The budget is three times the even
+   * estimate, at most `WALK_MAX_ROWS`.
+   */
+  private async walkBudget(
+    tx: Pick<SQL, "unsafe">,
+    owner: string,
+    q: string,
+    page: Page,
+    total: number,
+  ): Promise<number> {
+    const [c] = await tx.unsafe(
+      "SELECT coalesce(sum(n), 0) AS files FROM search_ext_counts WHERE owner = $1",
+      [owner],
+    );
+    const files = Number(c?.files ?? 0);
+    const scan = await gramFiles(tx, owner, q);
+    const end = Math.min(page.offset + page.limit, total);
+    const reached = Math.ceil((end * files) / Math.max(total, 1));
+    const read = page.sortBy === "created_at" ? end : total;
+    const budget = Math.min(WALK_MAX_ROWS, 3 * reached + 100);
+    return HEAP_ROW_COST * reached < scan + HEAP_ROW_COST * read && reached <= WALK_MAX_ROWS / 3 ? budget : 0;
   }
 
   search(owner: string, q: SearchQuery, opts?: SearchOptions): Promise<SearchPage> {
@@ -369,8 +498,9 @@ export class PgSearchIndex implements SearchIndex {
   }
 
   /**
-   * Recounts the counters (writers to `files` wait for that transaction), re-creates the search
-   * indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`) and runs ANALYZE.
+   * Recounts the counters and the suffix rows (writers to `files` wait for that transaction),
+   * re-creates the search indexes of `files` one by one (`REINDEX INDEX CONCURRENTLY`), runs
+   * ANALYZE on `files` and VACUUM ANALYZE on the suffix and gram tables.
    */
   async rebuild(onProgress: (p: RebuildProgress) => void = () => {}): Promise<RebuildReport> {
     const started = performance.now();
@@ -392,6 +522,8 @@ export class PgSearchIndex implements SearchIndex {
     for (const name of SEARCH_INDEXES.filter((n) => present.has(n)))
       await this.sql.unsafe(`REINDEX INDEX CONCURRENTLY "${name}"`);
     await this.sql`ANALYZE files`;
+    // The suffix rows were rewritten: index-only scans need their visibility map.
+    await this.sql`VACUUM ANALYZE search_suffixes, search_files, search_grams`;
     onProgress({ done: total, total });
     return { files: total, seconds: (performance.now() - started) / 1000, health: await this.health() };
   }
@@ -452,6 +584,29 @@ async function pageRows(
     [...params, limit, skip],
   )) as PgHit[];
   return rows.map(hitOf);
+}
+
+/**
+ * The rows at positions `skip … skip + limit - 1` of the files passing `w` (on `files AS f`) whose
+ * folded name contains `q`, in the order `sort`, looking only at the first `budget` rows of `w` in
+ * that order: fewer rows than `limit` when the budget ran out first.
+ */
+async function walkPage(
+  tx: Pick<SQL, "unsafe">,
+  w: { sql: string; params: unknown[] },
+  q: string,
+  sort: string,
+  o: { budget: number; skip: number; limit: number },
+): Promise<PgHit[]> {
+  const n = w.params.length;
+  return (await tx.unsafe(
+    `SELECT ${HIT_COLUMNS}
+     FROM (SELECT f.* FROM files AS f WHERE ${w.sql} ORDER BY ${sort} LIMIT $${n + 1}) AS f
+     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+     WHERE ${NAME_SQL} LIKE $${n + 2}
+     ORDER BY ${sort} OFFSET $${n + 3} LIMIT $${n + 4}`,
+    [...w.params, o.budget, likeContains(q), o.skip, o.limit],
+  )) as PgHit[];
 }
 
 /** The columns of a hit, on `files AS f` left-joined to `folders AS fo`. */

@@ -32,8 +32,9 @@ test(
       expect(events.flat().filter((x) => x === "db.migrated").length).toBe(1);
       for (const h of handles) {
         const rows = await h.$client`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`;
-        // The 10 tables of src/db/postgres/schema.ts and the 6 counters of the search index.
-        expect(rows[0].n).toBe(16);
+        // The 10 tables of src/db/postgres/schema.ts, the 6 counters and the 3 suffix tables of the
+        // search index.
+        expect(rows[0].n).toBe(19);
         const [trgm] = await h.$client`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`;
         expect(trgm.n).toBe(1);
       }

@@ -68,13 +68,14 @@ const sut: IndexUnderTest = {
           (2, 1, f.created_at >> 10), (3, 0, f.updated_at >> 20), (3, 1, f.updated_at >> 10)) AS k(key, level, b)
       GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
     expect([...hist]).toEqual([...histWanted]);
-    const grams = await sql`SELECT owner, gram, n::int AS n FROM search_grams WHERE n <> 0 ORDER BY 1, 2`;
-    const gramsWanted = await sql`SELECT f.owner, s.g AS gram, count(*)::int AS n
-      FROM (SELECT owner, replace(search_name, 'ς', 'σ') AS nm FROM files) AS f
+    const grams =
+      await sql`SELECT owner, gram, ext, n::int AS n FROM search_grams WHERE n <> 0 ORDER BY 1, 2, 3`;
+    const gramsWanted = await sql`SELECT f.owner, s.g AS gram, f.e AS ext, count(*)::int AS n
+      FROM (SELECT owner, coalesce(ext, '') AS e, replace(search_name, 'ς', 'σ') AS nm FROM files) AS f
         CROSS JOIN LATERAL (SELECT DISTINCT substr(f.nm, i, l) AS g
           FROM generate_series(1, length(f.nm)) AS i, (VALUES (3), (4)) AS k(l)
           WHERE i + l - 1 <= length(f.nm)) AS s
-      GROUP BY 1, 2 ORDER BY 1, 2`;
+      GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
     expect([...grams]).toEqual([...gramsWanted]);
     const grid = await sql`SELECT owner, tl, sl, sb::float8 AS sb, tb::float8 AS tb, ext, n::int AS n
       FROM search_grid WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5, 6`;
@@ -100,6 +101,23 @@ const sut: IndexUnderTest = {
     const unfenced = await sql`SELECT DISTINCT owner FROM files WHERE file_name IS NOT NULL
       EXCEPT SELECT owner FROM search_names WHERE file_name = '' AND path_hash = ''::bytea AND folder_hash = ''`;
     expect([...unfenced]).toEqual([]);
+    // One search_files row per file, and the suffix rows of each file's current name, ext and date.
+    const orphans = await sql`SELECT count(*)::int AS n FROM search_files AS sf
+      WHERE NOT EXISTS (SELECT 1 FROM files AS f
+        WHERE (f.owner, f.folder_hash, f.path_hash) = (sf.owner, sf.folder_hash, sf.path_hash))`;
+    const missing = await sql`SELECT count(*)::int AS n FROM files AS f
+      WHERE NOT EXISTS (SELECT 1 FROM search_files AS sf
+        WHERE (f.owner, f.folder_hash, f.path_hash) = (sf.owner, sf.folder_hash, sf.path_hash))`;
+    expect([orphans[0].n, missing[0].n]).toEqual([0, 0]);
+    const suffixes = await sql`SELECT o.owner, sf.folder_hash, encode(sf.path_hash, 'hex') AS p, s.suffix,
+        s.next_lcp::int AS l, s.ext, s.created_at::float8 AS c
+      FROM search_suffixes AS s JOIN search_owners AS o ON o.id = s.owner_id
+        JOIN search_files AS sf ON sf.id = s.file_id ORDER BY 1, 2, 3, 4`;
+    const suffixesWanted = await sql`SELECT f.owner, f.folder_hash, encode(f.path_hash, 'hex') AS p, s.suffix,
+        s.next_lcp::int AS l, f.ext, f.created_at::float8 AS c
+      FROM files AS f CROSS JOIN LATERAL esync_search_suffixes(replace(f.search_name, 'ς', 'σ')) AS s
+      ORDER BY 1, 2, 3, s.suffix COLLATE "C"`;
+    expect([...suffixes]).toEqual([...suffixesWanted]);
   },
 };
 
@@ -113,6 +131,27 @@ searchIndexConformance(
     index: new PgSearchIndex(db, { locateFromOffset: 1 }),
   }),
   { numRuns: 100, timeoutMs: 120_000 },
+);
+
+// Every page of a q of 3 or more characters with at most file_type and a date range is read from
+// the suffix rows.
+searchIndexConformance(
+  "postgres, pages of q read from the suffix rows",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { walkRows: 0 }),
+  }),
+  { numRuns: 100, timeoutMs: 120_000 },
+);
+
+// Every such page walks 3 rows of the sort b-tree, then (mostly) reads the suffix rows.
+searchIndexConformance(
+  "postgres, pages of q walking 3 rows before the suffix rows",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { walkRows: 3 }),
+  }),
+  { numRuns: 50, timeoutMs: 120_000 },
 );
 
 test("rebuild recounts counters that drifted from files and re-creates the indexes; the index stays ok", async () => {

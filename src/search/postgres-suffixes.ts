@@ -1,0 +1,174 @@
+/**
+ * @module search/postgres-suffixes
+ * The suffix index of `PgSearchIndex` (drizzle/postgres/0009_search_suffixes.sql): one row of
+ * `search_suffixes` per distinct suffix of a file's folded name `replace(search_name, 'ς', 'σ')`
+ * that starts where 3 or more characters are left, cut to `SUFFIX_CHARS` characters, in a b-tree
+ * `(owner_id, suffix, file_id) INCLUDE (next_lcp, ext, created_at)`. A name contains a term `t` of
+ * 3 to `SUFFIX_CHARS` characters exactly when one of its suffixes starts with `t`: the b-tree range
+ * from `t` to `t` followed by U+10FFFF (C order; a suffix has at most `SUFFIX_CHARS` characters, so
+ * the bound repeats U+10FFFF past that length and nothing starting with `t` is above it). The
+ * suffixes of one file that start with `t` are neighbours in that order and only the last has
+ * `next_lcp` (common prefix with the next one of the same file) below `length(t)`, so the rows
+ * with `next_lcp < length(t)` are the matching files, each once: a count or a page in creation
+ * order reads only the index. A longer term narrows to the rows whose suffix is its first
+ * `SUFFIX_CHARS` characters, each file then rechecked against its name in `files`.
+ */
+import type { SQL } from "bun";
+import type { RowFilter } from "./row-filter.ts";
+
+/** Most characters of a suffix row (`search_suffixes.suffix`). */
+export const SUFFIX_CHARS = 16;
+
+/** The highest code point: above every character in C (byte) order. */
+const TOP = "\u{10FFFF}";
+
+/** Folded name `q` is matched against, on `files AS f`. */
+const NAME_SQL = "replace(f.search_name, 'ς', 'σ')";
+
+/** `s` with the LIKE wildcards `%` and `_` (and the escape `\\`) escaped, between `%`. */
+function likeContains(s: string): string {
+  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * The filters the suffix rows answer by themselves: `q` of 3 or more characters, with at most
+ * `file_type` and a creation date range (both carried in the index).
+ */
+export function suffixable(f: RowFilter): boolean {
+  return (
+    f.q !== null &&
+    [...f.q].length >= 3 &&
+    f.size === null &&
+    f.folderHash === null &&
+    f.uploader === null &&
+    f.dir === null
+  );
+}
+
+/**
+ * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once:
+ * the SQL and its parameters `$1…` (`$1` = owner).
+ */
+function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unknown[] } {
+  const q = f.q ?? "";
+  const chars = [...q];
+  const params: unknown[] = [owner];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = ["s.owner_id = (SELECT id FROM search_owners WHERE owner = $1)"];
+  const long = chars.length > SUFFIX_CHARS;
+  if (long) {
+    // Distinct suffixes per file: at most one row per file has exactly these characters.
+    where.push(`s.suffix = ${p(chars.slice(0, SUFFIX_CHARS).join(""))}`);
+  } else {
+    where.push(
+      `s.suffix >= ${p(q)}`,
+      `s.suffix < ${p(q + TOP.repeat(SUFFIX_CHARS + 1 - chars.length))}`,
+      `s.next_lcp < ${p(chars.length)}`,
+    );
+  }
+  if (f.exts !== null) where.push(`s.ext IN (${f.exts.map((e) => p(e)).join(", ")})`);
+  if (f.created) where.push(`s.created_at BETWEEN ${p(f.created[0])} AND ${p(f.created[1])}`);
+  const from = long
+    ? `search_suffixes AS s JOIN search_files AS sf ON sf.id = s.file_id
+       JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash`
+    : "search_suffixes AS s";
+  if (long) where.push(`${NAME_SQL} LIKE ${p(likeContains(q))}`);
+  return { sql: `SELECT s.file_id, s.created_at FROM ${from} WHERE ${where.join(" AND ")}`, params };
+}
+
+/** Number of files of `owner` passing `f` (`suffixable(f)`), from the suffix rows. */
+export async function countSuffixMatches(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+): Promise<number> {
+  const m = suffixMatches(owner, f);
+  const [c] = await tx.unsafe(`SELECT count(*) AS n FROM (${m.sql}) AS m`, m.params);
+  return Number(c?.n ?? 0);
+}
+
+/**
+ * The page of files passing `f` (`suffixable(f)`) in the order `sort` (on `files AS f`, ending in
+ * `path_hash` and `folder_hash`), rows `skip … skip + limit - 1`, read from the suffix rows:
+ * - `byCreated` (the order is `created_at` in direction `descending`): the creation time of the
+ *   (skip + limit)-th match in the index, then only the matches up to that time (ties included)
+ *   are read in `files` and sorted;
+ * - otherwise every match is read in `files` and sorted.
+ * `columns` are the selected columns on `files AS f` left-joined to `folders AS fo`.
+ */
+export async function suffixPage<R>(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+  columns: string,
+  sort: string,
+  byCreated: boolean,
+  descending: boolean,
+  skip: number,
+  limit: number,
+): Promise<R[]> {
+  const m = suffixMatches(owner, f);
+  const n = m.params.length;
+  const bound = byCreated
+    ? `WHERE m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
+         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET $${n + 3} LIMIT 1), ${
+           descending ? "-9223372036854775808" : "9223372036854775807"
+         })`
+    : "";
+  return (await tx.unsafe(
+    `WITH m AS MATERIALIZED (${m.sql})
+     SELECT ${columns}
+     FROM m
+     JOIN search_files AS sf ON sf.id = m.file_id
+     JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
+     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+     ${bound}
+     ORDER BY ${sort} OFFSET $${n + 1} LIMIT $${n + 2}`,
+    [...m.params, skip, limit, ...(byCreated ? [skip + limit - 1] : [])],
+  )) as R[];
+}
+
+/**
+ * The number of files of `owner` passing `f` (`suffixable(f)`) and the page `skip … skip + limit - 1`
+ * of them in creation order (`descending` or not; ties by `path_hash` then `folder_hash` in the
+ * same direction, `sort` on `files AS f`), from one read of the suffix rows: the matches are
+ * counted, the (skip + limit)-th creation time found among them, and only the matches up to that
+ * time (ties included) are read in `files` and sorted. `columns` as in `suffixPage`.
+ */
+export async function suffixCountAndPage<R>(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+  columns: string,
+  sort: string,
+  descending: boolean,
+  skip: number,
+  limit: number,
+): Promise<{ total: number; rows: R[] }> {
+  const m = suffixMatches(owner, f);
+  const n = m.params.length;
+  const rows = (await tx.unsafe(
+    `WITH m AS MATERIALIZED (${m.sql})
+     SELECT c.total, p.*
+     FROM (SELECT count(*) AS total FROM m) AS c
+     LEFT JOIN LATERAL (
+       SELECT ${columns}
+       FROM m
+       JOIN search_files AS sf ON sf.id = m.file_id
+       JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
+       LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+       WHERE m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
+         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET $${n + 3} LIMIT 1), ${
+           descending ? "-9223372036854775808" : "9223372036854775807"
+         })
+       ORDER BY ${sort} OFFSET $${n + 1} LIMIT $${n + 2}) AS p ON true`,
+    [...m.params, skip, limit, skip + limit - 1],
+  )) as (R & { total: number | bigint | string; path_hash: unknown })[];
+  return {
+    total: Number(rows[0]?.total ?? 0),
+    rows: rows.filter((r) => r.path_hash !== null),
+  };
+}
