@@ -25,7 +25,8 @@ export function toSearchHit(r: HitRow): SearchFileHit {
 /**
  * The kind of counting plan a search chose, from its plan steps: one of `empty`, `histogram`,
  * `index_scan`, `grid`, `gram_table`, `fts_partitions`, `fts_rare`, `fts`, `check_q`,
- * `exact_scan` (a degraded index), `counters`, `trigram`, `short_term` and `btree` (PostgreSQL) or
+ * `exact_scan` (a degraded index), `counters`, `suffix_index`, `trigram`, `short_term` and `btree`
+ * (PostgreSQL; `histogram` and `grid` there too) or
  * `other` (a bounded set, for the `plan` label of `esync_search_duration_seconds`).
  */
 export function planKind(plan: readonly string[]): string {
@@ -40,6 +41,7 @@ export function planKind(plan: readonly string[]): string {
   if (step.includes("rare term")) return "fts_rare";
   if (step.includes("FTS")) return "fts";
   if (step.includes("counters")) return "counters";
+  if (step.includes("suffix index")) return "suffix_index";
   if (step.includes("trigram")) return "trigram";
   if (step.includes("short term")) return "short_term";
   if (step.includes("b-tree")) return "btree";
