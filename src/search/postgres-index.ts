@@ -41,6 +41,7 @@ import type { SQL } from "bun";
 import type { PgDb } from "../db/postgres/client.ts";
 import { countSizeDate } from "./postgres-grid.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
+import { escapeLike, likeContains, NAME_SQL } from "./postgres-match.ts";
 import { seekName } from "./postgres-names.ts";
 import { countSuffixMatches, suffixable, suffixCountAndPage, suffixPage } from "./postgres-suffixes.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
@@ -58,8 +59,6 @@ import type {
   SearchPage,
 } from "./search-index.ts";
 
-/** The folded name `q` is matched against (`foldCase` reads ς as σ). */
-const NAME_SQL = "replace(f.search_name, 'ς', 'σ')";
 /** The directory of a file in its folder (`search_entries.dir` of the SQLite index). */
 export const DIR_SQL = "btrim(regexp_replace(f.relative_path, '[^/]*$', ''), '/')";
 
@@ -71,6 +70,16 @@ const ORDER_SQL: Record<OrderKey, { col: string; nullable: boolean }> = {
   extension: { col: "f.ext", nullable: true },
   uploaded_by: { col: "f.uploaded_by", nullable: true },
 };
+
+/**
+ * The ORDER BY of a page in `order` (`descending` or not): the sort key (its NULLs first in
+ * ascending order), then `path_hash` and `folder_hash` in the same direction, on `files AS f`.
+ */
+function sortSql(order: { col: string; nullable: boolean }, descending: boolean): string {
+  const dir = descending ? "DESC" : "ASC";
+  const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
+  return `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
+}
 
 /** From this offset on, a page in a histogram key's order starts at its bucket (`locate`). */
 const LOCATE_MIN_OFFSET = 1000;
@@ -109,16 +118,6 @@ const SEARCH_INDEXES = [
   "files_by_ext",
   "files_by_dir",
 ];
-
-/** `s` with the LIKE wildcards `%` and `_` (and the escape `\\`) escaped. */
-function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/** `q` as a LIKE pattern matching any name that contains it. */
-export function likeContains(q: string): string {
-  return `%${escapeLike(q)}%`;
-}
 
 /** A page request in sort order. */
 interface Page {
@@ -241,13 +240,12 @@ export class PgSearchIndex implements SearchIndex {
         (f.created !== null || (await gramFiles(tx, owner, f.q ?? "")) <= ONE_READ_MAX_MATCHES)
       ) {
         // Counted from the suffix rows: the page in creation order comes from the same read.
-        const dir = page.descending ? "DESC" : "ASC";
         const r = await suffixCountAndPage<PgHit>(
           tx,
           owner,
           f,
           HIT_COLUMNS,
-          `f.created_at ${dir}, f.path_hash ${dir}, f.folder_hash ${dir}`,
+          sortSql(ORDER_SQL.created_at, page.descending),
           page.descending,
           page.offset,
           page.limit,
@@ -384,9 +382,7 @@ export class PgSearchIndex implements SearchIndex {
         // A q the suffix rows know: walk the sort b-tree testing names for at most a budget of
         // rows when that looks cheaper, else (or when the budget runs out: names and dates can be
         // correlated) read the page from the suffix rows.
-        const dir = page.descending ? "DESC" : "ASC";
-        const nulls = order.nullable ? (page.descending ? " NULLS LAST" : " NULLS FIRST") : "";
-        const sort = `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
+        const sort = sortSql(order, page.descending);
         const budget = this.opts.walkRows ?? (await this.walkBudget(tx, owner, f.q ?? "", page, total));
         if (budget > 0) {
           const hits = await walkPage(tx, this.where(owner, { ...f, q: null }), f.q ?? "", sort, {
@@ -545,9 +541,7 @@ async function pageRows(
   limit: number,
   skip: number,
 ): Promise<HitRow[]> {
-  const dir = descending ? "DESC" : "ASC";
-  const nulls = order.nullable ? (descending ? " NULLS LAST" : " NULLS FIRST") : "";
-  const sort = `${order.col} ${dir}${nulls}, f.path_hash ${dir}, f.folder_hash ${dir}`;
+  const sort = sortSql(order, descending);
   const n = params.length;
   if (!order.nullable) {
     const keys = (await tx.unsafe(

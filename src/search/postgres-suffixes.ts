@@ -14,6 +14,7 @@
  * `SUFFIX_CHARS` characters, each file then rechecked against its name in `files`.
  */
 import type { SQL } from "bun";
+import { likeContains, NAME_SQL } from "./postgres-match.ts";
 import type { RowFilter } from "./row-filter.ts";
 
 /** Most characters of a suffix row (`search_suffixes.suffix`). */
@@ -21,14 +22,6 @@ export const SUFFIX_CHARS = 16;
 
 /** The highest code point: above every character in C (byte) order. */
 const TOP = "\u{10FFFF}";
-
-/** Folded name `q` is matched against, on `files AS f`. */
-const NAME_SQL = "replace(f.search_name, 'ς', 'σ')";
-
-/** `s` with the LIKE wildcards `%` and `_` (and the escape `\\`) escaped, between `%`. */
-function likeContains(s: string): string {
-  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
 
 /**
  * The filters the suffix rows answer by themselves: `q` of 3 or more characters, with at most
@@ -79,6 +72,23 @@ function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unkn
   return { sql: `SELECT s.file_id, s.created_at FROM ${from} WHERE ${where.join(" AND ")}`, params };
 }
 
+/** The `files` rows of the matches `m` (of `suffixMatches`), with their folders. */
+const MATCH_ROWS = `FROM m
+     JOIN search_files AS sf ON sf.id = m.file_id
+     JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
+     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash`;
+
+/**
+ * The matches of `m` created no later (`descending`: no earlier) than the one at position
+ * `position` (a parameter, from 0) in that creation order; all of them when there are fewer.
+ */
+function upToPosition(descending: boolean, position: string): string {
+  return `m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
+         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET ${position} LIMIT 1), ${
+           descending ? "-9223372036854775808" : "9223372036854775807"
+         })`;
+}
+
 /** Number of files of `owner` passing `f` (`suffixable(f)`), from the suffix rows. */
 export async function countSuffixMatches(
   tx: Pick<SQL, "unsafe">,
@@ -112,19 +122,11 @@ export async function suffixPage<R>(
 ): Promise<R[]> {
   const m = suffixMatches(owner, f);
   const n = m.params.length;
-  const bound = byCreated
-    ? `WHERE m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
-         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET $${n + 3} LIMIT 1), ${
-           descending ? "-9223372036854775808" : "9223372036854775807"
-         })`
-    : "";
+  const bound = byCreated ? `WHERE ${upToPosition(descending, `$${n + 3}`)}` : "";
   return (await tx.unsafe(
     `WITH m AS MATERIALIZED (${m.sql})
      SELECT ${columns}
-     FROM m
-     JOIN search_files AS sf ON sf.id = m.file_id
-     JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
-     LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
+     ${MATCH_ROWS}
      ${bound}
      ORDER BY ${sort} OFFSET $${n + 1} LIMIT $${n + 2}`,
     [...m.params, skip, limit, ...(byCreated ? [skip + limit - 1] : [])],
@@ -156,14 +158,8 @@ export async function suffixCountAndPage<R>(
      FROM (SELECT count(*) AS total FROM m) AS c
      LEFT JOIN LATERAL (
        SELECT ${columns}
-       FROM m
-       JOIN search_files AS sf ON sf.id = m.file_id
-       JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash
-       LEFT JOIN folders AS fo ON fo.owner = f.owner AND fo.folder_hash = f.folder_hash
-       WHERE m.created_at ${descending ? ">=" : "<="} coalesce((SELECT m.created_at FROM m
-         ORDER BY m.created_at ${descending ? "DESC" : "ASC"} OFFSET $${n + 3} LIMIT 1), ${
-           descending ? "-9223372036854775808" : "9223372036854775807"
-         })
+       ${MATCH_ROWS}
+       WHERE ${upToPosition(descending, `$${n + 3}`)}
        ORDER BY ${sort} OFFSET $${n + 1} LIMIT $${n + 2}) AS p ON true`,
     [...m.params, skip, limit, skip + limit - 1],
   )) as (R & { total: number | bigint | string; path_hash: unknown })[];
