@@ -6,8 +6,6 @@
  */
 import { chunkKey } from "../storage/layout.ts";
 
-export { blobIdOfKey } from "../storage/layout.ts";
-
 /** The chunk layout of one file row: what its chunk objects are called and how long they are. */
 export interface FileLayout {
   owner: string;

@@ -8,7 +8,6 @@
 import { and, asc, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import {
   type AccountedPage,
-  blobIdOfKey,
   chunkKeysOf,
   type FileKey,
   type FileLayout,
@@ -17,6 +16,7 @@ import {
   prefixesOf,
   type StoreTotals,
 } from "../../ops/ops.repository.ts";
+import { blobIdOfKey } from "../../storage/layout.ts";
 import type { PgDb } from "./client.ts";
 import type { PgConn } from "./conn.ts";
 import { apiTokens, blobDeletions, files, folders, uploadSessions } from "./schema.ts";

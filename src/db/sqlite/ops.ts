@@ -7,7 +7,6 @@
 import type { Database } from "bun:sqlite";
 import {
   type AccountedPage,
-  blobIdOfKey,
   type CounterMismatch,
   chunkKeysOf,
   type FileKey,
@@ -18,6 +17,7 @@ import {
   type StoreTotals,
   type StuckSession,
 } from "../../ops/ops.repository.ts";
+import { blobIdOfKey } from "../../storage/layout.ts";
 import type { Db } from "../client.ts";
 
 interface FileRow {
