@@ -130,6 +130,18 @@ export function foldSearchCounters(sqlite: Database): number {
 }
 
 /**
+ * Folds what the log holds now: inside the caller's transaction when one is open, else in its own
+ * IMMEDIATE transaction, taken only when rows are pending (an empty log takes no write lock).
+ * @returns the log rows folded.
+ * @throws as `foldSearchCounters`.
+ */
+export function foldPendingSearchCounters(sqlite: Database): number {
+  if (pendingCounterRows(sqlite) === 0) return 0;
+  if (sqlite.inTransaction) return foldSearchCounters(sqlite);
+  return sqlite.transaction(() => foldSearchCounters(sqlite)).immediate();
+}
+
+/**
  * The writers' fold: folds when the log holds at least `FOLD_AT` rows. Never throws, so that an
  * index bug can never fail the write whose transaction calls it: a failed fold leaves the log as
  * it was, and the next reader folds it (or answers through the exact plan; `SqliteSearchIndex`).

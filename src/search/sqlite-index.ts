@@ -24,7 +24,7 @@ import type {
   SearchOptions,
   SearchPage,
 } from "./search-index.ts";
-import { foldSearchCounters, pendingCounterRows } from "./sqlite-counters.ts";
+import { foldPendingSearchCounters, foldSearchCounters } from "./sqlite-counters.ts";
 import { type SearchTuning, SqlitePlanner } from "./sqlite-planner.ts";
 import { SqliteScan } from "./sqlite-scan.ts";
 
@@ -105,12 +105,8 @@ export class SqliteSearchIndex implements SearchIndex {
    * the counters are up to date, else why they are not: the caller answers through the exact plan.
    */
   private catchUp(): string | null {
-    const sql = this.sql;
     try {
-      // Most queries find nothing pending: they take no write lock.
-      if (pendingCounterRows(sql) === 0) return null;
-      if (sql.inTransaction) foldSearchCounters(sql);
-      else sql.transaction(() => foldSearchCounters(sql)).immediate();
+      foldPendingSearchCounters(this.sql);
       return null;
     } catch (e) {
       return `search index: counters not up to date (${String((e as Error)?.message ?? e)})`;

@@ -15,7 +15,7 @@
 import type { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { realpathSync } from "node:fs";
-import { foldSearchCounters, foldSearchCountersIfDue } from "../../search/sqlite-counters.ts";
+import { foldPendingSearchCounters, foldSearchCountersIfDue } from "../../search/sqlite-counters.ts";
 import type { Logger } from "../../util/log.ts";
 import { type Db, openDb } from "../client.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
@@ -243,7 +243,7 @@ export class SqliteMetadataStore implements MetadataStore {
 export function openSqliteStore(path: string, log?: Logger): SqliteMetadataStore {
   const db = openDb(path, log);
   try {
-    const folded = db.$client.transaction(() => foldSearchCounters(db.$client)).immediate();
+    const folded = foldPendingSearchCounters(db.$client);
     if (folded > 0) log?.info("search.counters_folded", { rows: folded });
   } catch (e) {
     log?.warn("search.counters_fold_failed", { error: String((e as Error)?.message ?? e) });
