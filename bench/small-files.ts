@@ -38,7 +38,14 @@ import {
 } from "@polkadot/util-crypto";
 import { signedSentence } from "../src/manifest/manifest.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
-import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
+import {
+  cpuSeconds,
+  currentRss,
+  peakRss,
+  REPO_ROOT,
+  type ServerProcess,
+  startServer,
+} from "../test/support/server.ts";
 import { tempDir } from "../test/support/tmp.ts";
 
 const { values: flags } = parseArgs({
@@ -165,12 +172,6 @@ function threadCpuSeconds(pid: number): Map<string, number> {
     }
   }
   return out;
-}
-
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await Bun.file(`/proc/${pid}/stat`).text();
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 interface UploadRun {
