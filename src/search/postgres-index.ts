@@ -43,7 +43,14 @@ import { countSizeDate } from "./postgres-grid.ts";
 import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
 import { escapeLike, likeContains, NAME_SQL } from "./postgres-match.ts";
 import { seekName } from "./postgres-names.ts";
-import { countSuffixMatches, suffixable, suffixCountAndPage, suffixPage } from "./postgres-suffixes.ts";
+import {
+  countSuffixMatches,
+  type SuffixRoute,
+  suffixable,
+  suffixCountAndPage,
+  suffixPage,
+  suffixRoute,
+} from "./postgres-suffixes.ts";
 import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
 import type { SearchQuery } from "./search.query.ts";
 import type { OrderKey } from "./search.repository.ts";
@@ -156,10 +163,12 @@ export class PgSearchIndex implements SearchIndex {
    * to reach those plans on small data).
    * `walkRows`: how many rows of the sort b-tree a page of a `q` the suffix rows know walks before
    * reading the suffix rows (0: read them at once); default `walkBudget` (tests set it).
+   * `suffixRoute`: the b-tree a `q` with a date range reads its suffix rows by; default
+   * `suffixRoute()`'s choice (tests set it).
    */
   constructor(
     private readonly db: PgDb,
-    private readonly opts: { locateFromOffset?: number; walkRows?: number } = {},
+    private readonly opts: { locateFromOffset?: number; walkRows?: number; suffixRoute?: SuffixRoute } = {},
   ) {}
 
   private get sql(): SQL {
@@ -231,6 +240,13 @@ export class PgSearchIndex implements SearchIndex {
     // these files (count and page).
     const suffixes = !exact && suffixable(f);
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
+      const route: SuffixRoute = !suffixes
+        ? "term"
+        : f.created === null
+          ? "term"
+          : (this.opts.suffixRoute ?? (await suffixRoute(tx, owner, f)));
+      const bySuffixes =
+        route === "prefix_dates" ? "suffix index (first 3 characters and date)" : "suffix index";
       if (
         suffixes &&
         !gram &&
@@ -244,6 +260,7 @@ export class PgSearchIndex implements SearchIndex {
           tx,
           owner,
           f,
+          route,
           HIT_COLUMNS,
           sortSql(ORDER_SQL.created_at, page.descending),
           page.descending,
@@ -253,7 +270,7 @@ export class PgSearchIndex implements SearchIndex {
         return {
           total: r.total,
           hits: r.rows.map(hitOf),
-          plan: ["count: suffix index", `total ${r.total}`, "page: suffix index by created_at, same read"],
+          plan: [`count: ${bySuffixes}`, `total ${r.total}`, `page: ${bySuffixes} by created_at, same read`],
           degraded: null,
         };
       }
@@ -283,8 +300,8 @@ export class PgSearchIndex implements SearchIndex {
         total = Number(c?.n ?? 0);
         how = "gram counters";
       } else if (suffixes) {
-        total = await countSuffixMatches(tx, owner, f);
-        how = "suffix index";
+        total = await countSuffixMatches(tx, owner, f, route);
+        how = bySuffixes;
       } else if (ranged !== null && range !== null) {
         total = await countRange(tx, owner, ranged, f.exts, range[0], range[1]);
         how = `${ranged} histogram`;
@@ -401,6 +418,7 @@ export class PgSearchIndex implements SearchIndex {
           tx,
           owner,
           f,
+          route,
           HIT_COLUMNS,
           sort,
           byCreated,
@@ -408,7 +426,7 @@ export class PgSearchIndex implements SearchIndex {
           page.offset,
           end - page.offset,
         );
-        steps.push(`page: suffix index${byCreated ? " by created_at" : ", every match sorted"}`);
+        steps.push(`page: ${bySuffixes}${byCreated ? " by created_at" : ", every match sorted"}`);
         return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
       }
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).

@@ -12,8 +12,15 @@
  * with `next_lcp < length(t)` are the matching files, each once: a count or a page in creation
  * order reads only the index. A longer term narrows to the rows whose suffix is its first
  * `SUFFIX_CHARS` characters, each file then rechecked against its name in `files`.
+ *
+ * With a date range, a term held by many names over all time may be held by few in the range. A
+ * second b-tree (drizzle/postgres/0010) orders the same rows by `(owner_id, left(suffix, 3),
+ * created_at)`: the route `prefix_dates` reads the rows whose suffix starts with the term's first 3
+ * characters and whose file was created in the range, testing the rest of the term in the index
+ * (`suffixRoute` picks the route that reads fewer rows).
  */
 import type { SQL } from "bun";
+import { countRange } from "./postgres-histogram.ts";
 import { likeContains, NAME_SQL } from "./postgres-match.ts";
 import type { RowFilter } from "./row-filter.ts";
 
@@ -39,10 +46,46 @@ export function suffixable(f: RowFilter): boolean {
 }
 
 /**
- * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once:
- * the SQL and its parameters `$1…` (`$1` = owner).
+ * Which b-tree a suffix-index query reads:
+ * - `term`: `search_suffixes_key`, the range of suffixes starting with the term (every date);
+ * - `prefix_dates`: `search_suffixes_by_created` (only with a date range), the suffixes starting
+ *   with the term's first 3 characters of files created in the range, the rest of the term tested
+ *   on each entry.
  */
-function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unknown[] } {
+export type SuffixRoute = "term" | "prefix_dates";
+
+/**
+ * The route that reads fewer index entries for `f` (`suffixable(f)`): with a date range,
+ * `prefix_dates` when the files holding the term's first 3 characters (gram counters) times the
+ * share of the owner's files created in the range (histogram) are fewer than the files holding its
+ * first 4 (those the term's range reads at most); otherwise `term`.
+ */
+export async function suffixRoute(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+): Promise<SuffixRoute> {
+  if (f.created === null) return "term";
+  const chars = [...(f.q ?? "")];
+  const g3 = chars.slice(0, 3).join("");
+  const g4 = chars.slice(0, 4).join("");
+  const [c] = await tx.unsafe(
+    `SELECT (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS g3,
+            (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $3) AS g4,
+            (SELECT coalesce(sum(n), 0) FROM search_ext_counts WHERE owner = $1) AS files`,
+    [owner, g3, g4],
+  );
+  const files = Number(c?.files ?? 0);
+  if (files === 0) return "term";
+  const inRange = await countRange(tx, owner, "created_at", null, f.created[0], f.created[1]);
+  return (Number(c?.g3 ?? 0) * inRange) / files < Number(c?.g4 ?? 0) ? "prefix_dates" : "term";
+}
+
+/**
+ * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once,
+ * read by `route`: the SQL and its parameters `$1…` (`$1` = owner).
+ */
+function suffixMatches(owner: string, f: RowFilter, route: SuffixRoute): { sql: string; params: unknown[] } {
   const q = f.q ?? "";
   const chars = [...q];
   const params: unknown[] = [owner];
@@ -52,9 +95,18 @@ function suffixMatches(owner: string, f: RowFilter): { sql: string; params: unkn
   };
   const where = ["s.owner_id = (SELECT id FROM search_owners WHERE owner = $1)"];
   const long = chars.length > SUFFIX_CHARS;
+  if (route === "prefix_dates" && f.created) {
+    // The expression of search_suffixes_by_created, written as it is there (with the literal 3)
+    // so that the planner matches it.
+    where.push(`left(s.suffix, 3) = ${p(chars.slice(0, 3).join(""))}`);
+  }
   if (long) {
     // Distinct suffixes per file: at most one row per file has exactly these characters.
     where.push(`s.suffix = ${p(chars.slice(0, SUFFIX_CHARS).join(""))}`);
+  } else if (route === "prefix_dates" && f.created) {
+    // Not a range on suffix: the planner would read the term's range of search_suffixes_key.
+    if (chars.length > 3) where.push(`left(s.suffix, ${chars.length}) = ${p(q)}`);
+    where.push(`s.next_lcp < ${p(chars.length)}`);
   } else {
     where.push(
       `s.suffix >= ${p(q)}`,
@@ -89,20 +141,21 @@ function upToPosition(descending: boolean, position: string): string {
          })`;
 }
 
-/** Number of files of `owner` passing `f` (`suffixable(f)`), from the suffix rows. */
+/** Number of files of `owner` passing `f` (`suffixable(f)`), from the suffix rows read by `route`. */
 export async function countSuffixMatches(
   tx: Pick<SQL, "unsafe">,
   owner: string,
   f: RowFilter,
+  route: SuffixRoute,
 ): Promise<number> {
-  const m = suffixMatches(owner, f);
+  const m = suffixMatches(owner, f, route);
   const [c] = await tx.unsafe(`SELECT count(*) AS n FROM (${m.sql}) AS m`, m.params);
   return Number(c?.n ?? 0);
 }
 
 /**
  * The page of files passing `f` (`suffixable(f)`) in the order `sort` (on `files AS f`, ending in
- * `path_hash` and `folder_hash`), rows `skip … skip + limit - 1`, read from the suffix rows:
+ * `path_hash` and `folder_hash`), rows `skip … skip + limit - 1`, read from the suffix rows by `route`:
  * - `byCreated` (the order is `created_at` in direction `descending`): the creation time of the
  *   (skip + limit)-th match in the index, then only the matches up to that time (ties included)
  *   are read in `files` and sorted;
@@ -113,6 +166,7 @@ export async function suffixPage<R>(
   tx: Pick<SQL, "unsafe">,
   owner: string,
   f: RowFilter,
+  route: SuffixRoute,
   columns: string,
   sort: string,
   byCreated: boolean,
@@ -120,7 +174,7 @@ export async function suffixPage<R>(
   skip: number,
   limit: number,
 ): Promise<R[]> {
-  const m = suffixMatches(owner, f);
+  const m = suffixMatches(owner, f, route);
   const n = m.params.length;
   const bound = byCreated ? `WHERE ${upToPosition(descending, `$${n + 3}`)}` : "";
   return (await tx.unsafe(
@@ -136,7 +190,7 @@ export async function suffixPage<R>(
 /**
  * The number of files of `owner` passing `f` (`suffixable(f)`) and the page `skip … skip + limit - 1`
  * of them in creation order (`descending` or not; ties by `path_hash` then `folder_hash` in the
- * same direction, `sort` on `files AS f`), from one read of the suffix rows: the matches are
+ * same direction, `sort` on `files AS f`), from one read of the suffix rows by `route`: the matches are
  * counted, the (skip + limit)-th creation time found among them, and only the matches up to that
  * time (ties included) are read in `files` and sorted. `columns` as in `suffixPage`.
  */
@@ -144,13 +198,14 @@ export async function suffixCountAndPage<R>(
   tx: Pick<SQL, "unsafe">,
   owner: string,
   f: RowFilter,
+  route: SuffixRoute,
   columns: string,
   sort: string,
   descending: boolean,
   skip: number,
   limit: number,
 ): Promise<{ total: number; rows: R[] }> {
-  const m = suffixMatches(owner, f);
+  const m = suffixMatches(owner, f, route);
   const n = m.params.length;
   const rows = (await tx.unsafe(
     `WITH m AS MATERIALIZED (${m.sql})

@@ -144,6 +144,17 @@ searchIndexConformance(
   { numRuns: 100, timeoutMs: 120_000 },
 );
 
+// Every q of 3 or more characters with a date range (and at most file_type) reads its suffix rows
+// by their first 3 characters and date (search_suffixes_by_created).
+searchIndexConformance(
+  "postgres, q with a date range read by first 3 characters and date",
+  () => ({
+    ...sut,
+    index: new PgSearchIndex(db, { walkRows: 0, suffixRoute: "prefix_dates" }),
+  }),
+  { numRuns: 100, timeoutMs: 120_000 },
+);
+
 // Every such page walks 3 rows of the sort b-tree, then (mostly) reads the suffix rows.
 searchIndexConformance(
   "postgres, pages of q walking 3 rows before the suffix rows",

@@ -165,6 +165,82 @@ describe("PostgreSQL suffix index", () => {
     expect((await both(owner, "q=scre&file_type=image")).got.plan).toContain("count: gram counters");
   });
 
+  test("a q with a date range reads the same files by the term's range and by first 3 characters and date", async () => {
+    const owner = "sfx-routes";
+    const head = "quarterly-report"; // exactly SUFFIX_CHARS characters
+    const rows: FileRow[] = [];
+    for (let i = 0; i < 48; i++) {
+      const name = [
+        `img_${2020 + (i % 4)}_${i}.jpg`,
+        `imgimg-${i}.png`,
+        `backup imgs ${i}.tar`,
+        `${head}-${2020 + (i % 4)}.pdf`,
+        `Überweisung ${i}.pdf`,
+        `ima-${i}.txt`,
+      ][i % 6];
+      rows.push(
+        fileRow(owner, { path: `d${i % 2}/${name}`, created: 1_700_000_000 + i * 1000, size: 10 + i }),
+      );
+    }
+    await upsert(...rows);
+    const byRoute = {
+      term: new PgSearchIndex(db, { walkRows: 0, suffixRoute: "term" }),
+      prefix_dates: new PgSearchIndex(db, { walkRows: 0, suffixRoute: "prefix_dates" }),
+    };
+    const window = "date_from=1700005000&date_to=1700030000";
+    for (const qs of [
+      `q=img&${window}`,
+      `q=imgi&${window}&sort_order=asc&offset=2&limit=3`,
+      `q=img_2021&${window}&file_type=image`,
+      `q=mgs&${window}&sort_by=file_name`,
+      `q=${head}-2022&${window}`,
+      `q=${head}&${window}&sort_by=size_bytes&offset=1&limit=4`,
+      `q=%C3%BCberw&${window}`,
+      `q=ima-&date_from=1700000000`,
+      `q=img&date_to=1700010000&offset=3&limit=2`,
+      `q=img&date_from=1700047000&date_to=1700047000`,
+    ]) {
+      const query = parseSearchQuery(new URLSearchParams(qs));
+      const exact = await byRoute.term.search(owner, query, { exact: true });
+      const want = [qs, exact.total, exact.hits.map((h) => h.fileName)];
+      for (const [route, index] of Object.entries(byRoute)) {
+        const got = await index.search(owner, query);
+        expect([route, ...[qs, got.total, got.hits.map((h) => h.fileName)]]).toEqual([route, ...want]);
+        expect(got.plan.some((s) => s.includes("(first 3 characters and date)"))).toBe(
+          route === "prefix_dates",
+        );
+      }
+    }
+    // In the window 1700005000..1700030000: files 5..30, of which img_ (i % 6 == 0), imgimg- (1) and
+    // "backup imgs" (2) hold "img".
+    const img = await byRoute.prefix_dates.search(
+      owner,
+      parseSearchQuery(new URLSearchParams(`q=img&${window}`)),
+    );
+    expect(img.total).toBe(rows.slice(5, 31).filter((_, k) => [0, 1, 2].includes((k + 5) % 6)).length);
+  });
+
+  test("the route of a q with a date range reads fewer rows: first 3 characters and date for a common term in a narrow range, the term's range for a rare one", async () => {
+    const owner = "sfx-route-choice";
+    const rows = Array.from({ length: 200 }, (_, i) =>
+      fileRow(owner, {
+        path: i % 50 === 0 ? `img-zebra-${i}.jpg` : `img-${i}.jpg`,
+        created: 1_700_000_000 + i * 10_000,
+      }),
+    );
+    await upsert(...rows);
+    const plan = async (qs: string) =>
+      (await plainIndex.search(owner, parseSearchQuery(new URLSearchParams(qs)))).plan.join(" | ");
+    // "img" is in every name; the range holds 10 of 200 files.
+    expect(await plan("q=img&date_from=1700000000&date_to=1700090000")).toContain(
+      "count: suffix index (first 3 characters and date)",
+    );
+    // "img-zebra" is in 4 names; the range holds every file: the term's range reads 4 rows.
+    const rare = await plan("q=img-zebra&date_from=1600000000");
+    expect(rare).toContain("count: suffix index");
+    expect(rare).not.toContain("first 3 characters");
+  });
+
   test("a page whose walk of the sort b-tree runs out of rows is read from the suffix rows", async () => {
     const owner = "sfx-walk";
     // The newest files do not match: a walk from the newest end finds no match in its budget.
