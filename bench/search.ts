@@ -4,7 +4,7 @@
  *
  *   bun bench/search.ts [--files 1000000] [--folders 50] [--reps 100] [--naive-reps 5]
  *                       [--naive-budget-ms 15000] [--db PATH] [--reuse] [--seed 1] [--no-naive]
- *                       [--database-url postgres://…] [--shapes TEXT[,TEXT…]]
+ *                       [--database-url postgres://…] [--prewarm] [--shapes TEXT[,TEXT…]]
  *
  * 1. Generates one account (`--files` over `--folders`; names, extensions, sizes and dates shaped
  *    like a real sync account: camera rolls, documents, source trees, music, archives; 1% legacy
@@ -27,6 +27,10 @@
  *    folded name). Each shape gets at most `--naive-reps` runs within `--naive-budget-ms`.
  * Every shape's total_count and first page are checked against the baseline (exactness).
  * `--shapes img,limit` runs only the shapes whose name contains one of the comma-separated texts.
+ * PostgreSQL: the run prints (and writes) the server's memory settings; `--prewarm` first loads
+ * `files`, `folders` and the search tables with their indexes into shared buffers (`pg_prewarm`,
+ * created if missing; needs a superuser), which is where a server that has been answering for a
+ * while holds them: without it the first requests of each shape read cold pages from disk.
  * Prints a table and writes JSON to bench/results/search-<time>.json.
  */
 
@@ -65,6 +69,8 @@ const { values: flags } = parseArgs({
     "database-url": { type: "string" },
     /** Only the shapes whose name contains one of these comma-separated texts. */
     shapes: { type: "string" },
+    /** PostgreSQL: load the searched relations into shared buffers first. */
+    prewarm: { type: "boolean", default: false },
   },
 });
 const PG_URL = flags["database-url"];
@@ -420,6 +426,8 @@ interface Backend {
   request(qs: string, browseFolder?: string): Promise<{ ms: number } & Answer>;
   /** `/list_folders` (ms), if the backend measures it. */
   listFolders?(): Promise<number>;
+  /** Database settings that shape the figures (PostgreSQL: memory), to print and record. */
+  settings?: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -572,6 +580,27 @@ async function pgBackend(url: string): Promise<Backend> {
   // Index-only scans of the suffix rows need their visibility map (a migration may just have
   // filled them); nothing to do when they are already vacuumed.
   await sql`VACUUM ANALYZE search_suffixes, search_files, search_grams`;
+  const settings: Record<string, string> = {};
+  for (const name of ["shared_buffers", "effective_cache_size", "work_mem", "random_page_cost"]) {
+    const [row] = (await sql.unsafe(`SHOW ${name}`)) as Record<string, string>[];
+    settings[name] = String(row?.[name]);
+  }
+  if (flags.prewarm) {
+    const t = performance.now();
+    await sql`CREATE EXTENSION IF NOT EXISTS pg_prewarm`;
+    const [w] = (await sql`SELECT coalesce(sum(pg_prewarm(c.oid)), 0)::int8 AS blocks
+      FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+      LEFT JOIN pg_index AS i ON i.indexrelid = c.oid LEFT JOIN pg_class AS t ON t.oid = i.indrelid
+      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')
+        AND (coalesce(t.relname, c.relname) IN ('files', 'folders') OR coalesce(t.relname, c.relname) LIKE 'search\_%')`) as {
+      blocks: number | bigint;
+    }[];
+    const mb = (Number(w?.blocks ?? 0) * 8192) / 2 ** 20;
+    settings.prewarmed = `${mb.toFixed(0)} MB`;
+    console.log(
+      `prewarmed ${mb.toFixed(0)} MB into shared buffers in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
+  }
   const [span] = (await sql`SELECT min(created_at)::float8 AS lo, max(created_at)::float8 AS hi,
     count(*)::int AS n FROM files`) as { lo: number; hi: number; n: number }[];
   const step = Math.max(1, Math.floor(FILES / 2000));
@@ -616,6 +645,7 @@ async function pgBackend(url: string): Promise<Backend> {
       return { ms, total: r.total_count, page: r.files.map((f) => Buffer.from(f.path_hash).toString("hex")) };
     },
     close: () => sql.close(),
+    settings,
   };
 }
 
@@ -853,6 +883,13 @@ try {
       : []),
     "",
     "Times in ms. Baseline: naive LIKE / ORDER BY / OFFSET SQL on `files` with (owner, col, path_hash) indexes.",
+    ...(backend.settings
+      ? [
+          `Settings: ${Object.entries(backend.settings)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ")}.`,
+        ]
+      : []),
   ];
   console.log(`\n${lines.join("\n")}`);
   mkdirSync(join(import.meta.dir, "results"), { recursive: true });
@@ -874,6 +911,7 @@ try {
         db: PG_URL ? new URL(PG_URL).pathname : DB_PATH,
         bun: Bun.version,
         at: new Date().toISOString(),
+        settings: backend.settings ?? null,
         shapes: results,
         list_folders: listFolders,
       },
