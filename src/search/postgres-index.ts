@@ -45,6 +45,7 @@ import { escapeLike, likeContains, NAME_SQL } from "./postgres-match.ts";
 import { seekName } from "./postgres-names.ts";
 import {
   countSuffixMatches,
+  readsInCreationOrder,
   type SuffixRoute,
   suffixable,
   suffixCountAndPage,
@@ -111,6 +112,9 @@ async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Pro
  */
 const ONE_READ_MAX_MATCHES = 60_000;
 
+/** How a plan names the suffix rows read by route `prefix_dates`. */
+const SUFFIX_PREFIX_DATES = "suffix index (first 3 characters and date)";
+
 /** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
 const WALK_MAX_ROWS = 6000;
 
@@ -163,8 +167,8 @@ export class PgSearchIndex implements SearchIndex {
    * to reach those plans on small data).
    * `walkRows`: how many rows of the sort b-tree a page of a `q` the suffix rows know walks before
    * reading the suffix rows (0: read them at once); default `walkBudget` (tests set it).
-   * `suffixRoute`: the b-tree a `q` with a date range reads its suffix rows by; default
-   * `suffixRoute()`'s choice (tests set it).
+   * `suffixRoute`: the b-tree a `q` with a date range, and a page in creation order, read their
+   * suffix rows by; default `suffixRoute()`'s and `readsInCreationOrder()`'s choices (tests set it).
    */
   constructor(
     private readonly db: PgDb,
@@ -245,8 +249,7 @@ export class PgSearchIndex implements SearchIndex {
         : f.created === null
           ? "term"
           : (this.opts.suffixRoute ?? (await suffixRoute(tx, owner, f)));
-      const bySuffixes =
-        route === "prefix_dates" ? "suffix index (first 3 characters and date)" : "suffix index";
+      const bySuffixes = route === "prefix_dates" ? SUFFIX_PREFIX_DATES : "suffix index";
       if (
         suffixes &&
         !gram &&
@@ -400,7 +403,17 @@ export class PgSearchIndex implements SearchIndex {
         // rows when that looks cheaper, else (or when the budget runs out: names and dates can be
         // correlated) read the page from the suffix rows.
         const sort = sortSql(order, page.descending);
-        const budget = this.opts.walkRows ?? (await this.walkBudget(tx, owner, f.q ?? "", page, total));
+        const byCreated = key === "created_at";
+        // A page in creation order is read from the suffix rows in that order, without a walk,
+        // when that looks cheap.
+        const inOrder =
+          byCreated &&
+          (this.opts.suffixRoute === undefined
+            ? await readsInCreationOrder(tx, owner, f, end, total)
+            : this.opts.suffixRoute === "prefix_dates");
+        const budget = inOrder
+          ? 0
+          : (this.opts.walkRows ?? (await this.walkBudget(tx, owner, f.q ?? "", page, total)));
         if (budget > 0) {
           const hits = await walkPage(tx, this.where(owner, { ...f, q: null }), f.q ?? "", sort, {
             budget,
@@ -413,12 +426,12 @@ export class PgSearchIndex implements SearchIndex {
           }
           steps.push(`page: ${page.sortBy} b-tree, ${budget} rows gave ${hits.length} of the page`);
         }
-        const byCreated = key === "created_at";
+        const pageRoute: SuffixRoute = inOrder ? "prefix_dates" : route;
         const hits = await suffixPage<PgHit>(
           tx,
           owner,
           f,
-          route,
+          pageRoute,
           HIT_COLUMNS,
           sort,
           byCreated,
@@ -426,7 +439,8 @@ export class PgSearchIndex implements SearchIndex {
           page.offset,
           end - page.offset,
         );
-        steps.push(`page: ${bySuffixes}${byCreated ? " by created_at" : ", every match sorted"}`);
+        const read = pageRoute === "prefix_dates" ? SUFFIX_PREFIX_DATES : "suffix index";
+        steps.push(`page: ${read}${byCreated ? " by created_at" : ", every match sorted"}`);
         return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
       }
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).

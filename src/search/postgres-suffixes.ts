@@ -13,11 +13,12 @@
  * order reads only the index. A longer term narrows to the rows whose suffix is its first
  * `SUFFIX_CHARS` characters, each file then rechecked against its name in `files`.
  *
- * With a date range, a term held by many names over all time may be held by few in the range. A
- * second b-tree (drizzle/postgres/0010) orders the same rows by `(owner_id, left(suffix, 3),
+ * A second b-tree (drizzle/postgres/0010) orders the same rows by `(owner_id, left(suffix, 3),
  * created_at)`: the route `prefix_dates` reads the rows whose suffix starts with the term's first 3
- * characters and whose file was created in the range, testing the rest of the term in the index
- * (`suffixRoute` picks the route that reads fewer rows).
+ * characters in creation order, testing the rest of the term in the index. With a date range it
+ * reads only the range (a term held by many names over all time may be held by few in it:
+ * `suffixRoute` picks the route that reads fewer rows); a page in creation order reads from its
+ * end of the order up to the page's last match (`readsInCreationOrder`).
  */
 import type { SQL } from "bun";
 import { countRange } from "./postgres-histogram.ts";
@@ -48,9 +49,9 @@ export function suffixable(f: RowFilter): boolean {
 /**
  * Which b-tree a suffix-index query reads:
  * - `term`: `search_suffixes_key`, the range of suffixes starting with the term (every date);
- * - `prefix_dates`: `search_suffixes_by_created` (only with a date range), the suffixes starting
- *   with the term's first 3 characters of files created in the range, the rest of the term tested
- *   on each entry.
+ * - `prefix_dates`: `search_suffixes_by_created`, the suffixes starting with the term's first 3
+ *   characters in creation order (of files created in the date range, if any), the rest of the
+ *   term tested on each entry.
  */
 export type SuffixRoute = "term" | "prefix_dates";
 
@@ -82,10 +83,44 @@ export async function suffixRoute(
 }
 
 /**
- * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once,
- * read by `route`: the SQL and its parameters `$1…` (`$1` = owner).
+ * Whether a page in creation order whose last match is the `end`-th (skip + limit) of `total`
+ * matches of `f` (`suffixable(f)`, q of at most `SUFFIX_CHARS` characters) reads fewer entries by
+ * `prefix_dates` from its end of the order than by the term's range. With the matches spread
+ * evenly among the files holding the term's first 3 characters (gram counters), the ordered read
+ * crosses about end × that count / total entries; the term's range reads about as many as files
+ * hold its first 4 characters (every date and extension). Names and dates correlate, so the
+ * ordered read is taken only when 4 times its estimate is below the term's range.
  */
-function suffixMatches(owner: string, f: RowFilter, route: SuffixRoute): { sql: string; params: unknown[] } {
+export async function readsInCreationOrder(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  f: RowFilter,
+  end: number,
+  total: number,
+): Promise<boolean> {
+  const chars = [...(f.q ?? "")];
+  if (chars.length > SUFFIX_CHARS || total === 0) return false;
+  const [c] = await tx.unsafe(
+    `SELECT (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS g3,
+            (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $3) AS g4`,
+    [owner, chars.slice(0, 3).join(""), chars.slice(0, 4).join("")],
+  );
+  return (4 * end * Number(c?.g3 ?? 0)) / total < Number(c?.g4 ?? 0);
+}
+
+/**
+ * `SELECT file_id, created_at` of the files of `owner` passing `f` (`suffixable(f)`), each once,
+ * read by `route`: the SQL and its parameters `$1…` (`$1` = owner). `upTo` (route `prefix_dates`,
+ * q of at most `SUFFIX_CHARS` characters): only the matches up to the one at `position` (from 0)
+ * in creation order (`descending`: newest first), ties included, found by reading the b-tree in
+ * that order.
+ */
+function suffixMatches(
+  owner: string,
+  f: RowFilter,
+  route: SuffixRoute,
+  upTo?: { descending: boolean; position: number },
+): { sql: string; params: unknown[] } {
   const q = f.q ?? "";
   const chars = [...q];
   const params: unknown[] = [owner];
@@ -95,7 +130,7 @@ function suffixMatches(owner: string, f: RowFilter, route: SuffixRoute): { sql: 
   };
   const where = ["s.owner_id = (SELECT id FROM search_owners WHERE owner = $1)"];
   const long = chars.length > SUFFIX_CHARS;
-  if (route === "prefix_dates" && f.created) {
+  if (route === "prefix_dates") {
     // The expression of search_suffixes_by_created, written as it is there (with the literal 3)
     // so that the planner matches it.
     where.push(`left(s.suffix, 3) = ${p(chars.slice(0, 3).join(""))}`);
@@ -103,7 +138,7 @@ function suffixMatches(owner: string, f: RowFilter, route: SuffixRoute): { sql: 
   if (long) {
     // Distinct suffixes per file: at most one row per file has exactly these characters.
     where.push(`s.suffix = ${p(chars.slice(0, SUFFIX_CHARS).join(""))}`);
-  } else if (route === "prefix_dates" && f.created) {
+  } else if (route === "prefix_dates") {
     // Not a range on suffix: the planner would read the term's range of search_suffixes_key.
     if (chars.length > 3) where.push(`left(s.suffix, ${chars.length}) = ${p(q)}`);
     where.push(`s.next_lcp < ${p(chars.length)}`);
@@ -121,6 +156,13 @@ function suffixMatches(owner: string, f: RowFilter, route: SuffixRoute): { sql: 
        JOIN files AS f ON f.owner = sf.owner AND f.folder_hash = sf.folder_hash AND f.path_hash = sf.path_hash`
     : "search_suffixes AS s";
   if (long) where.push(`${NAME_SQL} LIKE ${p(likeContains(q))}`);
+  if (upTo && route === "prefix_dates" && !long) {
+    const [cmp, dir, none] = upTo.descending
+      ? [">=", "DESC", "-9223372036854775808"]
+      : ["<=", "ASC", "9223372036854775807"];
+    where.push(`s.created_at ${cmp} coalesce((SELECT s.created_at FROM ${from} WHERE ${where.join(" AND ")}
+      ORDER BY s.created_at ${dir} OFFSET ${p(upTo.position)} LIMIT 1), ${none})`);
+  }
   return { sql: `SELECT s.file_id, s.created_at FROM ${from} WHERE ${where.join(" AND ")}`, params };
 }
 
@@ -157,8 +199,8 @@ export async function countSuffixMatches(
  * The page of files passing `f` (`suffixable(f)`) in the order `sort` (on `files AS f`, ending in
  * `path_hash` and `folder_hash`), rows `skip … skip + limit - 1`, read from the suffix rows by `route`:
  * - `byCreated` (the order is `created_at` in direction `descending`): the creation time of the
- *   (skip + limit)-th match in the index, then only the matches up to that time (ties included)
- *   are read in `files` and sorted;
+ *   (skip + limit)-th match in the index (route `prefix_dates`: read in that order up to it), then
+ *   only the matches up to that time (ties included) are read in `files` and sorted;
  * - otherwise every match is read in `files` and sorted.
  * `columns` are the selected columns on `files AS f` left-joined to `folders AS fo`.
  */
@@ -174,7 +216,12 @@ export async function suffixPage<R>(
   skip: number,
   limit: number,
 ): Promise<R[]> {
-  const m = suffixMatches(owner, f, route);
+  const m = suffixMatches(
+    owner,
+    f,
+    route,
+    byCreated ? { descending, position: skip + limit - 1 } : undefined,
+  );
   const n = m.params.length;
   const bound = byCreated ? `WHERE ${upToPosition(descending, `$${n + 3}`)}` : "";
   return (await tx.unsafe(
