@@ -6,8 +6,10 @@
  * - `q`: the match is the exact substring test of the SQLite index on the folded name
  *   `replace(search_name, 'ς', 'σ')` (names are stored NFC and lower-cased, `q` is folded the same
  *   way by `foldCase`). A `q` of 3 or more characters with at most `file_type` and a date range is
- *   counted and paged from the suffix index (postgres-suffixes.ts); a page walks the sort b-tree
- *   testing names first when that looks cheaper (`walkBudget`), for a bounded number of rows.
+ *   counted and paged from the suffix index (postgres-suffixes.ts; with a date range, or for a
+ *   page in creation order, through its b-tree by first 3 characters and date when that reads
+ *   fewer rows); other pages walk the sort b-tree testing names first when that looks cheaper
+ *   (`walkBudget`), for a bounded number of rows.
  *   With other filters, a `pg_trgm` GIN index on the folded name, queried with `LIKE '%q%'`
  *   (`%`, `_` and `\` in `q` escaped): the trigrams narrow the rows and every candidate is
  *   rechecked. Terms of 1 or 2 characters have no trigram: each row is tested with `strpos`.
@@ -34,7 +36,7 @@
  *   filter starts at the name fence before it (`search_names`, postgres-names.ts).
  * - sub-folders: the per-directory counters (`search_dirs`).
  * The counters and suffix rows are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005,
- * 0008, 0009) in the writing transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
+ * 0008, 0009; 0010 indexes the suffix rows again) in the writing transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
