@@ -5,8 +5,11 @@
  * headers; the table shows the framing that reached a raw socket and how many body bytes came.
  * Nothing here touches esync; it needs no network beyond 127.0.0.1 (the S3 file is only presigned;
  * its `.stream()` is a byte stream like the `fetch()` case, measured chunked against Ceph RGW).
+ * The last row is Bun's `node:http` server, for comparison: the two files written one piece at a
+ * time after `writeHead` with their total length.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -100,11 +103,22 @@ const server = Bun.serve({
   },
 });
 
+const nodeServer = http.createServer(async (_req, res) => {
+  res.writeHead(200, { "content-length": String(2 * N) });
+  for (const file of [fileA, fileB])
+    for await (const piece of createReadStream(file)) {
+      if (!res.write(piece)) await new Promise((drained) => res.once("drain", drained));
+    }
+  res.end();
+});
+await new Promise<void>((listening) => nodeServer.listen(0, "127.0.0.1", listening));
+const nodePort = (nodeServer.address() as net.AddressInfo).port;
+
 /** Status line, framing header and body byte count of one GET, read on a raw socket. */
-function get(name: string): Promise<string> {
+function get(name: string, port = server.port): Promise<string> {
   return new Promise((resolve) => {
     const parts: Buffer[] = [];
-    const s = net.connect(server.port, "127.0.0.1", () =>
+    const s = net.connect(port, "127.0.0.1", () =>
       s.write(`GET /${encodeURIComponent(name)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
     );
     s.setTimeout(5000, () => s.destroy());
@@ -129,6 +143,8 @@ console.log(`Bun ${Bun.version}\n`);
 console.log("| body | status | framing sent | body bytes on the wire |");
 console.log("|---|---|---|---:|");
 for (const name of Object.keys(cases)) console.log(await get(name));
+console.log(await get("node:http, two files streamed after writeHead (2,000,000 bytes)", nodePort));
+nodeServer.close();
 server.stop(true);
 upstream.stop(true);
 rmSync(dir, { recursive: true, force: true });
