@@ -130,6 +130,8 @@ const SEARCH_INDEXES = [
   "files_by_uploader",
   "files_by_ext",
   "files_by_dir",
+  // Filled by the recount in the other b-tree's order: re-created packed.
+  "search_suffixes_by_created",
 ];
 
 /** A page request in sort order. */
@@ -539,7 +541,8 @@ export class PgSearchIndex implements SearchIndex {
     onProgress({ done: 0, total });
     const present = new Set(
       (
-        (await this.sql`SELECT indexname FROM pg_indexes WHERE tablename = 'files'`) as {
+        (await this
+          .sql`SELECT indexname FROM pg_indexes WHERE tablename IN ('files', 'search_suffixes')`) as {
           indexname: string;
         }[]
       ).map((r) => r.indexname),

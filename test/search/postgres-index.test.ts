@@ -183,8 +183,17 @@ test("rebuild recounts counters that drifted from files and re-creates the index
   await sql`UPDATE search_grams SET n = 0 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_grid SET n = n + 3 WHERE owner = 'rebuild-owner'`;
   await sql`UPDATE search_names SET n = n + 4 WHERE owner = 'rebuild-owner'`;
+  const filenodes = async () =>
+    (
+      await sql`SELECT pg_relation_filenode('files_by_created') AS a,
+      pg_relation_filenode('search_suffixes_by_created') AS b`
+    )[0] as { a: number; b: number };
+  const before = await filenodes();
   const progress: number[] = [];
   const report = await sut.index.rebuild((p) => progress.push(p.done));
+  const after = await filenodes();
+  expect(after.a).not.toBe(before.a);
+  expect(after.b).not.toBe(before.b);
   expect(report.health).toEqual({ state: "ok", reason: null, since: null });
   expect(progress.at(-1)).toBe(report.files);
   await sut.checkConsistent?.();
