@@ -1,5 +1,5 @@
 /**
- * HEAD /download on the real server process, on both HTTP engines (issue 10 defect 7): the same
+ * HEAD /download on the real server process (issue 10 defect 7): the same
  * status and headers as GET (Content-Length of the file or the range, ETag, Accept-Ranges) and no
  * body; a stale If-Range on GET gets the whole current file.
  */
@@ -31,49 +31,47 @@ function raw(
   });
 }
 
-for (const engine of ["node", "bun"] as const) {
-  describe(`HEAD /download on the ${engine} engine`, () => {
-    let server: ServerProcess;
-    let fileUrl = "";
-    const ct = randomCiphertext(300_000);
-    beforeAll(async () => {
-      server = await startServer({ env: { ESYNC_HTTP_ENGINE: engine } });
-      const manifest = makeManifest({ owner: user.address, ciphertext: ct, path: "head.bin" });
-      const form = new FormData();
-      form.append("manifest", JSON.stringify(manifest));
-      form.append("ciphertext", new Blob([new Uint8Array(ct)]));
-      const r = await fetch(`${server.url}/upload`, {
-        method: "POST",
-        headers: { authorization: user.auth },
-        body: form,
-      });
-      expect(r.status).toBe(200);
-      const fileId = Buffer.from(manifest.path_hash as number[]).toString("hex");
-      fileUrl = `${server.url}/download/${user.address}/${FOLDER}/${fileId}`;
-    }, 60_000);
-    afterAll(async () => {
-      await server?.stop();
-      if (server) rmSync(server.dataDir, { recursive: true, force: true });
+describe("HEAD /download", () => {
+  let server: ServerProcess;
+  let fileUrl = "";
+  const ct = randomCiphertext(300_000);
+  beforeAll(async () => {
+    server = await startServer();
+    const manifest = makeManifest({ owner: user.address, ciphertext: ct, path: "head.bin" });
+    const form = new FormData();
+    form.append("manifest", JSON.stringify(manifest));
+    form.append("ciphertext", new Blob([new Uint8Array(ct)]));
+    const r = await fetch(`${server.url}/upload`, {
+      method: "POST",
+      headers: { authorization: user.auth },
+      body: form,
     });
-
-    test("HEAD gives 200 with the file's Content-Length, its ETag and Accept-Ranges, and no body", async () => {
-      const get = await raw(fileUrl, "GET", { authorization: user.auth });
-      const head = await raw(fileUrl, "HEAD", { authorization: user.auth });
-      expect(head.status).toBe(200);
-      expect(head.headers["content-length"]).toBe(String(ct.length));
-      expect(head.headers.etag).toMatch(/^"[0-9a-f]{64}"$/);
-      expect(head.headers.etag).toBe(get.headers.etag);
-      expect(head.headers["accept-ranges"]).toBe("bytes");
-      expect(head.body.length).toBe(0);
-      expect(get.body.equals(ct)).toBe(true);
-    });
-
-    test("HEAD with a Range gives 206 with the range's Content-Length and Content-Range", async () => {
-      const head = await raw(fileUrl, "HEAD", { authorization: user.auth, range: "bytes=1000-1999" });
-      expect(head.status).toBe(206);
-      expect(head.headers["content-length"]).toBe("1000");
-      expect(head.headers["content-range"]).toBe(`bytes 1000-1999/${ct.length}`);
-      expect(head.body.length).toBe(0);
-    });
+    expect(r.status).toBe(200);
+    const fileId = Buffer.from(manifest.path_hash as number[]).toString("hex");
+    fileUrl = `${server.url}/download/${user.address}/${FOLDER}/${fileId}`;
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+    if (server) rmSync(server.dataDir, { recursive: true, force: true });
   });
-}
+
+  test("HEAD gives 200 with the file's Content-Length, its ETag and Accept-Ranges, and no body", async () => {
+    const get = await raw(fileUrl, "GET", { authorization: user.auth });
+    const head = await raw(fileUrl, "HEAD", { authorization: user.auth });
+    expect(head.status).toBe(200);
+    expect(head.headers["content-length"]).toBe(String(ct.length));
+    expect(head.headers.etag).toMatch(/^"[0-9a-f]{64}"$/);
+    expect(head.headers.etag).toBe(get.headers.etag);
+    expect(head.headers["accept-ranges"]).toBe("bytes");
+    expect(head.body.length).toBe(0);
+    expect(get.body.equals(ct)).toBe(true);
+  });
+
+  test("HEAD with a Range gives 206 with the range's Content-Length and Content-Range", async () => {
+    const head = await raw(fileUrl, "HEAD", { authorization: user.auth, range: "bytes=1000-1999" });
+    expect(head.status).toBe(206);
+    expect(head.headers["content-length"]).toBe("1000");
+    expect(head.headers["content-range"]).toBe(`bytes 1000-1999/${ct.length}`);
+    expect(head.body.length).toBe(0);
+  });
+});

@@ -21,14 +21,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function start(
-  env: Record<string, string>,
-  dataDir?: string,
-  engine: "bun" | "node" = "bun",
-): Promise<ServerProcess> {
+async function start(env: Record<string, string>, dataDir?: string): Promise<ServerProcess> {
   const s = await startServer({
     dataDir,
-    env: { ESYNC_HTTP_ENGINE: engine, ESYNC_LOG_LEVEL: "info", ...env },
+    env: { ESYNC_LOG_LEVEL: "info", ...env },
   });
   running.push(s);
   if (!dataDir) dirs.push(s.dataDir);
@@ -106,9 +102,9 @@ function finalize(s: ServerProcess, sid: string): Promise<Response> {
   });
 }
 
-describe.each(["bun", "node"] as const)("graceful shutdown (ESYNC_HTTP_ENGINE=%s)", (engine) => {
+describe("graceful shutdown", () => {
   test("SIGTERM during parallel chunk PUTs and a finalize: every request completes, exit 0, and after a restart the session resumes and finalizes", async () => {
-    const first = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "20" }, undefined, engine);
+    const first = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "20" });
     const chunk = MiB;
     const big = randomCiphertext(8 * chunk);
     const bigSid = await openSession(first, big, chunk, "shutdown/big.bin");
@@ -139,7 +135,7 @@ describe.each(["bun", "node"] as const)("graceful shutdown (ESYNC_HTTP_ENGINE=%s
     expect(out).toContain('"event":"server.shutting_down"');
     expect(out).toMatch(/"event":"server.stopped".*"drained":true/);
 
-    const second = await start({}, first.dataDir, engine);
+    const second = await start({}, first.dataDir);
     const st = await sessionStatus(second, bigSid);
     const acknowledged = results.flatMap((r, i) => (r === 200 ? [i] : []));
     expect(st.state).toBe("receiving");
@@ -163,7 +159,7 @@ describe.each(["bun", "node"] as const)("graceful shutdown (ESYNC_HTTP_ENGINE=%s
   }, 120_000);
 
   test("a request still running when the grace period ends is cut, nothing of it is recorded, and the process exits 0", async () => {
-    const s = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "1" }, undefined, engine);
+    const s = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "1" });
     const ct = randomCiphertext(MiB);
     const sid = await openSession(s, ct, MiB, "shutdown/cut.bin");
     const put = outcome(putChunk(s, sid, 0, slowBody(ct, 8_000)));
@@ -174,14 +170,14 @@ describe.each(["bun", "node"] as const)("graceful shutdown (ESYNC_HTTP_ENGINE=%s
     expect(performance.now() - signalled).toBeLessThan(6_000);
     expect(await put).not.toBe(200);
     expect(s.output()).toMatch(/"event":"server.stopped".*"drained":false/);
-    const again = await start({}, s.dataDir, engine);
+    const again = await start({}, s.dataDir);
     dirs.push(s.dataDir);
     expect((await sessionStatus(again, sid)).chunks_received).toEqual([]);
     expect(await again.stop()).toBe(0);
   }, 60_000);
 
   test("a second signal during the shutdown exits at once", async () => {
-    const s = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "60" }, undefined, engine);
+    const s = await start({ ESYNC_SHUTDOWN_GRACE_SECONDS: "60" });
     const ct = randomCiphertext(MiB);
     const sid = await openSession(s, ct, MiB, "shutdown/twice.bin");
     const put = outcome(putChunk(s, sid, 0, slowBody(ct, 30_000)));
