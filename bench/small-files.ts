@@ -11,6 +11,12 @@
  *   bun bench/small-files.ts [--files 10000] [--concurrency 8] [--fsync persist|object|off]
  *                            [--rounds 1] [--compare <git-ref>] [--tree DIR] [--skip-push]
  *                            [--push-arg=--jobs=8 ...] [--server-bun-arg=--cpu-prof ...]
+ *                            [--server-env NAME=VALUE ...]
+ *
+ * Each checkout's server runs with the environment its `bun run start` script sets (the
+ * `NAME=value` assignments before `bun run src/main.ts` in its package.json, evaluated by bash,
+ * e.g. the file-system pool size), plus every `--server-env`: a bench measures what a user who
+ * starts the server as the README says gets.
  *
  * `--compare REF` extracts REF (`git archive`, its own directory, this checkout's node_modules)
  * and runs both checkouts' server and CLI (`worktree` is this checkout as it is on disk) in
@@ -18,7 +24,9 @@
  * to round), so that the load of a shared machine hits both alike; it prints the medians of both
  * and the ratios. Figures per run: files/s (wall), server CPU ms per file (utime + stime of the
  * server process from /proc over the timed part), the server's peak RSS (upload), and the CLI
- * process's CPU ms per file (push, the whole process). The machine may be shared: CPU ms per file
+ * process's CPU ms per file (push, the whole process), and from the server's `/metrics` over the
+ * push: HTTP requests per file pushed, and the mean server-side time of an `/upload` and of its
+ * blob store `put` (ms; the put's share is the wait for the file-system pool and the disk). The machine may be shared: CPU ms per file
  * is the steadier figure. The upload part also measures this process (its HTTP client: utime + stime
  * of all its threads over the timed part) and the server per thread name (/proc/<pid>/task): on
  * one machine the rate is bounded by 2 cores / (server + bench client CPU per file). Writes JSON to bench/results/small-files-<time>.json.
@@ -59,23 +67,65 @@ const { values: flags } = parseArgs({
     "skip-push": { type: "boolean", default: false },
     "push-arg": { type: "string", multiple: true },
     "server-bun-arg": { type: "string", multiple: true },
+    "server-env": { type: "string", multiple: true },
   },
 });
 const N = Number(flags.files);
 const C = Number(flags.concurrency);
 const ROUNDS = Number(flags.rounds);
 
+/** `NAME=VALUE` pairs of `--server-env`. */
+const serverEnv: Record<string, string> = {};
+for (const pair of flags["server-env"] ?? []) {
+  const at = pair.indexOf("=");
+  if (at < 1) throw new Error(`--server-env ${pair}: expected NAME=VALUE`);
+  serverEnv[pair.slice(0, at)] = pair.slice(at + 1);
+}
+
+/**
+ * The variables that checkout `root`'s `bun run start` sets for its server: the assignments
+ * before `bun run src/main.ts` in its package.json's `start` script, evaluated by bash in this
+ * process's environment (so `${NAME:-default}` keeps a value set here). Empty when the script
+ * sets none.
+ */
+function startScriptEnv(root: string): Record<string, string> {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    scripts?: Record<string, string>;
+  };
+  const script = pkg.scripts?.start ?? "";
+  const prefix = script.replace(/\s*bun run src\/main\.ts\s*$/, "");
+  if (prefix === script) throw new Error(`${root}: its start script does not end in bun run src/main.ts`);
+  if (prefix.trim() === "") return {};
+  const out = Bun.spawnSync(["bash", "-c", `${prefix} env -0`], { env: process.env });
+  if (out.exitCode !== 0) throw new Error(`${root}: evaluating its start script: ${out.stderr.toString()}`);
+  const names = new Set([...prefix.matchAll(/(?:^|\s)([A-Za-z_]\w*)=/g)].map((m) => m[1] as string));
+  const env: Record<string, string> = {};
+  for (const line of out.stdout.toString().split("\0")) {
+    const at = line.indexOf("=");
+    if (at > 0 && names.has(line.slice(0, at))) env[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return env;
+}
+
 /** A checkout whose server and CLI run. */
 interface Variant {
   name: string;
   root: string;
+  /** Its server's environment beyond `ESYNC_*`: its start script's, then `--server-env`. */
+  env: Record<string, string>;
   /** Its `esync` configuration directory (initialised on first use). */
   configDir: string;
   initialised: boolean;
 }
 
 const variants: Variant[] = [
-  { name: "worktree", root: REPO_ROOT, configDir: tempDir("esync-bench-cfg-"), initialised: false },
+  {
+    name: "worktree",
+    root: REPO_ROOT,
+    env: { ...startScriptEnv(REPO_ROOT), ...serverEnv },
+    configDir: tempDir("esync-bench-cfg-"),
+    initialised: false,
+  },
 ];
 if (flags.compare) {
   const dir = tempDir("esync-bench-ref-");
@@ -87,10 +137,13 @@ if (flags.compare) {
   variants.unshift({
     name: flags.compare,
     root: dir,
+    env: { ...startScriptEnv(dir), ...serverEnv },
     configDir: tempDir("esync-bench-cfg-"),
     initialised: false,
   });
 }
+
+for (const v of variants) console.log(`${v.name}: server environment ${JSON.stringify(v.env)}`);
 
 await cryptoWaitReady();
 const folderKey = ed25519PairFromSeed(randomBytes(32));
@@ -190,7 +243,38 @@ interface PushRun {
   filesPerSecond: number;
   serverCpuMsPerFile: number;
   clientCpuMsPerFile: number;
+  /** HTTP requests the server answered during the push, per file uploaded. */
+  requestsPerFile: number;
+  /** Mean server-side time of one `/upload` (ms), and of its blob store `put` within it. */
+  serverUploadMs: number;
+  serverPutMs: number;
   failed: number;
+}
+
+/** Sums of the server's `/metrics` samples that the push figures need. */
+interface MetricSums {
+  requests: number;
+  uploadSeconds: number;
+  uploads: number;
+  putSeconds: number;
+  puts: number;
+}
+
+/** Reads the server's `/metrics` (Prometheus text) into `MetricSums`. */
+async function metricSums(server: ServerProcess): Promise<MetricSums> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const sum = (name: string, label = "") =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(name) && l.includes(label))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  return {
+    requests: sum("esync_http_requests_total{"),
+    uploadSeconds: sum("esync_single_upload_duration_seconds_sum"),
+    uploads: sum("esync_single_upload_duration_seconds_count"),
+    putSeconds: sum("esync_blob_operation_duration_seconds_sum", 'op="put"'),
+    puts: sum("esync_blob_operation_duration_seconds_count", 'op="put"'),
+  };
 }
 
 /** Part 1: the prepared bodies through `/upload`, C at a time. */
@@ -268,6 +352,7 @@ async function pushRun(v: Variant, server: ServerProcess): Promise<PushRun> {
     await cli(v, server, ["init", "--server", server.url, "--json"]);
     v.initialised = true;
   }
+  const m0 = await metricSums(server);
   const cpu0 = await cpuSeconds(server.pid);
   const t0 = performance.now();
   const { stdout, usage } = await cli(v, server, [
@@ -281,6 +366,7 @@ async function pushRun(v: Variant, server: ServerProcess): Promise<PushRun> {
   ]);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = (await cpuSeconds(server.pid)) - cpu0;
+  const m1 = await metricSums(server);
   const out = JSON.parse(stdout) as { uploaded: number; failed: number };
   const clientCpuUs = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) : Number.NaN;
   return {
@@ -288,6 +374,10 @@ async function pushRun(v: Variant, server: ServerProcess): Promise<PushRun> {
     filesPerSecond: out.uploaded / seconds,
     serverCpuMsPerFile: (cpu * 1000) / out.uploaded,
     clientCpuMsPerFile: clientCpuUs / 1000 / out.uploaded,
+    // Less the one `/metrics` request that read m0.
+    requestsPerFile: (m1.requests - m0.requests - 1) / out.uploaded,
+    serverUploadMs: ((m1.uploadSeconds - m0.uploadSeconds) * 1000) / (m1.uploads - m0.uploads),
+    serverPutMs: ((m1.putSeconds - m0.putSeconds) * 1000) / (m1.puts - m0.puts),
     failed: out.failed,
   };
 }
@@ -300,7 +390,7 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const v of order) {
     const server = await startServer({
       root: v.root,
-      env: { ESYNC_DISK_FSYNC: String(flags.fsync), ESYNC_LOG_LEVEL: "warn" },
+      env: { ...v.env, ESYNC_DISK_FSYNC: String(flags.fsync), ESYNC_LOG_LEVEL: "warn" },
       bunArgs: flags["server-bun-arg"] ?? [],
     });
     try {
@@ -322,7 +412,8 @@ for (let round = 0; round < ROUNDS; round++) {
         console.log(
           `round ${round + 1} ${v.name.padEnd(12)} push   ${p.filesPerSecond.toFixed(0).padStart(5)} files/s ` +
             `(${p.files} files), server ${p.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, ` +
-            `CLI ${p.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, ${p.failed} failed`,
+            `CLI ${p.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, ${p.requestsPerFile.toFixed(3)} requests/file, ` +
+            `server /upload ${p.serverUploadMs.toFixed(2)} ms of which put ${p.serverPutMs.toFixed(2)} ms, ${p.failed} failed`,
         );
       }
     } finally {
@@ -353,6 +444,9 @@ for (const v of variants) {
     pushFilesPerSecond: median(r.push.map((x) => x.filesPerSecond)),
     pushServerCpuMsPerFile: median(r.push.map((x) => x.serverCpuMsPerFile)),
     pushClientCpuMsPerFile: median(r.push.map((x) => x.clientCpuMsPerFile)),
+    pushRequestsPerFile: median(r.push.map((x) => x.requestsPerFile)),
+    pushServerUploadMs: median(r.push.map((x) => x.serverUploadMs)),
+    pushServerPutMs: median(r.push.map((x) => x.serverPutMs)),
   };
 }
 console.log(
@@ -360,15 +454,16 @@ console.log(
     (flags["skip-push"] ? "" : `; push of ${treeFiles} files`),
 );
 console.log(
-  "| checkout | upload files/s | server CPU-ms/file | bench client CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file |",
+  "| checkout | upload files/s | server CPU-ms/file | bench client CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file | push requests/file | push /upload ms | push put ms |",
 );
-console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 for (const v of variants) {
   const m = medians[v.name] as Record<string, number>;
   const f = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "" : x.toFixed(d));
   console.log(
     `| ${v.name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadClientCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
-      `${f(m.pushFilesPerSecond, 0)} | ${f(m.pushServerCpuMsPerFile, 2)} | ${f(m.pushClientCpuMsPerFile, 2)} |`,
+      `${f(m.pushFilesPerSecond, 0)} | ${f(m.pushServerCpuMsPerFile, 2)} | ${f(m.pushClientCpuMsPerFile, 2)} | ` +
+      `${f(m.pushRequestsPerFile, 3)} | ${f(m.pushServerUploadMs, 2)} | ${f(m.pushServerPutMs, 2)} |`,
   );
 }
 if (variants.length === 2) {
@@ -397,6 +492,7 @@ const result = {
     tree: flags["skip-push"] ? null : flags.tree,
     treeFiles,
     pushArgs: flags["push-arg"] ?? [],
+    serverEnv: Object.fromEntries(variants.map((v) => [v.name, v.env])),
   },
   medians,
   runs,
