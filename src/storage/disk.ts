@@ -85,6 +85,31 @@ async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
+ * Reads `reader` to its end, each piece checked against `length` (a `BlobLengthError` as soon as
+ * more arrives, and at the end if fewer did) and against `opts.signal` (aborted: its reason is
+ * thrown), shown to `opts.onData`, then handed to `take` (awaited when it returns a promise).
+ */
+async function readExactly(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  length: number,
+  opts: PutOptions,
+  take: (piece: Uint8Array) => void | Promise<void>,
+): Promise<void> {
+  let seen = 0;
+  for (;;) {
+    if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
+    const { done, value } = await reader.read();
+    if (done) break;
+    seen += value.byteLength;
+    if (seen > length) throw new BlobLengthError(length, seen);
+    opts.onData?.(value);
+    const taken = take(value);
+    if (taken) await taken;
+  }
+  if (seen !== length) throw new BlobLengthError(length, seen);
+}
+
+/**
  * Creates the file `path` holding `bytes` (`EEXIST` when it exists), fsynced before it is closed
  * when `sync`, recreating its directory if it is gone (as `openNew`).
  */
@@ -150,21 +175,13 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     const reader = body.getReader();
     try {
       // A plain reader loop into one file handle: about 3x the throughput of a Node stream pipeline under Bun.
-      let seen = 0;
-      for (;;) {
-        if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
-        const { done, value } = await reader.read();
-        if (done) break;
-        seen += value.byteLength;
-        if (seen > length) throw new BlobLengthError(length, seen);
-        opts.onData?.(value);
+      await readExactly(reader, length, opts, async (piece) => {
         let off = 0;
-        while (off < value.byteLength)
-          off += (await fh.write(value, off, value.byteLength - off)).bytesWritten;
+        while (off < piece.byteLength)
+          off += (await fh.write(piece, off, piece.byteLength - off)).bytesWritten;
         // Written and seen by `onData`: its memory goes back now, not at the next collection.
-        if (release) releasePiece(value);
-      }
-      if (seen !== length) throw new BlobLengthError(length, seen);
+        if (release) releasePiece(piece);
+      });
       if (syncFile) await fh.sync();
       closed = true;
       if (this.fsync === "persist" && !syncFile) {
@@ -202,17 +219,9 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked {
     const reader = body.getReader();
     const pieces: Uint8Array[] = [];
     try {
-      let seen = 0;
-      for (;;) {
-        if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
-        const { done, value } = await reader.read();
-        if (done) break;
-        seen += value.byteLength;
-        if (seen > length) throw new BlobLengthError(length, seen);
-        opts.onData?.(value);
-        pieces.push(value);
-      }
-      if (seen !== length) throw new BlobLengthError(length, seen);
+      await readExactly(reader, length, opts, (piece) => {
+        pieces.push(piece);
+      });
     } catch (e) {
       await reader.cancel(e).catch(() => {});
       throw e;
