@@ -47,6 +47,7 @@ import { escapeLike, likeContains, NAME_SQL } from "./postgres-match.ts";
 import { seekName } from "./postgres-names.ts";
 import {
   countSuffixMatches,
+  gramCounts,
   readsInCreationOrder,
   type SuffixRoute,
   suffixable,
@@ -99,11 +100,7 @@ const HEAP_ROW_COST = 20;
 
 /** Files of `owner` whose folded name holds the first 3 or 4 characters of `q` (gram counters). */
 async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Promise<number> {
-  const [c] = await tx.unsafe(
-    "SELECT coalesce(sum(n), 0) AS n FROM search_grams WHERE owner = $1 AND gram = $2",
-    [owner, [...q].slice(0, 4).join("")],
-  );
-  return Number(c?.n ?? 0);
+  return (await gramCounts(tx, owner, q)).first4;
 }
 
 /**
@@ -114,8 +111,10 @@ async function gramFiles(tx: Pick<SQL, "unsafe">, owner: string, q: string): Pro
  */
 const ONE_READ_MAX_MATCHES = 60_000;
 
-/** How a plan names the suffix rows read by route `prefix_dates`. */
-const SUFFIX_PREFIX_DATES = "suffix index (first 3 characters and date)";
+/** How a plan names the suffix rows read by `route`. */
+function suffixIndexName(route: SuffixRoute): string {
+  return route === "prefix_dates" ? "suffix index (first 3 characters and date)" : "suffix index";
+}
 
 /** Most rows of a sort b-tree a page of a `q` walks before reading the suffix rows instead. */
 const WALK_MAX_ROWS = 6000;
@@ -248,12 +247,11 @@ export class PgSearchIndex implements SearchIndex {
     // these files (count and page).
     const suffixes = !exact && suffixable(f);
     return this.sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", async (tx) => {
-      const route: SuffixRoute = !suffixes
-        ? "term"
-        : f.created === null
+      const route: SuffixRoute =
+        !suffixes || f.created === null
           ? "term"
           : (this.opts.suffixRoute ?? (await suffixRoute(tx, owner, f)));
-      const bySuffixes = route === "prefix_dates" ? SUFFIX_PREFIX_DATES : "suffix index";
+      const bySuffixes = suffixIndexName(route);
       if (
         suffixes &&
         !gram &&
@@ -443,8 +441,9 @@ export class PgSearchIndex implements SearchIndex {
           page.offset,
           end - page.offset,
         );
-        const read = pageRoute === "prefix_dates" ? SUFFIX_PREFIX_DATES : "suffix index";
-        steps.push(`page: ${read}${byCreated ? " by created_at" : ", every match sorted"}`);
+        steps.push(
+          `page: ${suffixIndexName(pageRoute)}${byCreated ? " by created_at" : ", every match sorted"}`,
+        );
         return { total, hits: hits.map(hitOf), plan: steps, degraded: null };
       }
       // Past the middle, read the page backwards from the far end (fewer index entries skipped).

@@ -56,6 +56,24 @@ export function suffixable(f: RowFilter): boolean {
 export type SuffixRoute = "term" | "prefix_dates";
 
 /**
+ * Files of `owner` whose folded name holds the first 3 (`first3`) and the first 4 (`first4`)
+ * characters of `q` (gram counters; a `q` of 3 characters has both the same).
+ */
+export async function gramCounts(
+  tx: Pick<SQL, "unsafe">,
+  owner: string,
+  q: string,
+): Promise<{ first3: number; first4: number }> {
+  const chars = [...q];
+  const [c] = await tx.unsafe(
+    `SELECT (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS g3,
+            (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $3) AS g4`,
+    [owner, chars.slice(0, 3).join(""), chars.slice(0, 4).join("")],
+  );
+  return { first3: Number(c?.g3 ?? 0), first4: Number(c?.g4 ?? 0) };
+}
+
+/**
  * The route that reads fewer index entries for `f` (`suffixable(f)`): with a date range,
  * `prefix_dates` when the files holding the term's first 3 characters (gram counters) times the
  * share of the owner's files created in the range (histogram) are fewer than the files holding its
@@ -67,19 +85,14 @@ export async function suffixRoute(
   f: RowFilter,
 ): Promise<SuffixRoute> {
   if (f.created === null) return "term";
-  const chars = [...(f.q ?? "")];
-  const g3 = chars.slice(0, 3).join("");
-  const g4 = chars.slice(0, 4).join("");
-  const [c] = await tx.unsafe(
-    `SELECT (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS g3,
-            (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $3) AS g4,
-            (SELECT coalesce(sum(n), 0) FROM search_ext_counts WHERE owner = $1) AS files`,
-    [owner, g3, g4],
-  );
+  const [c] = await tx.unsafe("SELECT coalesce(sum(n), 0) AS files FROM search_ext_counts WHERE owner = $1", [
+    owner,
+  ]);
   const files = Number(c?.files ?? 0);
   if (files === 0) return "term";
+  const grams = await gramCounts(tx, owner, f.q ?? "");
   const inRange = await countRange(tx, owner, "created_at", null, f.created[0], f.created[1]);
-  return (Number(c?.g3 ?? 0) * inRange) / files < Number(c?.g4 ?? 0) ? "prefix_dates" : "term";
+  return (grams.first3 * inRange) / files < grams.first4 ? "prefix_dates" : "term";
 }
 
 /**
@@ -98,14 +111,10 @@ export async function readsInCreationOrder(
   end: number,
   total: number,
 ): Promise<boolean> {
-  const chars = [...(f.q ?? "")];
-  if (chars.length > SUFFIX_CHARS || total === 0) return false;
-  const [c] = await tx.unsafe(
-    `SELECT (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $2) AS g3,
-            (SELECT coalesce(sum(n), 0) FROM search_grams WHERE owner = $1 AND gram = $3) AS g4`,
-    [owner, chars.slice(0, 3).join(""), chars.slice(0, 4).join("")],
-  );
-  return (4 * end * Number(c?.g3 ?? 0)) / total < Number(c?.g4 ?? 0);
+  const q = f.q ?? "";
+  if ([...q].length > SUFFIX_CHARS || total === 0) return false;
+  const grams = await gramCounts(tx, owner, q);
+  return (4 * end * grams.first3) / total < grams.first4;
 }
 
 /**
