@@ -11,7 +11,7 @@
  *   bun bench/small-files.ts [--files 10000] [--concurrency 8] [--fsync persist|object|off]
  *                            [--rounds 1] [--compare <git-ref>] [--tree DIR] [--skip-push]
  *                            [--push-arg=--jobs=8 ...] [--server-bun-arg=--cpu-prof ...]
- *                            [--server-env NAME=VALUE ...]
+ *                            [--server-env NAME=VALUE ...] [--ceiling]
  *
  * Each checkout's server runs with the environment its `bun run start` script sets (the
  * `NAME=value` assignments before `bun run src/main.ts` in its package.json, evaluated by bash,
@@ -29,7 +29,13 @@
  * blob store `put` (ms; the put's share is the wait for the file-system pool and the disk). The machine may be shared: CPU ms per file
  * is the steadier figure. The upload part also measures this process (its HTTP client: utime + stime
  * of all its threads over the timed part) and the server per thread name (/proc/<pid>/task): on
- * one machine the rate is bounded by 2 cores / (server + bench client CPU per file). Writes JSON to bench/results/small-files-<time>.json.
+ * one machine the rate is bounded by 2 cores / (server + bench client CPU per file).
+ *
+ * `--ceiling` adds the upload part against `bench/servers/small-ceiling.ts` (a minimal Bun.serve
+ * that parses the same bodies, checks BLAKE3, writes the file as `--fsync` says and inserts one
+ * SQLite row; no auth, no signature, no revision rules), interleaved with the checkouts' rounds:
+ * what this machine gives any receiver that keeps small files durably.
+ * Writes JSON to bench/results/small-files-<time>.json.
  */
 import { randomBytes } from "node:crypto";
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -49,6 +55,7 @@ import { blake3Hex } from "../src/util/blake3.ts";
 import {
   cpuSeconds,
   currentRss,
+  freePort,
   peakRss,
   REPO_ROOT,
   type ServerProcess,
@@ -68,6 +75,7 @@ const { values: flags } = parseArgs({
     "push-arg": { type: "string", multiple: true },
     "server-bun-arg": { type: "string", multiple: true },
     "server-env": { type: "string", multiple: true },
+    ceiling: { type: "boolean", default: false },
   },
 });
 const N = Number(flags.files);
@@ -277,14 +285,64 @@ async function metricSums(server: ServerProcess): Promise<MetricSums> {
   };
 }
 
+/** A running receiver of `/upload`: an esync server, or the ceiling. */
+type Receiver = Pick<ServerProcess, "url" | "pid" | "dataDir" | "stop">;
+
+/**
+ * Starts `bench/servers/small-ceiling.ts` on a free port with a new directory, as `--fsync` says
+ * (`persist` or `object`: durable writes; `off`: none), with this checkout's server environment
+ * (its start script's file-system pool size included).
+ * @throws when it exits before printing `ready`.
+ */
+async function startCeiling(): Promise<Receiver> {
+  const dataDir = tempDir("esync-bench-ceiling-");
+  const port = freePort();
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      ...(flags["server-bun-arg"] ?? []),
+      join(REPO_ROOT, "bench", "servers", "small-ceiling.ts"),
+      String(port),
+      dataDir,
+      flags.fsync === "off" ? "off" : "persist",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...(variants.find((v) => v.name === "worktree")?.env ?? {}) },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const reader = proc.stdout.getReader();
+  let seen = "";
+  while (!seen.includes("ready")) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`small-ceiling exited before it was ready: ${seen}`);
+    seen += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
+    dataDir,
+    async stop() {
+      proc.kill("SIGTERM");
+      return proc.exited;
+    },
+  };
+}
+
 /** Part 1: the prepared bodies through `/upload`, C at a time. */
-async function uploadRun(server: ServerProcess): Promise<UploadRun> {
-  const reg = await fetch(`${server.url}/register_folder`, {
-    method: "POST",
-    headers: { authorization: auth, "content-type": "application/json" },
-    body: JSON.stringify({ ss58_address: address, folder_hash: FOLDER, label: "bench" }),
-  });
-  if (!reg.ok) console.log(`register_folder: ${reg.status} (uploads do not need it)`);
+async function uploadRun(server: Receiver, register = true): Promise<UploadRun> {
+  if (register) {
+    const reg = await fetch(`${server.url}/register_folder`, {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify({ ss58_address: address, folder_hash: FOLDER, label: "bench" }),
+    });
+    if (!reg.ok) console.log(`register_folder: ${reg.status} (uploads do not need it)`);
+  }
   let peak = 0;
   const sampler = setInterval(async () => {
     peak = Math.max(peak, (await currentRss(server.pid)) ?? 0);
@@ -384,6 +442,23 @@ async function pushRun(v: Variant, server: ServerProcess): Promise<PushRun> {
 
 const runs: Record<string, { upload: UploadRun[]; push: PushRun[] }> = {};
 for (const v of variants) runs[v.name] = { upload: [], push: [] };
+/** Every row of the tables: the checkouts, then the ceiling with `--ceiling`. */
+const rows = [...variants.map((v) => v.name), ...(flags.ceiling ? ["ceiling"] : [])];
+if (flags.ceiling) runs.ceiling = { upload: [], push: [] };
+
+/** Prints the figures of one upload run. */
+function printUpload(round: number, name: string, u: UploadRun): void {
+  console.log(
+    `round ${round + 1} ${name.padEnd(12)} upload ${u.filesPerSecond.toFixed(0).padStart(5)} files/s, ` +
+      `server ${u.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, bench client ${u.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, peak RSS ${u.peakRssMiB.toFixed(0)} MiB, ${u.failed} failed`,
+  );
+  console.log(
+    `        server threads (CPU-ms/file): ${Object.entries(u.serverThreadCpuMsPerFile)
+      .sort((a, b) => b[1] - a[1])
+      .map(([thread, ms]) => `${thread} ${ms.toFixed(2)}`)
+      .join(", ")}`,
+  );
+}
 
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? variants : [...variants].reverse();
@@ -396,16 +471,7 @@ for (let round = 0; round < ROUNDS; round++) {
     try {
       const u = await uploadRun(server);
       runs[v.name]?.upload.push(u);
-      console.log(
-        `round ${round + 1} ${v.name.padEnd(12)} upload ${u.filesPerSecond.toFixed(0).padStart(5)} files/s, ` +
-          `server ${u.serverCpuMsPerFile.toFixed(2)} CPU-ms/file, bench client ${u.clientCpuMsPerFile.toFixed(2)} CPU-ms/file, peak RSS ${u.peakRssMiB.toFixed(0)} MiB, ${u.failed} failed`,
-      );
-      console.log(
-        `        server threads (CPU-ms/file): ${Object.entries(u.serverThreadCpuMsPerFile)
-          .sort((a, b) => b[1] - a[1])
-          .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
-          .join(", ")}`,
-      );
+      printUpload(round, v.name, u);
       if (!flags["skip-push"]) {
         const p = await pushRun(v, server);
         runs[v.name]?.push.push(p);
@@ -421,6 +487,17 @@ for (let round = 0; round < ROUNDS; round++) {
       rmSync(server.dataDir, { recursive: true, force: true });
     }
   }
+  if (flags.ceiling) {
+    const ceiling = await startCeiling();
+    try {
+      const u = await uploadRun(ceiling, false);
+      runs.ceiling?.upload.push(u);
+      printUpload(round, "ceiling", u);
+    } finally {
+      await ceiling.stop();
+      rmSync(ceiling.dataDir, { recursive: true, force: true });
+    }
+  }
 }
 
 function median(xs: number[]): number {
@@ -434,9 +511,9 @@ function median(xs: number[]): number {
 }
 
 const medians: Record<string, Record<string, number>> = {};
-for (const v of variants) {
-  const r = runs[v.name] as { upload: UploadRun[]; push: PushRun[] };
-  medians[v.name] = {
+for (const name of rows) {
+  const r = runs[name] as { upload: UploadRun[]; push: PushRun[] };
+  medians[name] = {
     uploadFilesPerSecond: median(r.upload.map((x) => x.filesPerSecond)),
     uploadServerCpuMsPerFile: median(r.upload.map((x) => x.serverCpuMsPerFile)),
     uploadClientCpuMsPerFile: median(r.upload.map((x) => x.clientCpuMsPerFile)),
@@ -457,11 +534,11 @@ console.log(
   "| checkout | upload files/s | server CPU-ms/file | bench client CPU-ms/file | peak RSS MiB | push files/s | push server CPU-ms/file | CLI CPU-ms/file | push requests/file | push /upload ms | push put ms |",
 );
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-for (const v of variants) {
-  const m = medians[v.name] as Record<string, number>;
+for (const name of rows) {
+  const m = medians[name] as Record<string, number>;
   const f = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "" : x.toFixed(d));
   console.log(
-    `| ${v.name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadClientCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
+    `| ${name} | ${f(m.uploadFilesPerSecond, 0)} | ${f(m.uploadServerCpuMsPerFile, 2)} | ${f(m.uploadClientCpuMsPerFile, 2)} | ${f(m.uploadPeakRssMiB, 0)} | ` +
       `${f(m.pushFilesPerSecond, 0)} | ${f(m.pushServerCpuMsPerFile, 2)} | ${f(m.pushClientCpuMsPerFile, 2)} | ` +
       `${f(m.pushRequestsPerFile, 3)} | ${f(m.pushServerUploadMs, 2)} | ${f(m.pushServerPutMs, 2)} |`,
   );
@@ -479,6 +556,16 @@ if (variants.length === 2) {
         : `, push files/s x${((head.pushFilesPerSecond ?? 0) / (base.pushFilesPerSecond ?? 1)).toFixed(2)}`),
   );
 }
+if (flags.ceiling) {
+  const c = medians.ceiling as Record<string, number>;
+  for (const v of variants) {
+    const m = medians[v.name] as Record<string, number>;
+    console.log(
+      `${v.name} / ceiling: upload files/s x${((m.uploadFilesPerSecond ?? 0) / (c.uploadFilesPerSecond ?? 1)).toFixed(2)}, ` +
+        `server CPU-ms/file x${((m.uploadServerCpuMsPerFile ?? 0) / (c.uploadServerCpuMsPerFile ?? 1)).toFixed(2)}`,
+    );
+  }
+}
 console.log("targets: upload >= 3000 files/s, push >= 1000 files/s");
 
 const result = {
@@ -489,6 +576,7 @@ const result = {
     bytes: totalBytes,
     rounds: ROUNDS,
     compare: flags.compare ?? null,
+    ceiling: flags.ceiling,
     tree: flags["skip-push"] ? null : flags.tree,
     treeFiles,
     pushArgs: flags["push-arg"] ?? [],
