@@ -17,7 +17,7 @@ import { foldersController } from "./folders/folders.controller.ts";
 import { healthController } from "./health/health.controller.ts";
 import { probesController } from "./health/probes.controller.ts";
 import { validationFailure } from "./http/contract.ts";
-import { errorResponse } from "./http/envelope.ts";
+import { errorResponse, inV1Space, unmountedResponse } from "./http/envelope.ts";
 import { answerHead } from "./http/head.ts";
 import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
 import { openApi } from "./http/openapi.ts";
@@ -99,6 +99,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia()
     .use(routeTemplatePlugin())
     .onError(({ error, code, request }) => {
+      if (code === "NOT_FOUND" && inV1Space(new URL(request.url).pathname)) return unmountedResponse();
       const requestId = currentRequest()?.id ?? randomHex(8);
       const authFailure = authFailureReason(error);
       if (authFailure) deps.metrics?.authFailures.inc({ reason: authFailure });

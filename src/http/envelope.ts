@@ -1,7 +1,8 @@
 /**
  * @module http/envelope
  * The response envelopes of spec §4 and §7: `{"Success": {...}}`, `{"Error": {"error", "message"}}`
- * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (complement §1).
+ * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (complement §1); and the bodiless 404
+ * of a route not mounted in the `/v1/` space (extensions §0.2 rule 2).
  */
 import { type AppError, ERRORS, type ErrorCode } from "../errors/errors.ts";
 import { toIntArray } from "../util/ids.ts";
@@ -50,4 +51,21 @@ export function errorResponse(e: AppError, requestId?: string): Response {
     body = errorBody(e.code, e.message);
   }
   return new Response(body, { status: ERRORS[e.code].status, headers });
+}
+
+/**
+ * True when `pathname` lies in the `/v1/` space, whose feature groups a deployment mounts or not
+ * (extensions §0.2 rule 2): there a request that matches no route is answered by
+ * `unmountedResponse`. Other unknown paths keep the error envelope (404 `not_found`).
+ */
+export function inV1Space(pathname: string): boolean {
+  return pathname === "/v1" || pathname.startsWith("/v1/");
+}
+
+/**
+ * 404 with an empty body and no `Content-Type`: "route not mounted (feature off)", which clients
+ * tell from "no such object" (404 with a JSON error body) (extensions §0.2 rule 2, §8.1).
+ */
+export function unmountedResponse(): Response {
+  return new Response(null, { status: 404 });
 }

@@ -71,6 +71,45 @@ describe("unknown routes", () => {
   }
 });
 
+describe("routes not mounted in the /v1/ space (extensions §0.2 rule 2, §8.1): 404 with an empty body", () => {
+  for (const [method, path] of [
+    ["GET", "/v1"],
+    ["GET", "/v1/"],
+    ["GET", "/v1/shares"],
+    ["POST", "/v1/shares/init"],
+    ["PUT", "/v1/shares/abc/chunks/0"],
+    ["GET", "/v1/folder-shares/abc/browse"],
+    ["DELETE", "/v1/folder-shares/by-hash/abc"],
+    ["POST", "/v1/drive-invites"],
+    ["GET", "/v1/drives/0123456789abcdef/members"],
+    ["PUT", "/v1/account/invite-key"],
+    ["POST", "/v1/capabilities"],
+    ["HEAD", "/v1/shares"],
+  ] as const) {
+    for (const auth of [true, false]) {
+      test(`${method} ${path} ${auth ? "with" : "without"} a token`, async () => {
+        const before = await snapshot(t);
+        const r = await t.fetch(path, { method, headers: auth ? { authorization: authAt(t, u) } : {} });
+        expect(r.status).toBe(404);
+        expect(await r.text()).toBe("");
+        expect(r.headers.get("content-type")).toBeNull();
+        expect(await snapshot(t)).toEqual(before);
+      });
+    }
+  }
+
+  test("a mounted /v1 route still answers (GET /v1/capabilities: 200 JSON)", async () => {
+    const r = await t.json("/v1/capabilities");
+    expect(r.status).toBe(200);
+    expect(typeof r.body).toBe("object");
+  });
+
+  test("a missing object under /v1 is not a missing route: paths that only look alike keep the envelope", async () => {
+    const r = await t.json("/v1x/shares", { headers: { authorization: authAt(t, u) } });
+    expectError(r, 404, "not_found");
+  });
+});
+
 describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing stored", () => {
   const bodies: [string, string | Uint8Array][] = [
     ["truncated JSON", '{"manifest": {"ss58_address": '],

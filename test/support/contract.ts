@@ -7,6 +7,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AnyElysia } from "elysia";
+import { inV1Space } from "../../src/http/envelope.ts";
 import { ErrorEnvelope } from "../../src/wire/schemas.ts";
 
 type Route = { method: string; path: string; hooks: { response?: Record<string, TSchema> } };
@@ -64,7 +65,8 @@ function errorsOf(schema: TSchema, value: unknown): string {
 
 /**
  * Throws when `response` (the answer of `app` to `request`) breaks the documented contract: a
- * status the route does not document, or a JSON body its schema rejects. Routes without
+ * status the route does not document, or a JSON body its schema rejects; with no route, anything
+ * but a 404 with the error envelope (or, in the `/v1/` space, with an empty body). Routes without
  * response schemas (the OpenAPI page itself) are not checked.
  */
 export async function checkAnswer(app: AnyElysia, request: Request, response: Response): Promise<void> {
@@ -74,6 +76,15 @@ export async function checkAnswer(app: AnyElysia, request: Request, response: Re
   let schema: TSchema | undefined;
   if (!route) {
     if (response.status !== 404) throw new Error(`contract: ${where} has no route but is not 404`);
+    if (inV1Space(pathname)) {
+      // Not mounted (extensions §0.2 rule 2): no body at all.
+      const text = await response.clone().text();
+      if (text !== "" || response.headers.has("content-type"))
+        throw new Error(
+          `contract: ${where}: an unmounted /v1 route must have an empty body, got '${text.slice(0, 80)}'`,
+        );
+      return;
+    }
     schema = ErrorEnvelope;
   } else {
     const documented = route.hooks.response;
