@@ -10,12 +10,14 @@ import { guardedBody } from "./body.ts";
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads the body as JSON (at most `maxBytes`, default `MAX_JSON_BODY_BYTES`, enforced while it
- * streams, under the body idle timeout of `src/http/body.ts`).
+ * Reads the body as a JSON object (at most `maxBytes`, default `MAX_JSON_BODY_BYTES`, enforced
+ * while it streams, under the body idle timeout of `src/http/body.ts`): every JSON body of the
+ * contract is an object, and a top-level array, string, number, boolean or null is refused here,
+ * before any schema could read it another way.
  * @throws AppError `tooLargeCode` (default 413 `payload_too_large`) when the body is over the
  *   limit (declared or sent: reading stops at the first piece past it); `request_timeout` (408)
- *   when it arrives too slowly; `code` (default `invalid_manifest`) when it is empty or not UTF-8
- *   JSON.
+ *   when it arrives too slowly; `code` (default `invalid_manifest`) when it is empty, not UTF-8
+ *   JSON, or not a JSON object.
  */
 export async function readJson(
   request: Request,
@@ -44,9 +46,13 @@ export async function readJson(
     throw fail(code, "request body is not valid UTF-8");
   }
   if (text.trim() === "") throw fail(code, "request body is empty; expected a JSON object");
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw fail(code, "request body is not valid JSON");
   }
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw fail(code, "request body must be a JSON object");
+  return value;
 }

@@ -123,15 +123,24 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       '{"manifest": {}, "chunk_count": 1e309, "chunk_size": 1, "ciphertext_size": 1}',
     ],
     ["deeply nested arrays", `{"manifest": ${"[".repeat(5000)}${"]".repeat(5000)}}`],
+    ["an empty top-level array", "[]"],
+    ["a top-level array of numbers", "[1, 2]"],
+    ["a top-level array holding the right object", `[{"entries": [], "file_ids": [], "renames": []}]`],
   ];
   for (const [what, body] of bodies) {
-    for (const [method, path] of [
+    for (const [method, route] of [
       ["POST", "/upload/session"],
       ["POST", "/register_folder"],
       ["DELETE", "/unregister_folder"],
+      ["POST", "/delete_files"],
+      ["POST", "/rename_files"],
+      ["POST", "/register_folder_entries"],
+      ["DELETE", "/unregister_folder_entries"],
+      ["POST", "/register_relative_paths/{ss58}/{folder_hash}"],
     ] as const) {
-      test(`${method} ${path} with ${what} returns 400 invalid_manifest`, async () => {
+      test(`${method} ${route} with ${what} returns 400 invalid_manifest`, async () => {
         const before = await snapshot(t);
+        const path = route.replace("{ss58}", u.address).replace("{folder_hash}", FOLDER);
         const r = await t.json(path, {
           method,
           headers: { authorization: authAt(t, u), "content-type": "application/json" },
