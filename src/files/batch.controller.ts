@@ -2,7 +2,9 @@
  * @module files/batch.controller
  * HTTP of the product's batch file operations (extensions.md §1.1, §1.2, §1.6): `POST
  * /delete_files`, `POST /rename_files` and `POST /register_relative_paths/{ss58}/{folder_hash}`.
- * Each answers 200 with per-entry results, also when some entries fail.
+ * Each answers 200 with per-entry results, also when some entries fail. Every check of the body
+ * (batch size, paths, the rename signature) comes before the ownership check: 400 before 403
+ * (complement §4).
  * Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
@@ -22,7 +24,8 @@ import {
   RenameFilesBody,
   RenameFilesResult,
 } from "../wire/schemas.ts";
-import { isRelativePath } from "./paths.ts";
+import { checkDeleteBatch, checkRelativePathsBatch } from "./files.service.ts";
+import { isUploadPath } from "./paths.ts";
 import { verifyRenameSignature } from "./rename.ts";
 
 /** Largest `/rename_files` body, bytes: 1000 entries with encrypted paths fit. */
@@ -36,6 +39,7 @@ export function batchController(s: Services) {
       "/delete_files",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
+        checkDeleteBatch(body.file_ids.length);
         AuthService.requireOwner(caller, owner, "ss58_address");
         const r = await s.files.removeMany(owner, body.folder_hash, body.file_ids);
         return success({
@@ -59,7 +63,6 @@ export function batchController(s: Services) {
       "/rename_files",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
-        AuthService.requireOwner(caller, owner, "ss58_address");
         if (body.renames.length > MAX_BATCH_RENAME)
           throw fail(
             "batch_too_large",
@@ -67,7 +70,7 @@ export function batchController(s: Services) {
           );
         const entries = body.renames.map((r, i) => {
           const relativePath = r.new_relative_path ?? null;
-          if (relativePath !== null && !isRelativePath(relativePath))
+          if (relativePath !== null && !isUploadPath(relativePath))
             throw fail("invalid_manifest", `renames[${i}].new_relative_path is not a valid relative path`);
           return {
             oldPathHash: Uint8Array.from(r.old_path_hash),
@@ -85,6 +88,7 @@ export function batchController(s: Services) {
             "invalid_manifest",
             "signature does not verify the rename declaration against signing_key",
           );
+        AuthService.requireOwner(caller, owner, "ss58_address");
         const r = await s.files.renameMany(owner, body.folder_hash, entries);
         return success({
           status: "ok",
@@ -112,6 +116,7 @@ export function batchController(s: Services) {
     .post(
       "/register_relative_paths/:ss58/:folder_hash",
       async ({ caller, params, body }) => {
+        checkRelativePathsBatch(body.entries.length);
         AuthService.requireOwner(caller, params.ss58, "this address");
         return success(await s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
       },

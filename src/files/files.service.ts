@@ -16,7 +16,7 @@ import { randomHex, toHex } from "../util/ids.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
-import { isRelativePath, lastSegment } from "./paths.ts";
+import { isUploadPath, lastSegment } from "./paths.ts";
 
 export type { UploadResult } from "../wire/types.ts";
 
@@ -375,15 +375,14 @@ export class FilesService {
     folderHash: string,
     entries: readonly { path_hash: string; relative_path: string }[],
   ): Promise<RelativePathsOutcome> {
-    if (entries.length > MAX_PATH_BATCH)
-      throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${entries.length}`);
+    checkRelativePathsBatch(entries.length);
     const out: RelativePathsOutcome = { updated: 0, skipped: 0, errors: [] };
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       for (const e of entries) {
         const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
           out.errors.push({ path_hash: e.path_hash, reason });
-        if (!isRelativePath(e.relative_path)) {
+        if (!isUploadPath(e.relative_path)) {
           failed("invalid_path");
           continue;
         }
@@ -452,11 +451,7 @@ export class FilesService {
     folderHash: string,
     fileIds: readonly string[],
   ): Promise<BatchDeleteOutcome> {
-    if (fileIds.length > MAX_BATCH_DELETE)
-      throw fail(
-        "batch_too_large",
-        `At most ${MAX_BATCH_DELETE} file_ids per request, got ${fileIds.length}`,
-      );
+    checkDeleteBatch(fileIds.length);
     const out: BatchDeleteOutcome = { deleted: [], errors: [], filesDeleted: 0 };
     const seen = new Set<string>();
     await this.store.transaction(async (tx) => {
@@ -615,4 +610,24 @@ async function removeRow(
 /** `X-Revision-Id` value: the revision id as lowercase hex. */
 export function revisionHex(row: FileRow): string {
   return toHex(row.revisionId);
+}
+
+/**
+ * Refuses a `/delete_files` batch of more than `MAX_BATCH_DELETE` ids (extensions §1.1). The
+ * controller calls it before the ownership check too (400 before 403, complement §4).
+ * @throws AppError `batch_too_large` (400).
+ */
+export function checkDeleteBatch(count: number): void {
+  if (count > MAX_BATCH_DELETE)
+    throw fail("batch_too_large", `At most ${MAX_BATCH_DELETE} file_ids per request, got ${count}`);
+}
+
+/**
+ * Refuses a `/register_relative_paths` batch of more than `MAX_PATH_BATCH` entries (extensions
+ * §1.6). The controller calls it before the ownership check too (400 before 403, complement §4).
+ * @throws AppError `batch_too_large` (400).
+ */
+export function checkRelativePathsBatch(count: number): void {
+  if (count > MAX_PATH_BATCH)
+    throw fail("batch_too_large", `At most ${MAX_PATH_BATCH} entries per request, got ${count}`);
 }

@@ -1,17 +1,24 @@
 /**
  * @module files/paths
- * Plaintext relative paths of the product extensions (extensions.md §1.5, §1.6): folder-relative,
- * NFC, no leading or trailing `/`, no empty, `.` or `..` segment, at most `MAX_NAME_CHARS`
- * characters.
+ * Plaintext relative paths of the product extensions: an upload's rules (`relativePathProblem`:
+ * folder-relative, no leading or trailing `/`, no empty, `.` or `..` segment, no backslash, NUL or
+ * other control character; at most `MAX_NAME_CHARS` characters) for the paths of
+ * `/register_relative_paths` and `/rename_files` (extensions §1.6, §9 item 6), and in NFC as
+ * well for directory entries (§1.5).
  */
-import { MAX_NAME_CHARS } from "../manifest/manifest.ts";
+import { MAX_NAME_CHARS, relativePathProblem } from "../manifest/manifest.ts";
 
-/** True when `p` is a valid relative path of a file or directory (see the module comment). */
-export function isRelativePath(p: string): boolean {
-  if (p.length === 0 || p.length > MAX_NAME_CHARS) return false;
-  if (p.normalize("NFC") !== p) return false;
-  if (p.includes("\\") || p.includes("\0")) return false;
-  return p.split("/").every((seg) => seg !== "" && seg !== "." && seg !== "..");
+/**
+ * True when `p` passes the checks of an upload's `relative_path` (complement §1): "validated like
+ * upload paths" (extensions §1.6).
+ */
+export function isUploadPath(p: string): boolean {
+  return p.length <= MAX_NAME_CHARS && relativePathProblem(p) === null;
+}
+
+/** True when `p` is a valid directory entry: an upload path, in NFC (extensions §1.5). */
+export function isDirectoryPath(p: string): boolean {
+  return isUploadPath(p) && p.normalize("NFC") === p;
 }
 
 /** The last segment of a relative path. */

@@ -15,6 +15,7 @@ import {
   ListFolderEntriesResult,
   ListFoldersParams,
   ListFoldersResult,
+  MAX_FOLDER_ENTRIES_BODY_BYTES,
   RegisterFolderBody,
   RegisterFolderEntriesResult,
   RegisterFolderResult,
@@ -22,6 +23,7 @@ import {
   UnregisterFolderEntriesResult,
   UnregisterFolderResult,
 } from "../wire/schemas.ts";
+import { checkFolderEntryPaths } from "./folders.service.ts";
 
 /** The folder registry routes. */
 export function foldersController(s: Services) {
@@ -90,12 +92,13 @@ export function foldersController(s: Services) {
       "/register_folder_entries",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
+        const paths = checkFolderEntryPaths(body.relative_paths);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const count = await s.folders.registerEntries(owner, body.folder_hash, body.relative_paths);
+        const count = await s.folders.registerEntries(owner, body.folder_hash, paths);
         return success({ status: "registered", count });
       },
       {
-        parse: jsonBody(s),
+        parse: jsonBody(s, "invalid_manifest", MAX_FOLDER_ENTRIES_BODY_BYTES),
         body: FolderEntriesBody,
         response: responses(RegisterFolderEntriesResult, [400, 401, 403, 500]),
         detail: doc(
@@ -109,12 +112,13 @@ export function foldersController(s: Services) {
       "/unregister_folder_entries",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
+        const paths = checkFolderEntryPaths(body.relative_paths);
         AuthService.requireOwner(caller, owner, "ss58_address");
-        const count = await s.folders.unregisterEntries(owner, body.folder_hash, body.relative_paths);
+        const count = await s.folders.unregisterEntries(owner, body.folder_hash, paths);
         return success({ status: "unregistered", count });
       },
       {
-        parse: jsonBody(s),
+        parse: jsonBody(s, "invalid_manifest", MAX_FOLDER_ENTRIES_BODY_BYTES),
         body: FolderEntriesBody,
         response: responses(UnregisterFolderEntriesResult, [400, 401, 403, 500]),
         detail: doc(

@@ -5,7 +5,7 @@
 
 import type { MetadataStore } from "../db/store.ts";
 import { fail } from "../errors/errors.ts";
-import { isRelativePath } from "../files/paths.ts";
+import { isDirectoryPath } from "../files/paths.ts";
 import { blobTarget } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { MAX_PATH_BATCH } from "../wire/schemas.ts";
@@ -88,7 +88,7 @@ export class FoldersService {
    * @throws AppError `batch_too_large` (over `MAX_PATH_BATCH`), `invalid_manifest` (an invalid path).
    */
   async registerEntries(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
-    const unique = checkedPaths(paths);
+    const unique = checkFolderEntryPaths(paths);
     await this.store.repos.folderEntries.add(owner, folderHash, unique, this.clock.now());
     return unique.length;
   }
@@ -99,7 +99,7 @@ export class FoldersService {
    * @throws as `registerEntries`.
    */
   async unregisterEntries(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
-    return this.store.repos.folderEntries.remove(owner, folderHash, checkedPaths(paths));
+    return this.store.repos.folderEntries.remove(owner, folderHash, checkFolderEntryPaths(paths));
   }
 
   /** Label of a folder, `""` when unregistered (for search hits). */
@@ -109,18 +109,19 @@ export class FoldersService {
 }
 
 /**
- * The distinct paths of a folder-entry batch.
+ * The distinct paths of a folder-entry batch. Controllers call it before the ownership check too:
+ * a malformed body is 400 before a foreign address is 403 (complement §4).
  * @throws AppError `batch_too_large` over `MAX_PATH_BATCH` entries, `invalid_manifest` for a path
- *   that is not a valid relative path (extensions §1.5).
+ *   that is not a valid directory path (`isDirectoryPath`, extensions §1.5).
  */
-function checkedPaths(paths: readonly string[]): string[] {
+export function checkFolderEntryPaths(paths: readonly string[]): string[] {
   if (paths.length > MAX_PATH_BATCH)
     throw fail(
       "batch_too_large",
       `At most ${MAX_PATH_BATCH} relative_paths per request, got ${paths.length}`,
     );
   paths.forEach((p, i) => {
-    if (!isRelativePath(p))
+    if (!isDirectoryPath(p))
       throw fail("invalid_manifest", `relative_paths[${i}] is not a valid directory path`);
   });
   return [...new Set(paths)];

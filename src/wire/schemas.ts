@@ -579,13 +579,19 @@ export const RenameFilesResult = t.Object({
   ),
 });
 
+/**
+ * Largest folder-entry body, bytes: 500 paths of up to 4096 characters fit (extensions §1.5 bounds
+ * the paths, not the body).
+ */
+export const MAX_FOLDER_ENTRIES_BODY_BYTES = 4 * 1024 * 1024;
+
 /** Register and unregister folder entries (extensions §1.5, §9 item 1). */
 export const FolderEntriesBody = t.Object({
   ss58_address: t.Optional(BodyAddress),
   user_id: t.Optional(BodyAddress),
   folder_hash: FolderHash,
   relative_paths: t.Array(t.String(), {
-    description: `directory paths (NFC, no leading or trailing '/', no empty, '.' or '..' segment); at most ${MAX_PATH_BATCH} (more: 400 batch_too_large); [] is a no-op`,
+    description: `directory paths, validated like upload paths (no leading or trailing '/', no empty, '.' or '..' segment, no backslash or control character) and in NFC; at most ${MAX_PATH_BATCH} (more: 400 batch_too_large); [] is a no-op`,
   }),
 });
 /** `POST /register_folder_entries`: `count` = the named entries now present. */

@@ -239,6 +239,55 @@ describe("POST /rename_files", () => {
     expectError(await post("/rename_files", bad), 400, "invalid_manifest");
   });
 
+  test("a new_relative_path is validated like an upload path: control characters refused, NFD accepted", async () => {
+    const a = await put("a.txt");
+    for (const bad of ["r/a\nb.txt", "r/a\u0001b.txt", "r/a\u007fb.txt"]) {
+      const body = renameBody([
+        {
+          old_path_hash: a.pathHash,
+          new_path_hash: pathHashOf("b.txt"),
+          new_relative_path: bad,
+          base_revision_id: a.revisionId,
+        },
+      ]);
+      expectError(await post("/rename_files", body), 400, "invalid_manifest");
+    }
+    const nfd = "p/Cafe\u0301.txt";
+    const ok = renameBody([
+      {
+        old_path_hash: a.pathHash,
+        new_path_hash: pathHashOf(nfd),
+        new_relative_path: nfd,
+        new_file_name: "Cafe\u0301.txt",
+        base_revision_id: a.revisionId,
+      },
+    ]);
+    expect(expectSuccess(await post("/rename_files", ok), RENAME_KEYS).renamed_count).toBe(1);
+  });
+
+  test("a malformed rename from another account is 400 before 403 (complement §4)", async () => {
+    const a = await put("a.txt");
+    const stranger = newUser();
+    const pair = {
+      old_path_hash: a.pathHash,
+      new_path_hash: pathHashOf("b.txt"),
+      base_revision_id: a.revisionId,
+    };
+    const badPath = renameBody([{ ...pair, new_relative_path: "../x" }]);
+    expectError(await post("/rename_files", badPath, stranger), 400, "invalid_manifest");
+    const badSignature = renameBody([pair]);
+    badSignature.renames[0].new_path_hash = pathHashOf("c.txt");
+    expectError(await post("/rename_files", badSignature, stranger), 400, "invalid_manifest");
+    const many = Array.from({ length: 1001 }, () => ({
+      old_path_hash: Array.from(randomBytes(32)),
+      new_path_hash: Array.from(randomBytes(32)),
+      base_revision_id: Array(32).fill(0),
+    }));
+    expectError(await post("/rename_files", renameBody(many), stranger), 400, "batch_too_large");
+    expectError(await post("/rename_files", renameBody([pair]), stranger), 403, "forbidden");
+    expect((await stateOf(t, u)).files[0].path_hash).toEqual(a.pathHash);
+  });
+
   test("returns 400 batch_too_large over 1000 entries", async () => {
     const renames = Array.from({ length: 1001 }, () => ({
       old_path_hash: Array.from(randomBytes(32)),
@@ -317,6 +366,15 @@ describe("POST /delete_files", () => {
       await post("/delete_files", { ss58_address: u.address, folder_hash: FOLDER, file_ids: [] }),
       400,
       "invalid_manifest",
+    );
+  });
+
+  test("over 1000 ids from another account is 400 batch_too_large, not 403 (complement §4)", async () => {
+    const ids = Array.from({ length: 1001 }, () => randomBytes(32).toString("hex"));
+    expectError(
+      await post("/delete_files", { ss58_address: u.address, folder_hash: FOLDER, file_ids: ids }, newUser()),
+      400,
+      "batch_too_large",
     );
   });
 

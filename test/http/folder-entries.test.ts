@@ -111,6 +111,33 @@ describe("folder entries", () => {
     expect((await list()).body.relative_paths).toEqual([]);
   });
 
+  test("refuses control characters and backslashes as upload paths do, and NFD (entries are NFC)", async () => {
+    for (const bad of ["a\u0001b", "a\nb", "a\u007fb", "a\u0085b", "a\\b", "Cafe\u0301"])
+      expectError(await register([bad]), 400, "invalid_manifest");
+    expect(expectSuccess(await register(["Caf\u00e9"]), ["status", "count"]).count).toBe(1);
+  });
+
+  test("a bulky but valid batch is accepted: 500 paths of 2,500 characters (about 1.25 MB of body)", async () => {
+    const paths = Array.from({ length: 500 }, (_, i) => `${i}-${"p".repeat(2500)}`);
+    expect(expectSuccess(await register(paths), ["status", "count"]).count).toBe(500);
+    expect(expectSuccess(await unregister(paths), ["status", "count"]).count).toBe(500);
+  });
+
+  test("a malformed batch from another account is 400 before 403 (complement §4: 400, then ownership)", async () => {
+    const stranger = newUser();
+    expectError(
+      await register(
+        Array.from({ length: 501 }, (_, i) => `d${i}`),
+        stranger,
+      ),
+      400,
+      "batch_too_large",
+    );
+    expectError(await register(["/abs"], stranger), 400, "invalid_manifest");
+    expectError(await register(["A"], stranger), 403, "forbidden");
+    expect((await list()).body.relative_paths).toEqual([]);
+  });
+
   test("returns 403 forbidden for another account and 401 without a token", async () => {
     expectError(await register(["A"], newUser()), 403, "forbidden");
     expectError(
@@ -180,5 +207,36 @@ describe("POST /register_relative_paths", () => {
       "invalid_manifest",
     );
     expectError(await call("POST", url(), { entries: [entry] }, newUser()), 403, "forbidden");
+  });
+
+  test("a batch over 500 entries from another account is 400 batch_too_large, not 403 (complement §4)", async () => {
+    const entry = { path_hash: randomBytes(32).toString("hex"), relative_path: "a" };
+    expectError(
+      await call("POST", url(), { entries: Array(501).fill(entry) }, newUser()),
+      400,
+      "batch_too_large",
+    );
+  });
+
+  test("paths are validated like upload paths: control characters refused, NFD accepted as upload accepts it", async () => {
+    const rows = await Promise.all(
+      ["r1", "r2", "r3", "r4"].map((p) => put(p, { relative_path: null, file_name: null })),
+    );
+    const nfd = "p/Cafe\u0301.txt";
+    const r = await call("POST", url(), {
+      entries: [
+        { path_hash: hex(rows[0].path_hash), relative_path: "c/a\u0001b.txt" },
+        { path_hash: hex(rows[1].path_hash), relative_path: "c/a\nb.txt" },
+        { path_hash: hex(rows[2].path_hash), relative_path: "c/a\u007fb.txt" },
+        { path_hash: hex(rows[3].path_hash), relative_path: nfd },
+      ],
+    });
+    const s = expectSuccess(r, ["updated", "skipped", "errors"]);
+    expect(s.errors).toEqual(
+      rows.slice(0, 3).map((row: Json) => ({ path_hash: hex(row.path_hash), reason: "invalid_path" })),
+    );
+    expect(s.updated).toBe(1);
+    // The same NFD path goes through /upload too.
+    await put(nfd);
   });
 });
