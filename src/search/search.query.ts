@@ -102,12 +102,18 @@ function pageOf(p: { offset?: number; limit?: number }, def: number, max: number
   return { offset: p.offset ?? 0, limit: !p.limit ? def : Math.min(p.limit, max) };
 }
 
-/** `sort_by` among `keys` (unknown → `created_at`) and `sort_order` (case-insensitive; unknown → desc). */
+/**
+ * `sort_by` among `keys` (unknown → `created_at`) and `sort_order` (case-insensitive; unknown →
+ * desc). With `orderNeedsSortBy` (`/browse`: "sort_order, used only with sort_by", extensions
+ * §1.7), a `sort_order` without a `sort_by` is ignored.
+ */
 function sortOf<K extends string>(
   p: { sort_by?: string; sort_order?: string },
   keys: readonly K[],
+  orderNeedsSortBy = false,
 ): { sortBy: K; descending: boolean } {
   const sortBy = keys.find((c) => c === p.sort_by) ?? ("created_at" as K);
+  if (orderNeedsSortBy && !p.sort_by) return { sortBy, descending: true };
   return { sortBy, descending: (p.sort_order ?? "").toLowerCase() !== "asc" };
 }
 
@@ -119,11 +125,14 @@ function uploaderOf(v: string | undefined): { by: string | null } | null {
 
 /**
  * `q` case-folded, null when absent or empty (its length is checked by the schema); with a
- * profile minimum (`rules.minQueryChars`), trimmed first, and `nothing` when shorter.
+ * profile minimum (`rules.minQueryChars`), trimmed first, and `nothing` when shorter: a `q` of
+ * only whitespace is such a term (extensions §1.7: "Trimmed; a term shorter than 3 characters
+ * matches nothing").
  */
 function qOf(q: string | undefined, rules: ProfileRules): { q: string | null; nothing: boolean } {
-  const v = rules.minQueryChars > 0 ? q?.trim() : q;
-  if (v === undefined || v === "") return { q: null, nothing: false };
+  if (q === undefined || q === "") return { q: null, nothing: false };
+  const v = rules.minQueryChars > 0 ? q.trim() : q;
+  if (v === "") return { q: null, nothing: true };
   return { q: foldCase(v), nothing: [...v].length < rules.minQueryChars };
 }
 
@@ -157,7 +166,8 @@ export function searchQueryOf(p: SearchParams, rules: ProfileRules = profileRule
 /**
  * A `/browse` query from its checked parameters: `path` without leading and trailing `/`
  * (absent = root), `offset`, `limit` (default 50, cap 200), sort (also `extension`,
- * `uploaded_by`), `file_type`, `q` and `uploaded_by` as in search.
+ * `uploaded_by`; `sort_order` only with a `sort_by`), `file_type`, `q` and `uploaded_by` as in
+ * search.
  * @throws AppError `invalid_file_type` (400).
  */
 export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRules("base")): BrowseQuery {
@@ -169,7 +179,7 @@ export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRule
     exts,
     uploader: uploaderOf(p.uploaded_by),
     folderHash: p.folder_hash ?? null,
-    ...sortOf(p, BROWSE_SORT_KEYS),
+    ...sortOf(p, BROWSE_SORT_KEYS, true),
     ...pageOf(p, BROWSE_DEFAULT_LIMIT, rules.browseMaxLimit),
   };
 }

@@ -3,6 +3,7 @@
  * complement §4 about parameters, as pure functions (the HTTP tests check the same codes end to end).
  */
 import { describe, expect, test } from "bun:test";
+import { profileRules } from "../../src/config/profile.ts";
 import { AppError } from "../../src/errors/errors.ts";
 import { FILE_TYPE_CATEGORIES, parseFileType } from "../../src/search/file-types.ts";
 import { foldCase, parseBrowseQuery, parseSearchQuery } from "../../src/search/search.query.ts";
@@ -154,6 +155,16 @@ describe("search query string", () => {
     expect(foldCase("ς")).toBe("σ");
   });
 
+  test("hcfs profile: q is trimmed and a term under 3 characters matches nothing, whitespace only included", () => {
+    const hcfs = (qs: string) => parseSearchQuery(new URLSearchParams(qs), profileRules("hcfs"));
+    for (const q of [" ", "   ", "ab", " ab ", "😀a"])
+      expect({ q, nothing: hcfs(`q=${encodeURIComponent(q)}`).nothing }).toEqual({ q, nothing: true });
+    expect(hcfs(`q=${encodeURIComponent("  abc  ")}`)).toMatchObject({ q: "abc", nothing: false });
+    expect(hcfs("q=")).toMatchObject({ q: null, nothing: false });
+    expect(hcfs("")).toMatchObject({ q: null, nothing: false });
+    expect(parse("q=%20")).toMatchObject({ q: " ", nothing: false });
+  });
+
   test("file_type is parsed; empty is no filter; an invalid one is 400 invalid_file_type", () => {
     expect(parse("file_type=pdf,.PNG").exts).toEqual([".pdf", ".png"]);
     expect(parse("file_type=").exts).toBeNull();
@@ -174,6 +185,19 @@ describe("browse query string", () => {
     expect(parseBrowse("path=/").path).toBe("");
     expect(parseBrowse("limit=201").limit).toBe(200);
     expect(parseBrowse("limit=0").limit).toBe(50);
+  });
+
+  test("sort_order is used only with sort_by (extensions §1.7): alone it leaves the default order", () => {
+    expect(parseBrowse("sort_order=asc")).toMatchObject({ sortBy: "created_at", descending: true });
+    expect(parseBrowse("sort_by=&sort_order=asc")).toMatchObject({ sortBy: "created_at", descending: true });
+    expect(parseBrowse("sort_by=file_name&sort_order=asc")).toMatchObject({
+      sortBy: "file_name",
+      descending: false,
+    });
+    expect(parseBrowse("sort_by=nope&sort_order=asc")).toMatchObject({
+      sortBy: "created_at",
+      descending: false,
+    });
   });
 
   test("a path containing .. or a backslash is 400 invalid_parameter", () => {
