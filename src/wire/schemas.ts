@@ -50,7 +50,16 @@ const FileId = t.String({
   description: "path_hash as 64 hex characters",
 });
 /** An upload session id (opaque to clients). */
-const SessionId = t.String({ minLength: 1, description: "session_id from POST /upload/session" });
+/**
+ * A session id in a path. One that is not even a string (bytes that are not UTF-8 once
+ * percent-decoded, such as `%ff`) names no session: 404 `not_found`, as any unknown id (spec
+ * §4.5–§4.8 list 404 for these paths, not 400).
+ */
+const SessionId = t.String({
+  minLength: 1,
+  description: "session_id from POST /upload/session",
+  ...failsWith("not_found"),
+});
 /** A u32 in decimal, no sign or leading zeros (spec §4.5 `chunk_index`). */
 const ChunkIndex = Type.Integer({
   minimum: 0,

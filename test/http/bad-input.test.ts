@@ -189,6 +189,9 @@ describe("unknown and path-traversal session ids: 404 not_found, nothing stored"
     "x".repeat(5000),
     "'%20OR%201%3D1%20--",
     encodeURIComponent("../../esync.sqlite"),
+    "%ff",
+    "%C3%28",
+    "a%ffb",
   ];
   for (const id of ids) {
     const shown = id.length > 40 ? `${id.slice(0, 20)}…(${id.length} chars)` : id;
