@@ -214,8 +214,13 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
       },
       cancel(reason) {
         // The consumer gave up (e.g. a multipart part over its cap): linger like a limit does.
+        // The client's stream is cancelled without waiting: with a read of it still pending (a
+        // client that went quiet), Bun settles that cancel only when more bytes come, and the
+        // error response waits for `settled` (src/server.ts).
         stop();
-        const settled = linger(reader, request).then(() => reader.cancel(reason));
+        const settled = linger(reader, request).then(() => {
+          reader.cancel(reason).catch(() => {});
+        });
         lingering.set(request, settled);
         return settled;
       },

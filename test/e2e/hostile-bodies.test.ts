@@ -48,12 +48,12 @@ interface Raw {
   isClosed(): boolean;
 }
 
-function connect(): Promise<Raw> {
+function connect(to: ServerProcess = server): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let data = "";
     let closed = false;
-    const socket = net.connect(server.port, "127.0.0.1");
+    const socket = net.connect(to.port, "127.0.0.1");
     const closedP = new Promise<number>((res) => {
       socket.on("close", () => {
         closed = true;
@@ -253,6 +253,63 @@ describe("body limits hold while streaming", () => {
     expectErrorIfAny(raw.received(), 413, "payload_too_large");
     expect(sent).toBeLessThan(64 * MiB);
   });
+
+  for (const framing of ["Content-Length", "Transfer-Encoding: chunked"] as const) {
+    test(`an /upload ciphertext over ESYNC_MAX_SINGLE_UPLOAD_BYTES, then a client that goes quiet (${framing}), gets 413 payload_too_large and a closed connection`, async () => {
+      // A cap far below the manifest part's 1 MiB: the ciphertext part is cut by esync's own count,
+      // not by the multipart parser's part limit.
+      const small = await startServer({
+        env: {
+          ...storage.env,
+          ESYNC_BODY_IDLE_TIMEOUT_SECONDS: "5",
+          ESYNC_HEADER_TIMEOUT_SECONDS: "2",
+          ESYNC_MAX_SINGLE_UPLOAD_BYTES: "100000",
+        },
+      });
+      try {
+        const user = newUser();
+        const raw = await connect(small);
+        const boundary = "b0undary";
+        const ct = randomCiphertext(16);
+        const manifest = JSON.stringify(
+          makeManifest({ owner: user.address, ciphertext: ct, path: "hostile/quiet" }),
+        );
+        const head =
+          `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${manifest}\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`;
+        // The declared length fits the route's whole-body limit (cap + manifest + framing): only the
+        // ciphertext part goes over its cap, in pieces as a client streams it, and then nothing more.
+        const declared = Buffer.byteLength(head) + MiB;
+        const start =
+          `POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${user.auth}\r\n` +
+          `Content-Type: multipart/form-data; boundary=${boundary}\r\n` +
+          (framing === "Content-Length" ? `Content-Length: ${declared}\r\n\r\n` : `${framing}\r\n\r\n`);
+        const chunked = framing !== "Content-Length";
+        const frame = (b: Uint8Array) =>
+          chunked ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from("\r\n")]) : b;
+        await write(raw, Buffer.concat([Buffer.from(start), frame(Buffer.from(head))]));
+        // As a client streams: 64 KiB pieces 20 ms apart, 1 MiB in all (ten times the cap).
+        const piece = new Uint8Array(64 * 1024).fill(0x41);
+        for (let i = 0; i < 16 && !raw.isClosed(); i++) {
+          if (chunked) {
+            raw.socket.write(`${piece.length.toString(16)}\r\n`);
+            raw.socket.write(piece);
+            raw.socket.write("\r\n");
+          } else raw.socket.write(piece);
+          await Bun.sleep(20);
+        }
+        // Well inside the body idle timeout (5 s): the answer is the limit's, not a timeout's.
+        expect(await closedWithin(raw, 3000)).not.toBeNull();
+        const res = parseHead(raw.received());
+        expect(res?.status).toBe(413);
+        expect(errorCode(res?.body ?? "")).toBe("payload_too_large");
+        expect(res?.headers.connection).toBe("close");
+      } finally {
+        await small.stop();
+        rmSync(small.dataDir, { recursive: true, force: true });
+      }
+    }, 30_000);
+  }
 
   test("returns 400 invalid_manifest for a chunked chunk PUT longer than the chunk, closing the connection and keeping nothing", async () => {
     const user = newUser();
