@@ -6,10 +6,10 @@
  */
 
 import type { MetadataStore, Repositories } from "../db/store.ts";
-import { type ConflictDetails, fail } from "../errors/errors.ts";
+import { AppError, type ConflictDetails, fail, storageFailure } from "../errors/errors.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
-import type { BlobStore } from "../storage/blob-store.ts";
+import { BlobNotFoundError, type BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
@@ -406,8 +406,10 @@ export class FilesService {
           if (outcome === "updated") out.updated++;
           else if (outcome === "skipped") out.skipped++;
           else failed(outcome);
-        } catch {
-          failed("database_error");
+        } catch (e) {
+          // A path the database refuses to hold (PostgreSQL: too long for its indexes) is the
+          // entry's invalid_path (src/db/postgres/store.ts); anything else is transient.
+          failed(e instanceof AppError && e.code === "invalid_manifest" ? "invalid_path" : "database_error");
         }
       }
     });
@@ -485,6 +487,8 @@ export class FilesService {
    * (absent fields: empty encrypted path, null name and path), `revision_seq + 1` and a new random
    * `revision_id`; ciphertext, `created_at`, sizes and the uploader stay. Failures: `not_found`,
    * `target_exists`, `revision_mismatch`, `database_error`. The caller has verified the signature.
+   * @throws AppError `invalid_manifest` when the database refuses a new name (PostgreSQL: U+0000,
+   *   or too long for its indexes); nothing is renamed then.
    */
   async renameMany(
     owner: string,
@@ -530,7 +534,11 @@ export class FilesService {
               revisionId: done.revisionId,
               revisionSeq: done.revisionSeq,
             });
-        } catch {
+        } catch (e) {
+          // A name the database refuses to hold (PostgreSQL: U+0000, or too long for its indexes)
+          // is the request's fault: the whole request is 400 invalid_manifest, as for an invalid
+          // new_relative_path (extensions §9 item 6), and nothing is renamed.
+          if (e instanceof AppError && e.code === "invalid_manifest") throw e;
           failed("database_error");
         }
       }
@@ -551,7 +559,10 @@ export class FilesService {
   /**
    * Opens bytes `[start, end)` of a file's ciphertext (`0 <= start < end <= ciphertextSize`, or
    * `0, 0` for an empty file). The first piece is read before returning, so that a store failure
-   * rejects here (a 500), not in the middle of a 200.
+   * rejects here, not in the middle of a 200.
+   * @throws `BlobNotFoundError` when an object of the file is missing (500
+   *   `storage_inconsistency`); AppError `storage_unavailable` (503, `Retry-After: 1`) when the
+   *   store cannot be read now.
    */
   async open(row: FileRow, start: number, end: number): Promise<Download> {
     const layout: BlobLayout = {
@@ -561,7 +572,15 @@ export class FilesService {
       size: row.ciphertextSize,
       gens: JSON.parse(row.chunkGens) as string[],
     };
-    const body = await primed(readBlobRange(this.blobs, layout, start, end));
+    let body: ReadableStream<Uint8Array>;
+    try {
+      body = await primed(readBlobRange(this.blobs, layout, start, end));
+    } catch (e) {
+      // A missing object of a committed file stays `storage_inconsistency` (500); a store that
+      // cannot be read now (S3 down, I/O) is the server's passing failure: 503 with Retry-After.
+      if (e instanceof BlobNotFoundError || e instanceof AppError) throw e;
+      throw storageFailure(e, "The blob store failed to read the file; retry");
+    }
     return { row, start, end, body };
   }
 }

@@ -8,7 +8,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { BlobStore, PutOptions } from "../../src/storage/blob-store.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
-import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { jsonInit, makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
   authAt,
@@ -364,6 +364,34 @@ describe("POST /upload", () => {
     expect([rb.created_at, rb.updated_at]).toEqual([ra.created_at, ra.updated_at + 42]);
     expect((await bytesOf(u, mb)).equals(b)).toBe(true);
   });
+});
+
+describe("names longer than a PostgreSQL index entry holds", () => {
+  // SQLite keeps any name within the 4096-character bound; PostgreSQL's b-tree entries hold at
+  // most 2,704 bytes, so a longer file name or directory is the client's 400 there, never a
+  // 500 database_error a client would retry forever (src/db/postgres/store.ts).
+  // Random text: PostgreSQL compresses a long index entry, so a repeated letter would still fit.
+  const randomText = (n: number, from: number, span: number) =>
+    String.fromCodePoint(...Array.from({ length: n }, () => from + Math.floor(Math.random() * span)));
+  for (const [what, path] of [
+    ["file name of 3,000 bytes", `long/${randomText(3000, 0x61, 26)}.bin`],
+    ["directory of 2,790 bytes (CJK)", `${randomText(930, 0x4e00, 0x5000)}/x.bin`],
+  ] as const) {
+    test(`a ${what}: ${testDatabase === "postgres" ? "400 invalid_manifest, nothing stored" : "stored"}`, async () => {
+      const u = newUser();
+      const ct = randomCiphertext(100);
+      const m = makeManifest({ owner: u.address, ciphertext: ct, path });
+      const before = await snapshot(t);
+      const r = await uploadSingle(t, authAt(t, u), m, ct);
+      if (testDatabase === "postgres") {
+        expectError(r, 400, "invalid_manifest");
+        expect(await snapshot(t)).toEqual(before);
+      } else {
+        expectSuccess(r, UPLOAD_RESULT_KEYS);
+        expect(await bytesOf(u, m)).toEqual(ct);
+      }
+    });
+  }
 });
 
 describe("a single-shot file and a finalized session file are indistinguishable", () => {

@@ -53,15 +53,33 @@ export function isUniqueViolation(e: unknown): boolean {
 /** SQLSTATEs of text PostgreSQL cannot store (U+0000 in a text value). */
 const UNSTORABLE_TEXT = new Set(["22021", "22P05"]);
 
+/** True when `e` (or a cause) is PostgreSQL refusing a b-tree entry over its size limit. */
+function isIndexRowTooLarge(e: unknown): boolean {
+  if (sqlState(e) !== "54000") return false;
+  let x = e as { message?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; x && depth < 5; depth++, x = x.cause as typeof x)
+    if (typeof x.message === "string" && x.message.includes("index row size")) return true;
+  return false;
+}
+
 /**
- * `e`, or the client error it stands for: text with U+0000, which PostgreSQL cannot store
- * (SQLite can), comes from the request (labels, device names, manifest fields), so it is the
- * client's 400 `invalid_manifest`, not a 500 database error.
+ * `e`, or the client error it stands for. Both come from the request, so they are the
+ * client's 400 `invalid_manifest`, not a 500 database error that a client would retry forever:
+ * - text with U+0000, which PostgreSQL cannot store (SQLite can): labels, device names,
+ *   manifest fields;
+ * - a file name or path too long for a b-tree entry (2,704 bytes with the owner, folder and
+ *   path hash: about 2,500 bytes of directory plus file name in UTF-8), which SQLite has no
+ *   limit for. docs/postgres.md, "Limits".
  */
 function translated(e: unknown): unknown {
   const state = sqlState(e);
   if (state !== undefined && UNSTORABLE_TEXT.has(state))
     return fail("invalid_manifest", "text values must not contain the character U+0000");
+  if (isIndexRowTooLarge(e))
+    return fail(
+      "invalid_manifest",
+      "the file name or path is too long for this server's PostgreSQL indexes (at most about 2,500 bytes of directory plus file name in UTF-8)",
+    );
   return e;
 }
 
