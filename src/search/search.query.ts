@@ -6,6 +6,7 @@
  */
 import type { Static } from "@sinclair/typebox";
 import { type ProfileRules, profileRules } from "../config/profile.ts";
+import { fail } from "../errors/errors.ts";
 import { checkQuery } from "../http/contract.ts";
 import {
   BROWSE_DEFAULT_LIMIT,
@@ -97,6 +98,17 @@ export function foldCase(s: string): string {
   return s.normalize("NFC").toLowerCase().normalize("NFC").replaceAll("ς", "σ");
 }
 
+/**
+ * Refuses U+0000 in the text parameters (`q`, `path`, `uploaded_by`, `file_type`): no stored name
+ * or address holds it (PostgreSQL cannot store it at all), so the same 400 on every database.
+ * @throws AppError `invalid_parameter`.
+ */
+function refuseNul(p: Record<string, unknown>): void {
+  for (const [name, v] of Object.entries(p))
+    if (typeof v === "string" && v.includes("\u0000"))
+      throw fail("invalid_parameter", `query parameter ${name} must not contain the character U+0000`);
+}
+
 /** `offset` (default 0) and `limit` (0 or absent = `def`, at most `max`). */
 function pageOf(p: { offset?: number; limit?: number }, def: number, max: number) {
   return { offset: p.offset ?? 0, limit: !p.limit ? def : Math.min(p.limit, max) };
@@ -145,9 +157,11 @@ function extsOf(raw: string | undefined): string[] | null {
  * A `/search_files` query (spec §4.9 with complement §4, extensions §1.7) from its checked
  * parameters: defaults, the page-size cap, case folding, `file_type` categories, `uploaded_by`
  * and `folder_hash`.
- * @throws AppError `invalid_file_type` (400).
+ * @throws AppError `invalid_file_type` (400); `invalid_parameter` (400) for U+0000 in a text
+ *   parameter.
  */
 export function searchQueryOf(p: SearchParams, rules: ProfileRules = profileRules("base")): SearchQuery {
+  refuseNul(p);
   const exts = extsOf(p.file_type);
   return {
     ...qOf(p.q, rules),
@@ -168,9 +182,11 @@ export function searchQueryOf(p: SearchParams, rules: ProfileRules = profileRule
  * (absent = root), `offset`, `limit` (default 50, cap 200), sort (also `extension`,
  * `uploaded_by`; `sort_order` only with a `sort_by`), `file_type`, `q` and `uploaded_by` as in
  * search.
- * @throws AppError `invalid_file_type` (400).
+ * @throws AppError `invalid_file_type` (400); `invalid_parameter` (400) for U+0000 in a text
+ *   parameter.
  */
 export function browseQueryOf(p: BrowseParams, rules: ProfileRules = profileRules("base")): BrowseQuery {
+  refuseNul(p);
   const path = (p.path ?? "").replace(/^\/+/, "").replace(/\/+$/, "");
   const exts = extsOf(p.file_type);
   return {

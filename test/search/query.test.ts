@@ -165,6 +165,13 @@ describe("search query string", () => {
     expect(parse("q=%20")).toMatchObject({ q: " ", nothing: false });
   });
 
+  test("U+0000 in a text parameter is 400 invalid_parameter (no stored name holds it), on search and browse", () => {
+    for (const qs of ["q=a%00b", "q=%00%00%00", "uploaded_by=%00", "file_type=pdf%00"])
+      expect({ qs, code: codeOf(() => parse(qs)) }).toEqual({ qs, code: "invalid_parameter" });
+    for (const qs of ["path=%00", "path=a%00", "q=%00", "uploaded_by=%00"])
+      expect({ qs, code: codeOf(() => parseBrowse(qs)) }).toEqual({ qs, code: "invalid_parameter" });
+  });
+
   test("file_type is parsed; empty is no filter; an invalid one is 400 invalid_file_type", () => {
     expect(parse("file_type=pdf,.PNG").exts).toEqual([".pdf", ".png"]);
     expect(parse("file_type=").exts).toBeNull();
