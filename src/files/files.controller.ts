@@ -42,7 +42,7 @@ import {
 import { toRemoteFileEntry } from "./file-entry.ts";
 
 const Binary = t.String({ format: "binary", description: "ciphertext bytes" });
-const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500];
+const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500, 503];
 
 /** Response headers of a download (complement §5). */
 const DOWNLOAD_HEADERS = {

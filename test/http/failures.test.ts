@@ -254,15 +254,16 @@ describe("blob store failures", () => {
     expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
   });
 
-  test("download returns 500 storage_inconsistency, not a truncated 200, when the blob cannot be read", async () => {
+  test("download returns 503 storage_unavailable with Retry-After, not a truncated 200, when the store cannot be read", async () => {
     const u = newUser();
     const ct = randomCiphertext(3000);
     const { session } = await uploadViaSession(t, u, ct, { chunkSize: 1000 });
     store.failGet = true;
     const r = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(session.manifest));
-    expect(r.status).toBe(500);
+    expect(r.status).toBe(503);
+    expect(r.headers.get("retry-after")).toBe("1");
     const body = await r.json();
-    expect(body).toEqual({ Error: { error: "storage_inconsistency", message: expect.any(String) } });
+    expect(body).toEqual({ Error: { error: "storage_unavailable", message: expect.any(String) } });
     store.failGet = false;
     const ok = await download(t, authAt(t, u), u.address, FOLDER, fileIdOf(session.manifest));
     expect(Buffer.from(await ok.arrayBuffer()).equals(ct)).toBe(true);
