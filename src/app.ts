@@ -10,7 +10,7 @@ import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, ValidationError } from "elysia";
 import { authFailureReason } from "./auth/auth.service.ts";
 import { capabilitiesController } from "./capabilities/capabilities.controller.ts";
-import { AppError, fail } from "./errors/errors.ts";
+import { AppError, fail, isOutOfSpace, storageFailure } from "./errors/errors.ts";
 import { batchController } from "./files/batch.controller.ts";
 import { filesController } from "./files/files.controller.ts";
 import { foldersController } from "./folders/folders.controller.ts";
@@ -80,6 +80,17 @@ export function toAppError(
       return fail("invalid_parameter", "A request parameter is invalid");
   }
   const err = e as Error;
+  if (isOutOfSpace(e)) {
+    // The database's disk is full (SQLITE_FULL, PostgreSQL 53100): 507 with Retry-After, as a
+    // full blob store is; the request was not at fault.
+    s.deps.log.error("request.failed", {
+      request_id: requestId,
+      method: request.method,
+      url: request.url,
+      error: err,
+    });
+    return storageFailure(e, "The server's storage is full; retry later");
+  }
   const storage = isStorageError(e);
   s.deps.log.error("request.failed", {
     request_id: requestId,

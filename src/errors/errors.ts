@@ -73,14 +73,24 @@ export function fail(code: ErrorCode, message?: string, extra?: AppError["extra"
 /** Seconds a client is told to wait (`Retry-After`) after a 507 `storage_full`. */
 export const STORAGE_FULL_RETRY_AFTER_SECONDS = 60;
 
-/** True for an error whose errno code says the disk or the user's quota is full (ENOSPC, EDQUOT). */
+/** Codes of a full disk or quota: errno (ENOSPC, EDQUOT), SQLite's SQLITE_FULL, PostgreSQL's 53100. */
+const OUT_OF_SPACE_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL", "53100"]);
+
+/**
+ * True for an error (or one of its causes, as a database driver wraps them) whose code says the
+ * disk or the user's quota is full: the file system's ENOSPC or EDQUOT, SQLite's `SQLITE_FULL`,
+ * PostgreSQL's `disk_full` (53100).
+ */
 export function isOutOfSpace(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return code === "ENOSPC" || code === "EDQUOT";
+  let x = e as { code?: unknown; errno?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; x && depth < 5; depth++, x = x.cause as typeof x)
+    for (const v of [x.code, x.errno]) if (typeof v === "string" && OUT_OF_SPACE_CODES.has(v)) return true;
+  return false;
 }
 
 /**
- * The client-facing error for a failure of the server's own storage (blob store, spool file):
+ * The client-facing error for a failure of the server's own storage (blob store, spool file,
+ * a full database disk):
  * 507 `storage_full` with `Retry-After` when the disk or quota is full, else 503
  * `storage_unavailable` with `Retry-After: 1`. Never a 4xx: the request was not at fault.
  */

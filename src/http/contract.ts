@@ -170,13 +170,21 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
 
 /**
+ * `errors`, and 507 with them when they hold 500: a route whose database write can fail can also
+ * find the database's disk full (507 `storage_full`, src/app.ts).
+ */
+function withDiskFull(errors: ErrorStatus[]): ErrorStatus[] {
+  return errors.includes(500) && !errors.includes(507) ? [...errors, 507] : errors;
+}
+
+/**
  * The response schemas of a route: 200 → `{"Success": ok}` (or `ok` as is when `bare`), each
  * error status → the Error envelope (409: Error or Conflict envelope, complement §1; 402: the flat
- * quota body, extensions §1.3).
+ * quota body, extensions §1.3); with 500, also 507.
  */
 export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: successOf(ok) };
-  for (const status of errors)
+  for (const status of withDiskFull(errors))
     map[status] =
       status === 409
         ? t.Union([ErrorEnvelope, ConflictEnvelope])
@@ -188,11 +196,11 @@ export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: 
 
 /**
  * The response schemas of a route of the flat legacy family (extensions §0.2): 200 → `ok` as is,
- * each error status → the Error envelope.
+ * each error status → the Error envelope; with 500, also 507.
  */
 export function flatResponses<S extends TSchema>(ok: S, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: ok };
-  for (const status of errors) map[status] = ErrorEnvelope;
+  for (const status of withDiskFull(errors)) map[status] = ErrorEnvelope;
   return map as { 200: S } & Record<number, TSchema>;
 }
 

@@ -5,13 +5,14 @@
  * nothing half-written; the same request succeeds once the fault is gone.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import {
   type BlobStore,
   type ByteRange,
   isPersistable,
   type PutOptions,
 } from "../../src/storage/blob-store.ts";
-import { injectWriteFault, jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { injectWriteFault, jsonInit, makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
   authAt,
@@ -181,6 +182,46 @@ describe("database failures: 500 database_error, nothing half-written, a retry s
       200,
     );
   });
+});
+
+describe("a full database disk", () => {
+  test.skipIf(testDatabase !== "sqlite")(
+    "is 507 storage_full with Retry-After (SQLITE_FULL), not a 500, and writes succeed once there is room",
+    async () => {
+      const u = newUser();
+      const sqlite = sqliteDb(t.store)?.$client;
+      if (!sqlite) throw new Error("expected the SQLite store");
+      const pages = (sqlite.query("PRAGMA page_count").get() as { page_count: number }).page_count;
+      // The database may grow by two pages more, then it is "full" as a full disk would make it.
+      sqlite.exec(`PRAGMA max_page_count = ${pages + 2}`);
+      const answers: JsonAnswer[] = [];
+      for (let i = 0; i < 200; i++) {
+        const r = await t.json(
+          "/register_folder",
+          jsonInit("POST", authAt(t, u), {
+            ss58_address: u.address,
+            folder_hash: i.toString(16).padStart(16, "0"),
+            label: `${i}-${"l".repeat(1000)}`,
+          }),
+        );
+        answers.push(r);
+        if (r.status !== 200) break;
+      }
+      const refused = answers.at(-1) as JsonAnswer;
+      expectError(refused, 507, "storage_full");
+      expect(refused.headers.get("retry-after")).toBe("60");
+      sqlite.exec("PRAGMA max_page_count = 1073741823");
+      const again = await t.json(
+        "/register_folder",
+        jsonInit("POST", authAt(t, u), {
+          ss58_address: u.address,
+          folder_hash: "ffffffffffffffff",
+          label: "x",
+        }),
+      );
+      expect(again.status).toBe(200);
+    },
+  );
 });
 
 describe("blob store failures", () => {
