@@ -134,6 +134,8 @@ function readOptString(v: unknown, field: string): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== "string") bad(field, "must be a string or null");
   if (v.length > MAX_NAME_CHARS) bad(field, `must be at most ${MAX_NAME_CHARS} characters`);
+  // No database keeps U+0000 the same way (PostgreSQL cannot store it): refused on every one.
+  if (v.includes("\u0000")) bad(field, "must not contain the character U+0000");
   return v;
 }
 

@@ -51,6 +51,12 @@ const FileId = t.String({
 });
 /** An upload session id (opaque to clients). */
 /**
+ * Pattern of a stored text without U+0000: no database keeps it the same way (PostgreSQL cannot
+ * store it at all), so every database refuses it with 400 `invalid_manifest`.
+ */
+const NO_NUL = "^[^\\u0000]*$";
+
+/**
  * A session id in a path. One that is not even a string (bytes that are not UTF-8 once
  * percent-decoded, such as `%ff`) names no session: 404 `not_found`, as any unknown id (spec
  * §4.5–§4.8 list 404 for these paths, not 400).
@@ -300,8 +306,8 @@ export const RegisterFolderBody = t.Object({
   ss58_address: t.Optional(BodyAddress),
   user_id: t.Optional(BodyAddress),
   folder_hash: FolderHash,
-  label: t.String({ minLength: 1, maxLength: MAX_LABEL_CHARS }),
-  device_name: t.Optional(t.Union([t.String({ maxLength: MAX_LABEL_CHARS }), t.Null()])),
+  label: t.String({ minLength: 1, maxLength: MAX_LABEL_CHARS, pattern: NO_NUL }),
+  device_name: t.Optional(t.Union([t.String({ maxLength: MAX_LABEL_CHARS, pattern: NO_NUL }), t.Null()])),
 });
 
 /** `DELETE /unregister_folder` (spec §4.3): `ss58_address` or its alias `user_id` is required. */
@@ -541,7 +547,7 @@ export const SingleRename = t.Object({
   new_encrypted_path: t.Optional(
     t.Union([t.Array(byte, { maxItems: 8192 }), t.Null()], { description: "default empty" }),
   ),
-  new_file_name: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
+  new_file_name: t.Optional(t.Union([t.String({ maxLength: 4096, pattern: NO_NUL }), t.Null()])),
   new_relative_path: t.Optional(t.Union([t.String({ maxLength: 4096 }), t.Null()])),
   base_revision_id: Bytes32,
 });

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
-import { newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
   abort,
   authAt,
@@ -19,6 +19,7 @@ import {
   putChunks,
   snapshot,
   status,
+  uploadSingle,
 } from "./helpers.ts";
 
 let t: TestApp;
@@ -175,6 +176,30 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       }),
     );
     expectError(r, 400, "invalid_manifest");
+    expect(await snapshot(t)).toEqual(before);
+  });
+});
+
+describe("U+0000 in stored text: 400 invalid_manifest on every database, nothing stored", () => {
+  test("a folder label or device name", async () => {
+    const before = await snapshot(t);
+    for (const body of [{ label: "a\u0000b" }, { label: "ok", device_name: "laptop\u0000" }]) {
+      const r = await t.json(
+        "/register_folder",
+        jsonInit("POST", authAt(t, u), { ss58_address: u.address, folder_hash: FOLDER, ...body }),
+      );
+      expectError(r, 400, "invalid_manifest");
+    }
+    expect(await snapshot(t)).toEqual(before);
+  });
+
+  test("a manifest's file_name or source", async () => {
+    const before = await snapshot(t);
+    const c = randomCiphertext(100);
+    for (const extra of [{ relative_path: null, file_name: "a\u0000.txt" }, { source: "cli\u0000" }]) {
+      const m = { ...makeManifest({ owner: u.address, ciphertext: c, path: "nul/a.txt" }), ...extra };
+      expectError(await uploadSingle(t, authAt(t, u), m, c), 400, "invalid_manifest");
+    }
     expect(await snapshot(t)).toEqual(before);
   });
 });

@@ -265,6 +265,20 @@ describe("POST /rename_files", () => {
     expect(expectSuccess(await post("/rename_files", ok), RENAME_KEYS).renamed_count).toBe(1);
   });
 
+  test("a new_file_name holding U+0000 is 400 invalid_manifest on every database, and nothing is renamed", async () => {
+    const a = await put("a.txt");
+    const body = renameBody([
+      {
+        old_path_hash: a.pathHash,
+        new_path_hash: pathHashOf("b.txt"),
+        new_file_name: "b\u0000.txt",
+        base_revision_id: a.revisionId,
+      },
+    ]);
+    expectError(await post("/rename_files", body), 400, "invalid_manifest");
+    expect((await stateOf(t, u)).files[0].path_hash).toEqual(a.pathHash);
+  });
+
   test("a malformed rename from another account is 400 before 403 (complement §4)", async () => {
     const a = await put("a.txt");
     const stranger = newUser();
