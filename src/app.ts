@@ -26,7 +26,7 @@ import { quotaController } from "./quota/quota.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
-import { BlobNotFoundError } from "./storage/blob-store.ts";
+import { BlobNotFoundError, BlobReadError } from "./storage/blob-store.ts";
 import { summariesController } from "./summaries/summaries.controller.ts";
 import { randomHex } from "./util/ids.ts";
 import { currentRequest } from "./util/request-context.ts";
@@ -80,24 +80,21 @@ export function toAppError(
       return fail("invalid_parameter", "A request parameter is invalid");
   }
   const err = e as Error;
-  if (isOutOfSpace(e)) {
-    // The database's disk is full (SQLITE_FULL, PostgreSQL 53100): 507 with Retry-After, as a
-    // full blob store is; the request was not at fault.
-    s.deps.log.error("request.failed", {
-      request_id: requestId,
-      method: request.method,
-      url: request.url,
-      error: err,
-    });
-    return storageFailure(e, "The server's storage is full; retry later");
-  }
-  const storage = isStorageError(e);
   s.deps.log.error("request.failed", {
     request_id: requestId,
     method: request.method,
     url: request.url,
     error: err,
   });
+  // The database's disk is full (SQLITE_FULL, PostgreSQL 53100): 507 with Retry-After, as a full
+  // blob store is; the request was not at fault.
+  if (isOutOfSpace(e)) return storageFailure(e, "The server's storage is full; retry later");
+  // A blob store that cannot be read now (a download while S3 is down): 503, retry.
+  if (e instanceof BlobReadError)
+    return fail("storage_unavailable", `The blob store could not be read; retry (request id ${requestId})`, {
+      retryAfter: 1,
+    });
+  const storage = isStorageError(e);
   return fail(
     storage ? "storage_inconsistency" : "database_error",
     `${storage ? "A storage" : "A database"} error occurred; retry later (request id ${requestId})`,

@@ -6,10 +6,10 @@
  */
 
 import type { MetadataStore, Repositories } from "../db/store.ts";
-import { AppError, type ConflictDetails, fail, storageFailure } from "../errors/errors.ts";
+import { AppError, type ConflictDetails, fail } from "../errors/errors.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
-import { BlobNotFoundError, type BlobStore } from "../storage/blob-store.ts";
+import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
@@ -561,8 +561,8 @@ export class FilesService {
    * `0, 0` for an empty file). The first piece is read before returning, so that a store failure
    * rejects here, not in the middle of a 200.
    * @throws `BlobNotFoundError` when an object of the file is missing (500
-   *   `storage_inconsistency`); AppError `storage_unavailable` (503, `Retry-After: 1`) when the
-   *   store cannot be read now.
+   *   `storage_inconsistency`); `BlobReadError` when the store cannot be read now (503
+   *   `storage_unavailable` with `Retry-After: 1`).
    */
   async open(row: FileRow, start: number, end: number): Promise<Download> {
     const layout: BlobLayout = {
@@ -579,7 +579,7 @@ export class FilesService {
       // A missing object of a committed file stays `storage_inconsistency` (500); a store that
       // cannot be read now (S3 down, I/O) is the server's passing failure: 503 with Retry-After.
       if (e instanceof BlobNotFoundError || e instanceof AppError) throw e;
-      throw storageFailure(e, "The blob store failed to read the file; retry");
+      throw new BlobReadError(e);
     }
     return { row, start, end, body };
   }

@@ -173,8 +173,9 @@ export function parseManifest(raw: unknown): Manifest {
       m.encrypted_path === undefined || m.encrypted_path === null
         ? new Uint8Array(0)
         : readBytes(m.encrypted_path, "encrypted_path", [0, MAX_ENCRYPTED_PATH_BYTES]),
-    fileName: readOptString(m.file_name, "file_name"),
+    // The path first: a name taken from it then fails naming the path, not the name.
     relativePath: readOptString(m.relative_path, "relative_path"),
+    fileName: readOptString(m.file_name, "file_name"),
     source: readOptString(m.source, "source"),
     attributes:
       m.attributes === undefined || m.attributes === null

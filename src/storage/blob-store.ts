@@ -120,6 +120,18 @@ export class BlobNotFoundError extends Error {
   }
 }
 
+/**
+ * The store could not read an object that should be there (I/O error, S3 unreachable): a
+ * passing failure of the server's storage, answered 503 `storage_unavailable` (src/app.ts), not a
+ * missing object (`BlobNotFoundError`). `cause` is the store's error.
+ */
+export class BlobReadError extends Error {
+  constructor(cause: unknown) {
+    super(`the blob store could not be read: ${(cause as Error)?.message ?? cause}`, { cause });
+    this.name = "BlobReadError";
+  }
+}
+
 /** Valid object key: segments of `[A-Za-z0-9._-]`, no empty, `.` or `..` segment. */
 export function isValidKey(key: string): boolean {
   if (key.length === 0 || key.length > 512) return false;

@@ -111,7 +111,7 @@ describe("x-request-id and the access log", () => {
     });
   });
 
-  test("returns 500 storage_inconsistency naming the same request id in the message, the header and every log line", async () => {
+  test("a download while the store cannot be read: 503 storage_unavailable naming the same request id in the message, the header and every log line", async () => {
     const { app, lines } = appWithLog(failingStore);
     const user = newUser();
     const ct = randomCiphertext(1024);
@@ -121,10 +121,11 @@ describe("x-request-id and the access log", () => {
     const r = await app.fetch(`/download/${user.address}/${FOLDER}/${fileIdOf(session.manifest)}`, {
       headers: { authorization: session.auth, "x-request-id": "fail-1" },
     });
-    expect(r.status).toBe(500);
+    expect(r.status).toBe(503);
     expect(r.headers.get("x-request-id")).toBe("fail-1");
+    expect(r.headers.get("retry-after")).toBe("1");
     const body = (await r.json()) as { Error: { error: string; message: string } };
-    expect(body.Error.error).toBe("storage_inconsistency");
+    expect(body.Error.error).toBe("storage_unavailable");
     expect(body.Error.message).toContain("fail-1");
     expect(lines.map((l) => l.event)).toEqual(expect.arrayContaining(["request.failed", "http.request"]));
     expect(lines.length).toBeGreaterThan(1);
