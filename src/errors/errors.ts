@@ -73,6 +73,23 @@ export function fail(code: ErrorCode, message?: string, extra?: AppError["extra"
 /** Seconds a client is told to wait (`Retry-After`) after a 507 `storage_full`. */
 export const STORAGE_FULL_RETRY_AFTER_SECONDS = 60;
 
+/** The fields of a thrown value that `causes` reads. */
+export interface CauseLink {
+  code?: unknown;
+  errno?: unknown;
+  message?: unknown;
+  cause?: unknown;
+}
+
+/**
+ * `e` and the errors it wraps (`cause`, as Drizzle and database drivers wrap theirs), outermost
+ * first, at most 5.
+ */
+export function* causes(e: unknown): Generator<CauseLink> {
+  let x = e as CauseLink | null | undefined;
+  for (let depth = 0; x && depth < 5; depth++, x = x.cause as CauseLink | undefined) yield x;
+}
+
 /** Codes of a full disk or quota: errno (ENOSPC, EDQUOT), SQLite's SQLITE_FULL, PostgreSQL's 53100. */
 const OUT_OF_SPACE_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL", "53100"]);
 
@@ -82,8 +99,7 @@ const OUT_OF_SPACE_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL", "53100"])
  * PostgreSQL's `disk_full` (53100).
  */
 export function isOutOfSpace(e: unknown): boolean {
-  let x = e as { code?: unknown; errno?: unknown; cause?: unknown } | null | undefined;
-  for (let depth = 0; x && depth < 5; depth++, x = x.cause as typeof x)
+  for (const x of causes(e))
     for (const v of [x.code, x.errno]) if (typeof v === "string" && OUT_OF_SPACE_CODES.has(v)) return true;
   return false;
 }

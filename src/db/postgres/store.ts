@@ -12,7 +12,7 @@
  * only database work (src/db/store.ts), so running one again repeats nothing else.
  */
 import { sql } from "drizzle-orm";
-import { fail } from "../../errors/errors.ts";
+import { causes, fail } from "../../errors/errors.ts";
 import type { Logger } from "../../util/log.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
 import { PgApiTokensRepository } from "./api-tokens.ts";
@@ -38,10 +38,8 @@ const RETRYABLE = new Set(["40P01", "40001", "23505"]);
  * through Drizzle's `DrizzleQueryError` (`cause`); undefined for other errors.
  */
 export function sqlState(e: unknown): string | undefined {
-  let x = e as { errno?: unknown; code?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; x && depth < 5; depth++, x = x.cause as typeof x) {
+  for (const x of causes(e))
     for (const v of [x.errno, x.code]) if (typeof v === "string" && /^[0-9A-Z]{5}$/.test(v)) return v;
-  }
   return undefined;
 }
 
@@ -56,8 +54,7 @@ const UNSTORABLE_TEXT = new Set(["22021", "22P05"]);
 /** True when `e` (or a cause) is PostgreSQL refusing a b-tree entry over its size limit. */
 function isIndexRowTooLarge(e: unknown): boolean {
   if (sqlState(e) !== "54000") return false;
-  let x = e as { message?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; x && depth < 5; depth++, x = x.cause as typeof x)
+  for (const x of causes(e))
     if (typeof x.message === "string" && x.message.includes("index row size")) return true;
   return false;
 }
