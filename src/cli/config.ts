@@ -11,6 +11,8 @@
  * | `mnemonic` | 0600 | the BIP39 master mnemonic, one line (the only secret: back it up), or the same sealed with a passphrase (`mnemonic-seal.ts`) |
  * | `config.json` | 0600 | `{version, server_url, address, device_name, created_at}` |
  * | `uploads.json` | 0600 | sessions of interrupted pushes (`UploadStateFile`), for resume |
+ * | `sync-pairs.json` | 0600 | the directory <-> folder pairs of `esync sync --all` (`sync-pairs.ts`) |
+ * | `log/esync.log` | 0600 | the service's log (`--log-file` of the unit `esync service install` writes; `log.ts`) |
  * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done or stale); `--spill-dir` / `$ESYNC_SPILL_DIR` put them elsewhere |
  *
  * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s. Network
@@ -47,6 +49,10 @@ export interface GlobalOptions {
   json?: boolean;
   retryFor?: string;
   spillDir?: string;
+  /** `-q`: print only errors (`output-options.ts`). */
+  quiet?: boolean;
+  /** `--log-file`: JSON log lines appended here, rotated (`log.ts`). */
+  logFile?: string;
 }
 
 /** The spill directory chosen by `--spill-dir` or `$ESYNC_SPILL_DIR`, if either is set. */
@@ -68,6 +74,8 @@ export interface ConfigPaths {
   config: string;
   uploads: string;
   spill: string;
+  /** The directory <-> folder pairs (`sync-pairs.ts`). */
+  pairs: string;
 }
 
 /** The configuration directory chosen by `--config-dir`, `ESYNC_CONFIG_DIR`, XDG or `~/.config/esync`. */
@@ -79,6 +87,12 @@ export function configDir(flag?: string): string {
   return join(xdg ? resolve(xdg) : join(homedir(), ".config"), "esync");
 }
 
+/** Where systemd looks for user units: `$XDG_CONFIG_HOME/systemd/user`, else `~/.config/systemd/user`. */
+export function systemdUserUnitDir(): string {
+  const xdg = process.env.XDG_CONFIG_HOME;
+  return join(xdg ? resolve(xdg) : join(homedir(), ".config"), "systemd", "user");
+}
+
 /** The files of configuration directory `dir`. */
 export function configPaths(dir: string): ConfigPaths {
   return {
@@ -87,6 +101,7 @@ export function configPaths(dir: string): ConfigPaths {
     config: join(dir, "config.json"),
     uploads: join(dir, "uploads.json"),
     spill: join(dir, "spill"),
+    pairs: join(dir, "sync-pairs.json"),
   };
 }
 
@@ -113,7 +128,8 @@ export function normalizeServerUrl(url: string): string {
   return url.replace(/\/+$/, "");
 }
 
-async function writePrivate(path: string, text: string): Promise<void> {
+/** Writes `text` to `path` atomically (a temporary file renamed over it), mode 0600. */
+export async function writePrivate(path: string, text: string): Promise<void> {
   const tmp = `${path}.${process.pid}.tmp`;
   await writeFile(tmp, text, { mode: 0o600 });
   await chmod(tmp, 0o600); // whatever the umask

@@ -21,6 +21,8 @@
  *   esync quota                               storage used and room left in the allowance
  *   esync du [--folder LABEL]                 storage used by file type and client family
  *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
+ *   esync sync add|list|remove                the directory <-> folder pairs of `sync --all`
+ *   esync service install|uninstall|status    a systemd user unit running `sync --all --watch`
  */
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
@@ -35,18 +37,22 @@ import { registerPush } from "./commands/push.ts";
 import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerService } from "./commands/service.ts";
 import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
+import { registerSyncPairs } from "./commands/sync-pairs.ts";
 import { registerUsage } from "./commands/usage.ts";
+import { logEvent } from "./log.ts";
 import {
   describeError,
   EXIT,
   EXIT_CODES_HELP,
-  eprintln,
+  errorln,
   exitCodeOf,
   lastOutage,
   resumeHint,
 } from "./output.ts";
+import { applyOutputOptions, type OutputOptions } from "./output-options.ts";
 
 /** The `esync` program with every command registered; `exitOverride` lets `main` choose exit codes. */
 export function buildProgram(): Command {
@@ -60,6 +66,8 @@ export function buildProgram(): Command {
       "--retry-for <duration>",
       "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
     )
+    .option("-q, --quiet", "print only errors (a --json document is still printed)")
+    .option("--log-file <path>", "append JSON log lines to PATH (rotated at 10 MiB, 5 files kept)")
     .option(
       "--spill-dir <dir>",
       "where encrypted copies of large files in upload are kept for resume (default $ESYNC_SPILL_DIR or <config-dir>/spill)",
@@ -68,6 +76,15 @@ export function buildProgram(): Command {
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .configureOutput({ outputError: (text, write) => write(`esync: ${text.replace(/^error: /, "")}`) })
     .exitOverride()
+    .hook("preAction", (_program, action) => {
+      const names: string[] = [];
+      for (let c: Command | null = action; c?.parent; c = c.parent) names.unshift(c.name());
+      applyOutputOptions(action.optsWithGlobals<OutputOptions>(), {
+        command: names.join(" "),
+        args: action.args,
+        options: action.opts(),
+      });
+    })
     .addHelpText(
       "after",
       `
@@ -96,7 +113,7 @@ ${EXIT_CODES_HELP}`,
   registerFolder(program);
   registerPush(program);
   registerPull(program);
-  registerSync(program);
+  registerSyncPairs(registerSync(program));
   registerStatus(program);
   registerSearch(program);
   registerLs(program);
@@ -106,6 +123,7 @@ ${EXIT_CODES_HELP}`,
   registerMkdir(program);
   registerUsage(program);
   registerPassphrase(program);
+  registerService(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
@@ -116,6 +134,16 @@ ${EXIT_CODES_HELP}`,
 /** Runs `esync` with `argv` (as `process.argv`) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  const start = performance.now();
+  const code = await run(program, argv);
+  logEvent(code === EXIT.ok ? "info" : "error", "command.end", {
+    code,
+    ms: Math.round(performance.now() - start),
+  });
+  return code;
+}
+
+async function run(program: Command, argv: string[]): Promise<number> {
   try {
     await program.parseAsync(argv);
     return EXIT.ok;
@@ -124,10 +152,10 @@ export async function main(argv: string[]): Promise<number> {
       // Help and version end with exit code 0; any other parse error was printed by commander.
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    eprintln(`esync: ${describeError(e)}`);
+    errorln(`esync: ${describeError(e)}`);
     const code = exitCodeOf(e);
     const server = lastOutage();
-    if (server && code !== EXIT.interrupted) eprintln(resumeHint(server));
+    if (server && code !== EXIT.interrupted) errorln(resumeHint(server));
     return code;
   }
 }

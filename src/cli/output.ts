@@ -20,6 +20,7 @@ import { CiphertextError, PlaintextSizeError } from "../client/frame.ts";
 import { InvalidMnemonicError } from "../client/keys.ts";
 import { InvalidRelativePathError } from "../client/manifest.ts";
 import { FileChangedError } from "../client/seal.ts";
+import { logEvent } from "./log.ts";
 
 /** Process exit codes of `esync`. */
 export const EXIT = {
@@ -223,8 +224,19 @@ export function table(columns: Column[], rows: string[][]): string {
   return [line(columns.map((c) => c.header)), ...rows.map(line)].join("\n");
 }
 
+let quiet = false;
+
+/**
+ * `-q/--quiet`: from now on `eprintln` notices are not shown (they still go to the log file);
+ * errors (`errorln`) are. `main` also silences stdout unless `--json` was asked for.
+ */
+export function setQuiet(on: boolean): void {
+  quiet = on;
+}
+
 /** Writes one line to stdout; on a terminal, wrapped at word boundaries to its width. */
 export function println(text = ""): void {
+  if (text !== "") logEvent("info", "output", { text });
   const cols = process.stdout.isTTY ? process.stdout.columns : 0;
   const lines = cols > 20 ? text.split("\n").flatMap((l) => wrapWords(l, cols - 1)) : [text];
   process.stdout.write(`${lines.join("\n")}\n`);
@@ -257,8 +269,22 @@ export function wrapWords(text: string, width: number, indent = 4): string[] {
   return out.length > 0 ? out : [""];
 }
 
-/** Writes one line to stderr; on a terminal, wrapped at word boundaries to its width. */
+/**
+ * Writes a notice (a warning, a retry) to stderr, wrapped like `println`; not shown with
+ * `-q`, logged as `warn` either way.
+ */
 export function eprintln(text = ""): void {
+  if (text !== "") logEvent("warn", "notice", { text });
+  if (!quiet) writeStderr(text);
+}
+
+/** Writes an error line to stderr, even with `-q`; logged as `error`. */
+export function errorln(text: string): void {
+  logEvent("error", "error", { text });
+  writeStderr(text);
+}
+
+function writeStderr(text: string): void {
   const cols = process.stderr.isTTY ? process.stderr.columns : 0;
   const lines = cols > 20 ? text.split("\n").flatMap((l) => wrapWords(l, cols - 1)) : [text];
   process.stderr.write(`${lines.join("\n")}\n`);

@@ -10,6 +10,8 @@ import { EsyncApi } from "../client/api.ts";
 import type { ChunkStored, UploadResult } from "../client/api-types.ts";
 import type { Manifest } from "../client/manifest.ts";
 import { realSleep } from "../client/retry.ts";
+import { type CommandContext, retryNotice } from "./context.ts";
+import { parseSize, usageError } from "./output.ts";
 
 /** A schedule of bytes at `bytesPerSec`. */
 export class Throttle {
@@ -59,4 +61,25 @@ export class ThrottledApi extends EsyncApi {
     await this.throttle.take(sizeOf(ciphertext), signal);
     return super.upload(manifest, ciphertext, signal);
   }
+}
+
+/**
+ * `ctx` with an `api` whose uploads share one `Throttle` of `--limit-rate` `rate` (a size per
+ * second, e.g. `20MiB`); `ctx` itself when `rate` is undefined. Usage error for 0 or a
+ * value that is not a size.
+ */
+export function limitRate(ctx: CommandContext, rate: string | undefined): CommandContext {
+  if (rate === undefined) return ctx;
+  const bytesPerSec = parseSize(rate);
+  if (bytesPerSec === 0) throw usageError("--limit-rate must be above 0");
+  const api = new ThrottledApi(
+    {
+      baseUrl: ctx.serverUrl,
+      token: ctx.tokens,
+      retry: ctx.retry,
+      onRetry: retryNotice(ctx.retry.forMs),
+    },
+    new Throttle(bytesPerSec),
+  );
+  return { ...ctx, api };
 }

@@ -9,7 +9,7 @@ import type { Command } from "commander";
 import { type FolderRef, isUnder, moveTree, renameMany } from "../../client/batch.ts";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
-import { CliError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import { CliError, EXIT, errorln, printJson, println, usageError } from "../output.ts";
 import { kindAt, listRemote } from "../remote-folder.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { folderPaths } from "./rm.ts";
@@ -63,7 +63,7 @@ Examples:
             : `moved ${from}/ -> ${to}/ (${outcomes.length - failed.length} file(s))`,
         );
         if (failed.length > 1 || kind === "dir")
-          for (const o of failed) eprintln(`esync: ${o.to}: ${o.reason}`);
+          for (const o of failed) errorln(`esync: ${o.to}: ${o.reason}`);
       }
       if (failed.length > 0)
         throw new CliError(

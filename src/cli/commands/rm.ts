@@ -10,7 +10,7 @@ import { deleteMany, type FolderRef, isUnder, unregisterEntries } from "../../cl
 import { fileId, normalizeRelativePath, pathHash } from "../../client/manifest.ts";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
-import { CliError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import { CliError, EXIT, errorln, printJson, println, usageError } from "../output.ts";
 import { kindAt, listRemote } from "../remote-folder.ts";
 import { checkLabel } from "./folder.ts";
 
@@ -96,7 +96,7 @@ export function registerRm(program: Command): void {
       else
         for (const r of results) {
           if (!r.deleted) {
-            if (results.length > 1) eprintln(`esync: ${r.path}: ${r.error}`);
+            if (results.length > 1) errorln(`esync: ${r.path}: ${r.error}`);
           } else if (r.kind === "dir") println(`deleted ${r.path}/ (${r.files_deleted} file(s))`);
           else println(`deleted ${r.path}`);
         }

@@ -5,6 +5,8 @@
  * a file changed on both sides keeps both versions. The state of the directory lives in
  * `DIR/.esync/state.sqlite`. With `--watch` it keeps running: local changes are picked up
  * from filesystem events, remote ones by polling, and a server outage only delays sync.
+ * `esync sync --all` does the same for each pair configured with `esync sync add`
+ * (`sync-pairs.ts`); `--limit-rate` caps the upload rate (`throttle.ts`).
  */
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
@@ -20,15 +22,19 @@ import {
 import { loadExcludes } from "../../sync/excludes.ts";
 import type { SyncAction } from "../../sync/planner.ts";
 import { SyncState } from "../../sync/state-db.ts";
-import type { GlobalOptions } from "../config.ts";
+import { configDir, configPaths, type GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
+import { readPairs, syncAll } from "../sync-pairs.ts";
+import { limitRate } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
 interface SyncOptions {
-  folder: string;
+  folder?: string;
+  all?: boolean;
+  limitRate?: string;
   create?: boolean;
   watch?: boolean;
   exclude: string[];
@@ -78,13 +84,14 @@ function summaryLine(label: string, r: SyncReport): string {
   return parts.length === 0 ? `"${label}" is in sync` : `synced "${label}": ${parts.join(", ")}`;
 }
 
-/** Registers `esync sync` on `program`. */
-export function registerSync(program: Command): void {
-  program
+/** Registers `esync sync` on `program` and returns it (`registerSyncPairs` adds its subcommands). */
+export function registerSync(program: Command): Command {
+  return program
     .command("sync")
     .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
-    .argument("<dir>", "local directory to sync (created if missing)")
-    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .argument("[dir]", "local directory to sync (created if missing)")
+    .option("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("--all", "sync every pair configured with `esync sync add` (no DIR or --folder)")
     .option("--create", "register the folder on the server if it does not exist yet")
     .option("-w, --watch", "keep running: sync on local changes and poll the server")
     .option(
@@ -100,6 +107,7 @@ export function registerSync(program: Command): void {
     )
     .option("--interval <seconds>", "with --watch: how often to poll the server", "5")
     .option("--debounce <ms>", "with --watch: quiet time after a local change before syncing", "300")
+    .option("--limit-rate <rate>", "average upload bandwidth cap per second, e.g. 20MiB")
     .addHelpText(
       "after",
       `
@@ -110,17 +118,47 @@ empty directories are kept. Paths matching DIR/.esyncignore (gitignore syntax)
 or --exclude are left alone on both sides. The sync state is kept in
 DIR/.esync/ (never synced). With --json, each pass prints one JSON document.
 
+Pairs: \`esync sync add DIR --folder LABEL\` remembers a pair, \`esync sync list\`
+shows them, \`esync sync remove DIR\` forgets one, and \`esync sync --all [--watch]\`
+syncs them all (one watcher each; a failing pair is reported and the others go on).
+A directory named add, list or remove is synced as ./add.
+
 Examples:
   esync sync ~/Documents --folder documents --create
-  esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/`,
+  esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/
+  esync sync add ~/Photos --folder photos && esync sync --all --watch`,
     )
-    .action(async (dir: string, opts: SyncOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
-      await sync(ctx, dir, opts);
+    .action(async (dir: string | undefined, opts: SyncOptions, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      if (!opts.all) {
+        if (dir === undefined || opts.folder === undefined)
+          throw usageError("give DIR and --folder LABEL (or --all for the pairs of `esync sync list`)");
+        const ctx = limitRate(await loadContext(g), opts.limitRate);
+        return sync(ctx, dir, { ...opts, folder: opts.folder });
+      }
+      if (dir !== undefined || opts.folder !== undefined)
+        throw usageError("--all syncs the configured pairs: give no DIR or --folder");
+      const pairs = await readPairs(configPaths(configDir(g.configDir)));
+      const ctx = limitRate(await loadContext(g), opts.limitRate);
+      await syncAll(pairs, opts.watch === true, ctx.signal, (p) =>
+        sync(ctx, p.dir, { ...opts, folder: p.folder, exclude: [...p.exclude, ...opts.exclude] }),
+      );
     });
 }
 
-async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promise<void> {
+const uploadStates = new Map<string, UploadStateFile>();
+
+/** The one `UploadStateFile` of `path` in this process (the pairs of `--all` share it). */
+function uploadStateFile(path: string): UploadStateFile {
+  let file = uploadStates.get(path);
+  if (!file) {
+    file = new UploadStateFile(path);
+    uploadStates.set(path, file);
+  }
+  return file;
+}
+
+async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { folder: string }): Promise<void> {
   const label = checkLabel(opts.folder);
   const intervalS = positiveInt("--interval", opts.interval, 86400);
   const jobs = positiveInt("--jobs", opts.jobs);
@@ -144,7 +182,7 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
       root,
       device: ctx.config.device_name,
       state,
-      uploadState: new UploadStateFile(ctx.paths.uploads),
+      uploadState: uploadStateFile(ctx.paths.uploads),
       spillDir: ctx.paths.spill,
       signal: ctx.signal,
       jobs,

@@ -1,0 +1,169 @@
+/**
+ * @module cli/sync-pairs
+ * The directory <-> folder pairs that `esync sync --all` (and so the service) syncs, kept in
+ * `sync-pairs.json` of the configuration directory (mode 0600):
+ * `{"version": 1, "pairs": [{"dir": "/abs/path", "folder": "label", "exclude": ["*.tmp"]}]}`.
+ *
+ * Rules (docs/user-guide.md, "Sync pairs"): a pair's directory must exist when it is added
+ * and is stored as an absolute path; a directory is in at most one pair, and no paired
+ * directory lies inside another (their files would be synced twice).
+ */
+import { stat } from "node:fs/promises";
+import { resolve, sep } from "node:path";
+import { checkLabel } from "./commands/folder.ts";
+import { type ConfigPaths, ensureConfigDir, writePrivate } from "./config.ts";
+import { CliError, describeError, EXIT, errorln, exitCodeOf, usageError } from "./output.ts";
+
+/** One directory synced with one folder. */
+export interface SyncPair {
+  /** Absolute path of the local directory. */
+  dir: string;
+  /** Folder label on the server. */
+  folder: string;
+  /** Extra exclude patterns (gitignore syntax), added to `DIR/.esyncignore`'s. */
+  exclude: string[];
+}
+
+interface PairsFile {
+  version: 1;
+  pairs: SyncPair[];
+}
+
+/** The configured pairs (none when the file does not exist). Usage error when it is not valid. */
+export async function readPairs(paths: ConfigPaths): Promise<SyncPair[]> {
+  const file = Bun.file(paths.pairs);
+  if (!(await file.exists())) return [];
+  let parsed: Partial<PairsFile>;
+  try {
+    parsed = (await file.json()) as Partial<PairsFile>;
+  } catch {
+    throw usageError(`${paths.pairs} is not valid JSON: fix it or remove it`);
+  }
+  if (!Array.isArray(parsed.pairs))
+    throw usageError(`${paths.pairs} has no "pairs" list: fix it or remove it`);
+  return parsed.pairs.map((p) => {
+    if (typeof p?.dir !== "string" || typeof p.folder !== "string")
+      throw usageError(`${paths.pairs}: every pair needs "dir" and "folder" strings`);
+    return { dir: p.dir, folder: p.folder, exclude: Array.isArray(p.exclude) ? p.exclude.map(String) : [] };
+  });
+}
+
+/** Replaces the stored pairs (atomically, mode 0600). */
+export async function writePairs(paths: ConfigPaths, pairs: SyncPair[]): Promise<void> {
+  await ensureConfigDir(paths);
+  const doc: PairsFile = { version: 1, pairs };
+  await writePrivate(paths.pairs, `${JSON.stringify(doc, null, 2)}\n`);
+}
+
+/** How a pair is named in messages: `DIR <-> "LABEL"`. */
+export function pairName(p: SyncPair): string {
+  return `${p.dir} <-> "${p.folder}"`;
+}
+
+/** True when `inner` is `outer` or lies below it (both absolute). */
+function within(inner: string, outer: string): boolean {
+  return inner === outer || inner.startsWith(outer.endsWith(sep) ? outer : outer + sep);
+}
+
+/**
+ * Adds a pair and returns it. Usage error (exit 1) when `dir` does not exist or is not a
+ * directory, the label is invalid, `dir` is already paired, or it is inside (or contains) a
+ * paired directory.
+ */
+export async function addPair(
+  paths: ConfigPaths,
+  dir: string,
+  folder: string,
+  exclude: string[],
+): Promise<SyncPair> {
+  const abs = resolve(dir);
+  checkLabel(folder);
+  const st = await stat(abs).catch(() => null);
+  if (!st) throw usageError(`${dir}: no such directory (create it first; a pair's directory must exist)`);
+  if (!st.isDirectory()) throw usageError(`${dir}: not a directory`);
+  const pairs = await readPairs(paths);
+  for (const p of pairs) {
+    if (p.dir === abs)
+      throw usageError(
+        p.folder === folder
+          ? `${abs} is already synced with folder "${folder}"`
+          : `${abs} is already synced with folder "${p.folder}" (run \`esync sync remove ${abs}\` first)`,
+      );
+    if (within(abs, p.dir))
+      throw usageError(`${abs} is inside ${p.dir}, which is already synced with folder "${p.folder}"`);
+    if (within(p.dir, abs))
+      throw usageError(`${abs} contains ${p.dir}, which is already synced with folder "${p.folder}"`);
+  }
+  const pair: SyncPair = { dir: abs, folder, exclude };
+  await writePairs(paths, [...pairs, pair]);
+  return pair;
+}
+
+/**
+ * Removes the pair of directory `dir`, or every pair of folder `folder`, and returns the
+ * removed ones. Usage error when nothing matches.
+ */
+export async function removePairs(
+  paths: ConfigPaths,
+  match: { dir?: string; folder?: string },
+): Promise<SyncPair[]> {
+  const abs = match.dir === undefined ? undefined : resolve(match.dir);
+  const hit = (p: SyncPair) =>
+    (abs === undefined || p.dir === abs) && (match.folder === undefined || p.folder === match.folder);
+  const pairs = await readPairs(paths);
+  const removed = pairs.filter(hit);
+  if (removed.length === 0) {
+    const what = [abs, match.folder === undefined ? undefined : `folder "${match.folder}"`]
+      .filter(Boolean)
+      .join(" with ");
+    throw usageError(`no sync pair for ${what} (see \`esync sync list\`)`);
+  }
+  await writePairs(
+    paths,
+    pairs.filter((p) => !hit(p)),
+  );
+  return removed;
+}
+
+/**
+ * `esync sync --all`: runs `runPair` for every configured pair, one after the other, or all
+ * at once with `watch` (one watcher each, in this process). A pair that fails is reported on
+ * stderr by name and the others go on; at the end a `CliError` with the first failure's exit
+ * code lists the failed pairs. A pair whose directory is missing fails (it is never created:
+ * an unmounted disk must not be refilled from the server). Usage error when no pair is
+ * configured.
+ */
+export async function syncAll(
+  pairs: SyncPair[],
+  watch: boolean,
+  signal: AbortSignal,
+  runPair: (pair: SyncPair) => Promise<void>,
+): Promise<void> {
+  if (pairs.length === 0)
+    throw usageError("no sync pairs configured: add one with `esync sync add DIR --folder LABEL`");
+  const failed: Array<{ pair: SyncPair; code: number }> = [];
+  const one = async (pair: SyncPair) => {
+    try {
+      const st = await stat(pair.dir).catch(() => null);
+      if (!st?.isDirectory())
+        throw new CliError(
+          `${pair.dir} is missing or not a directory (it is not created for a pair)`,
+          EXIT.local,
+        );
+      await runPair(pair);
+    } catch (e) {
+      if (signal.aborted) return;
+      errorln(`esync: ${pairName(pair)}: ${describeError(e)}`);
+      failed.push({ pair, code: exitCodeOf(e) });
+    }
+  };
+  if (watch) await Promise.all(pairs.map(one));
+  else for (const pair of pairs) if (!signal.aborted) await one(pair);
+  if (signal.aborted) throw new CliError("stopped", EXIT.interrupted);
+  const first = failed[0];
+  if (first)
+    throw new CliError(
+      `${failed.length} of ${pairs.length} sync pair(s) failed: ${failed.map((f) => pairName(f.pair)).join(", ")}`,
+      first.code as CliError["code"],
+    );
+}
