@@ -48,6 +48,14 @@ export async function readPairs(paths: ConfigPaths): Promise<SyncPair[]> {
   });
 }
 
+/** The configured pairs; usage error (exit 1) when there is none, saying how to add one. */
+export async function configuredPairs(paths: ConfigPaths): Promise<SyncPair[]> {
+  const pairs = await readPairs(paths);
+  if (pairs.length === 0)
+    throw usageError("no sync pairs configured: add one with `esync sync add DIR --folder LABEL`");
+  return pairs;
+}
+
 /** Replaces the stored pairs (atomically, mode 0600). */
 export async function writePairs(paths: ConfigPaths, pairs: SyncPair[]): Promise<void> {
   await ensureConfigDir(paths);
@@ -130,8 +138,7 @@ export async function removePairs(
  * at once with `watch` (one watcher each, in this process). A pair that fails is reported on
  * stderr by name and the others go on; at the end a `CliError` with the first failure's exit
  * code lists the failed pairs. A pair whose directory is missing fails (it is never created:
- * an unmounted disk must not be refilled from the server). Usage error when no pair is
- * configured.
+ * an unmounted disk must not be refilled from the server).
  */
 export async function syncAll(
   pairs: SyncPair[],
@@ -139,8 +146,6 @@ export async function syncAll(
   signal: AbortSignal,
   runPair: (pair: SyncPair) => Promise<void>,
 ): Promise<void> {
-  if (pairs.length === 0)
-    throw usageError("no sync pairs configured: add one with `esync sync add DIR --folder LABEL`");
   const failed: Array<{ pair: SyncPair; code: number }> = [];
   const one = async (pair: SyncPair) => {
     try {

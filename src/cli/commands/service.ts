@@ -21,8 +21,8 @@ import {
   writePrivate,
 } from "../config.ts";
 import { isSealed } from "../mnemonic-seal.ts";
-import { CliError, EXIT, eprintln, formatSize, printJson, println, usageError } from "../output.ts";
-import { pairName, readPairs } from "../sync-pairs.ts";
+import { CliError, EXIT, eprintln, formatSize, printJson, println } from "../output.ts";
+import { configuredPairs, pairName, readPairs } from "../sync-pairs.ts";
 
 /** Name of the unit. */
 export const UNIT_NAME = "esync.service";
@@ -94,8 +94,7 @@ function runSystemctl(bin: string, args: string[]): { code: number; output: stri
 
 async function requirePairs(paths: ConfigPaths): Promise<void> {
   await readConfig(paths); // usage error when `esync init` has not been run
-  if ((await readPairs(paths)).length === 0)
-    throw usageError("no sync pairs configured: add one with `esync sync add DIR --folder LABEL` first");
+  await configuredPairs(paths);
   if (isSealed(await readMnemonicFile(paths)))
     eprintln(
       "esync: warning: the mnemonic is sealed with a passphrase, which the service cannot ask for; " +

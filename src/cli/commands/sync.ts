@@ -26,7 +26,7 @@ import { configDir, configPaths, type GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
-import { readPairs, syncAll } from "../sync-pairs.ts";
+import { configuredPairs, syncAll } from "../sync-pairs.ts";
 import { limitRate } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
@@ -138,7 +138,7 @@ Examples:
       }
       if (dir !== undefined || opts.folder !== undefined)
         throw usageError("--all syncs the configured pairs: give no DIR or --folder");
-      const pairs = await readPairs(configPaths(configDir(g.configDir)));
+      const pairs = await configuredPairs(configPaths(configDir(g.configDir)));
       const ctx = limitRate(await loadContext(g), opts.limitRate);
       await syncAll(pairs, opts.watch === true, ctx.signal, (p) =>
         sync(ctx, p.dir, { ...opts, folder: p.folder, exclude: [...p.exclude, ...opts.exclude] }),
