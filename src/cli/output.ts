@@ -242,6 +242,11 @@ export function println(text = ""): void {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
+/** `println` for a secret (a new mnemonic): shown like any line, never written to the log file. */
+export function printSecret(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
 /**
  * Wraps `text` at word boundaries into lines of at most `width` characters; continuation
  * lines are indented by `indent` spaces. A word longer than a line is split (only then).

@@ -114,6 +114,27 @@ describe("esync service uninstall", () => {
   });
 });
 
+describe("--log-file and secrets", () => {
+  test("a new mnemonic is shown on stdout but never written to the log file", async () => {
+    const log = join(work, "init.log");
+    const r = await runCli(
+      join(work, "fresh"),
+      ["--log-file", log, "init", "--server", "http://127.0.0.1:1"],
+      undefined,
+      env,
+    );
+    expect(r.code).toBe(0);
+    const words = r.stdout
+      .split("\n")
+      .find((l) => /^ {2}(\w+ ){23}\w+$/.test(l))
+      ?.trim();
+    expect(words?.split(" ")).toHaveLength(24);
+    const text = await Bun.file(log).text();
+    expect(text).toContain('"event":"command.end"');
+    expect(text).not.toContain(words as string);
+  });
+});
+
 describe("unit text", () => {
   test("quotes words with spaces or quotes and escapes systemd's % and $ specifiers", () => {
     expect(systemdQuote("/usr/bin/bun")).toBe("/usr/bin/bun");

@@ -28,7 +28,7 @@ import {
   writeConfig,
   writeMnemonic,
 } from "../config.ts";
-import { describeError, eprintln, printJson, println, usageError } from "../output.ts";
+import { describeError, eprintln, printJson, println, printSecret, usageError } from "../output.ts";
 import { promptNewPassphrase, readSecret } from "../prompt.ts";
 
 interface InitOptions {
@@ -149,7 +149,7 @@ Examples:
       if (!opts.import) {
         println("Your new master mnemonic (write it down and keep it safe; it is shown only once):");
         println();
-        println(`  ${identity.mnemonic}`);
+        printSecret(`  ${identity.mnemonic}`);
         println();
       }
       println(`${opts.import ? "imported" : "created"} identity ${identity.address}`);
