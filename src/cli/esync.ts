@@ -93,6 +93,7 @@ Quick start:
   esync folder add documents
   esync status ~/Documents --folder documents
   esync sync ~/Documents --folder documents
+  esync sync add ~/Documents --folder documents && esync service install
   esync push ~/Photos --folder photos --create
   esync search report --type pdf
   esync ls --folder documents

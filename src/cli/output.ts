@@ -228,7 +228,7 @@ let quiet = false;
 
 /**
  * `-q/--quiet`: from now on `eprintln` notices are not shown (they still go to the log file);
- * errors (`errorln`) are. `main` also silences stdout unless `--json` was asked for.
+ * errors (`errorln`) are. `applyOutputOptions` also silences stdout unless `--json` was asked for.
  */
 export function setQuiet(on: boolean): void {
   quiet = on;

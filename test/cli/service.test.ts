@@ -60,6 +60,7 @@ describe("esync service install", () => {
       `ExecStart=${process.execPath} ${CLI} --config-dir "${cfg}" --log-file "${logFile}" --quiet sync --all --watch`,
     );
     expect(unit).toContain("\nRestart=on-failure\n");
+    expect(unit).toContain("\nSuccessExitStatus=130\n"); // SIGTERM from `systemctl stop` is a clean end
     expect(unit).toContain("\n[Install]\nWantedBy=default.target\n");
     // It says what it wrote, the unit itself, and how to enable it.
     expect(r.stdout).toStartWith(`wrote ${unitPath}:\n${unit.trimEnd()}\n`);

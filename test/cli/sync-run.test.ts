@@ -61,6 +61,15 @@ describe("-q", () => {
     expect(loud.stdout).toContain("uploaded    c.txt");
   });
 
+  test("a successful push prints nothing either: no progress lines, no summary", async () => {
+    const dir = dirWith("quiet-push", { "p.txt": "push\n", "q.txt": "quiet\n" });
+    const r = await runCli(cfg, ["-q", "push", dir, "--folder", "quiet-push", "--create"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe("");
+    expect(await remotePaths("quiet-push")).toEqual(["p.txt", "q.txt"]);
+  });
+
   test("errors are still printed on stderr, with the exit code", async () => {
     const dir = dirWith("quiet-error", { "a.txt": "a\n" });
     const r = await runCli(cfg, ["--quiet", "sync", dir, "--folder", "no-such-folder"]);
@@ -235,5 +244,17 @@ describe("sync of a directory named like a subcommand", () => {
     expect(code).toBe(0);
     expect(stdout).toContain("uploaded    inside.txt");
     expect(await remotePaths("named-add")).toEqual(["inside.txt"]);
+  });
+
+  test("a directory named help is synced too: `sync` has no help subcommand (--help remains)", async () => {
+    dirWith("help", { "h.txt": "h\n" });
+    const proc = Bun.spawn([process.execPath, CLI, "sync", "help", "--folder", "named-help", "--create"], {
+      cwd: work,
+      env: cliEnv({ ESYNC_CONFIG_DIR: cfg }),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await proc.exited).toBe(0);
+    expect(await remotePaths("named-help")).toEqual(["h.txt"]);
   });
 });

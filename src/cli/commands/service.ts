@@ -75,6 +75,8 @@ Type=simple
 ExecStart=${args.map(systemdQuote).join(" ")}
 Restart=on-failure
 RestartSec=10
+# 130: stopped by SIGTERM (systemctl stop), a clean end.
+SuccessExitStatus=130
 
 [Install]
 WantedBy=default.target

@@ -31,6 +31,7 @@ function pairOptions(cmd: Command): { folder?: string; exclude: string[] } {
 
 /** Registers `add`, `list` and `remove` under the `sync` command (`registerSync`'s). */
 export function registerSyncPairs(sync: Command): void {
+  sync.helpCommand(false); // `esync sync help` would take a directory named `help`; --help stays
   sync
     .command("add")
     .description("remember DIR <-> folder as a pair synced by `esync sync --all` and the service")
