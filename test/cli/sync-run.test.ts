@@ -193,9 +193,10 @@ describe("sync --all", () => {
     for (const dir of [a, bad, gone, c]) expect((await runCli(cfg, ["sync", "remove", dir])).code).toBe(0);
   });
 
-  test("--watch runs one watcher per pair in one process, and stops on SIGINT with 130", async () => {
+  test("--watch runs one watcher per pair in one process; a failing pair is reported and the others keep syncing; SIGINT ends it with 130", async () => {
     const x = dirWith("watch-x", {});
     const y = dirWith("watch-y", {});
+    const bad = dirWith("watch-bad", { "never.txt": "n\n" });
     for (const [dir, label] of [
       [x, "watch-x"],
       [y, "watch-y"],
@@ -203,17 +204,24 @@ describe("sync --all", () => {
       expect((await runCli(cfg, ["folder", "add", label])).code).toBe(0);
       expect((await runCli(cfg, ["sync", "add", dir, "--folder", label])).code).toBe(0);
     }
+    expect((await runCli(cfg, ["sync", "add", bad, "--folder", "watch-unregistered"])).code).toBe(0);
     const proc = spawnCli(cfg, ["sync", "--all", "--watch", "--interval", "1", "--debounce", "100"]);
     let out = "";
-    const reading = (async () => {
+    let err = "";
+    const drain = async (stream: ReadableStream<Uint8Array>, add: (s: string) => void) => {
       const decoder = new TextDecoder();
-      for await (const chunk of proc.stdout) out += decoder.decode(chunk);
-    })();
+      for await (const chunk of stream) add(decoder.decode(chunk));
+    };
+    const reading = Promise.all([
+      drain(proc.stdout, (s) => (out += s)),
+      drain(proc.stderr, (s) => (err += s)),
+    ]);
     try {
       const deadline = Date.now() + 60_000;
-      while ((out.match(/^watching /gm)?.length ?? 0) < 2 && Date.now() < deadline) await Bun.sleep(100);
-      expect(out).toContain(`watching ${x} <-> "watch-x"`);
-      expect(out).toContain(`watching ${y} <-> "watch-y"`);
+      const started = () =>
+        out.includes(`watching ${x} <-> "watch-x"`) && out.includes(`watching ${y} <-> "watch-y"`);
+      while (!started() && Date.now() < deadline) await Bun.sleep(100);
+      expect(started()).toBe(true);
       writeFileSync(join(x, "from-x.txt"), "x\n");
       writeFileSync(join(y, "from-y.txt"), "y\n");
       let seen: string[][] = [];
@@ -223,6 +231,10 @@ describe("sync --all", () => {
         await Bun.sleep(500);
       }
       expect(seen).toEqual([["from-x.txt"], ["from-y.txt"]]);
+      expect(err).toContain(
+        `esync: ${bad} <-> "watch-unregistered": no folder "watch-unregistered" on the server`,
+      );
+      expect(proc.exitCode).toBeNull(); // still running for the two good pairs
     } finally {
       proc.kill("SIGINT");
     }
