@@ -206,10 +206,7 @@ export class SingleUploadService {
    * Parses a multipart body held in memory with `@remix-run/multipart-parser` (synchronously,
    * no streams), under the rules and errors of `receive`: manifest first (validated), then the ciphertext, hashed and kept in memory.
    */
-  private receiveHeld(
-    body: Uint8Array,
-    boundary: string,
-  ): { manifest: Manifest } & ReceivedCiphertext {
+  private receiveHeld(body: Uint8Array, boundary: string): { manifest: Manifest } & ReceivedCiphertext {
     let manifest: Manifest | null = null;
     let ciphertext: Uint8Array | null = null;
     try {
