@@ -37,7 +37,7 @@ export function errorResponse(e: AppError, requestId?: string, flat = false): Re
   if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
   let body: string;
   if (flat || ERRORS[e.code].status === 402) {
-    // Quota refusals are flat on every route (extensions §0.2, §1.3), as is every v1 error.
+    // Quota refusals are flat on every route (extensions §0.2, §1.3); so is every v1 error (docs/drives.md).
     body = JSON.stringify({ error: e.code, message: e.message, ...(e.extra.fields ?? {}) });
   } else if (e.extra.conflict) {
     body = JSON.stringify({

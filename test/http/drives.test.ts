@@ -4,9 +4,12 @@
  * invite key, frozen drives, and the routes left out (404 with an empty body).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { join as joinPath } from "node:path";
 import { blake3Hex } from "../../src/util/blake3.ts";
-import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
+import { jsonInit, makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import { pgMigratedDatabase } from "../support/pg-server.ts";
+import { tempDir } from "../support/tmp.ts";
 import { accept, expectV1Error, GRANT_BLOB, join, mint, putAs, registerFolder, v1 } from "./drive-helpers.ts";
 import {
   authAt,
@@ -460,4 +463,34 @@ test("expectSuccess stays usable for enveloped member reads", async () => {
     "offset",
     "limit",
   ]);
+});
+
+describe("two nodes on one database", () => {
+  test("20 accepts split over both make exactly 5 members; a removal on one node is 403 on the other's next request", async () => {
+    const lease = testDatabase === "postgres" ? await pgMigratedDatabase("drives") : null;
+    const env: Record<string, string> = lease
+      ? { ESYNC_DATABASE_URL: lease.url }
+      : { ESYNC_DB_PATH: joinPath(tempDir("esync-drives-"), "esync.sqlite") };
+    const a = makeTestApp(env);
+    const b = makeTestApp(env);
+    try {
+      const boss = newUser();
+      await registerFolder(a, boss);
+      const inv = await mint(a, boss, { max_uses: 5 });
+      const users = Array.from({ length: 20 }, () => newUser());
+      const answers = await Promise.all(users.map((x, i) => accept(i % 2 ? a : b, x, inv.invite_token)));
+      const joined = users.filter((_, i) => answers[i]?.status === 200);
+      expect(joined.length).toBe(5);
+      expect(answers.filter((r) => r.status === 410).length).toBe(15);
+      const member = joined[0] as TestUser;
+      expect((await getState(b, authAt(b, member), boss.address, FOLDER)).status).toBe(200);
+      expect((await v1(a, boss, "DELETE", `/v1/drives/${FOLDER}/members/${member.address}`)).status).toBe(
+        204,
+      );
+      expect((await getState(b, authAt(b, member), boss.address, FOLDER)).status).toBe(403);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await lease?.release();
+    }
+  });
 });
