@@ -10,6 +10,7 @@ import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, ValidationError } from "elysia";
 import { authFailureReason } from "./auth/auth.service.ts";
 import { capabilitiesController } from "./capabilities/capabilities.controller.ts";
+import { drivePreviewController, drivesController } from "./drives/drives.controller.ts";
 import { AppError, fail, isOutOfSpace, storageFailure } from "./errors/errors.ts";
 import { batchController } from "./files/batch.controller.ts";
 import { filesController } from "./files/files.controller.ts";
@@ -107,11 +108,12 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia()
     .use(routeTemplatePlugin())
     .onError(({ error, code, request }) => {
-      if (code === "NOT_FOUND" && inV1Space(new URL(request.url).pathname)) return unmountedResponse();
+      const v1 = inV1Space(new URL(request.url).pathname);
+      if (code === "NOT_FOUND" && v1) return unmountedResponse();
       const requestId = currentRequest()?.id ?? randomHex(8);
       const authFailure = authFailureReason(error);
       if (authFailure) deps.metrics?.authFailures.inc({ reason: authFailure });
-      return errorResponse(toAppError(error, code, s, request, requestId), requestId);
+      return errorResponse(toAppError(error, code, s, request, requestId), requestId, v1);
     })
     .use(healthController(s))
     .use(probesController(s))
@@ -122,7 +124,9 @@ export function createApp(deps: AppDeps) {
     .use(batchController(s))
     .use(quotaController(s))
     .use(summariesController(s))
-    .use(searchController(s));
+    .use(searchController(s))
+    .use(drivePreviewController(s))
+    .use(drivesController(s));
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());
   const answer = (request: Request): Promise<Response> => app.handle(request);

@@ -9,6 +9,8 @@ import type { Config } from "./config/config.ts";
 import { type ProfileRules, profileRules } from "./config/profile.ts";
 import { searchIndexOf } from "./db/open.ts";
 import type { MetadataStore } from "./db/store.ts";
+import { DriveAccessService } from "./drives/drive-access.service.ts";
+import { DrivesService } from "./drives/drives.service.ts";
 import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersService } from "./folders/folders.service.ts";
@@ -57,6 +59,10 @@ export interface Services {
   readiness: Readiness;
   quota: QuotaService;
   summaries: SummariesService;
+  /** Who may do what in an owner's folder (every file route asks it). */
+  access: DriveAccessService;
+  /** Shared-drive invites and membership. */
+  drives: DrivesService;
 }
 
 /**
@@ -72,8 +78,9 @@ export function buildServices(appDeps: AppDeps): Services {
     sessionsByState: () => sessionsRepo.countByState(),
     deletionQueue: () => deletions.stats(clock.now()),
   });
+  const access = new DriveAccessService(store.repos.drives);
   const quota = new QuotaService(store.repos.quota, clock, config.defaultQuotaBytes);
-  const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds);
+  const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds, access);
   const searchIndex = deps.searchIndex ?? searchIndexOf(store);
   const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
   const profile = profileRules(config.apiProfile);
@@ -112,5 +119,7 @@ export function buildServices(appDeps: AppDeps): Services {
     readiness: new Readiness(store, blobs, log),
     quota,
     summaries: new SummariesService(store),
+    access,
+    drives: new DrivesService(store, clock),
   };
 }

@@ -15,7 +15,7 @@
  * | 3 | `fsck`: problems found and not repaired |
  *
  * Commands: `token create|list|revoke` (src/cli/token.ts), `stats`, `fsck [--repair]`
- * (`runFsck`, src/ops/fsck.ts), `quota set|show` (`quota.ts`, src/quota).
+ * (`runFsck`, src/ops/fsck.ts), `quota set|show` (`quota.ts`, src/quota), `freeze|unfreeze` (`freeze.ts`, docs/drives.md).
  */
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
@@ -25,6 +25,7 @@ import { ConfigError, loadConfig } from "../config/config.ts";
 import { openMetadataStore } from "../db/open.ts";
 import { fsckReportLines, runFsckWithConfig } from "../ops/fsck.ts";
 import { systemClock } from "../util/clock.ts";
+import { freezeCommands } from "./freeze.ts";
 import { quotaCommand } from "./quota.ts";
 import { collectStats, type Stats } from "./stats.ts";
 
@@ -75,6 +76,7 @@ ${EXIT_HELP}`,
     );
   program.addCommand(tokenCommand());
   program.addCommand(quotaCommand());
+  for (const c of freezeCommands()) program.addCommand(c);
   program
     .command("stats")
     .description("Accounts, folders, files and bytes stored, upload sessions by state, deletion queue")

@@ -98,14 +98,6 @@ export class AuthService {
     throw refused("unknown_token", "Unknown bearer token");
   }
 
-  /**
-   * Throws 403 `forbidden` unless `tokenAddress` equals `resourceAddress` (spec §5.2–5.3).
-   */
-  static requireOwner(tokenAddress: string, resourceAddress: string, what = "this address"): void {
-    if (tokenAddress !== resourceAddress)
-      throw fail("forbidden", `The token does not grant access to ${what}`);
-  }
-
   /** Issues an API token for `owner` (an SS58 address), optionally expiring after `ttlSeconds`. */
   async issue(owner: string, label: string | null, ttlSeconds: number | null): Promise<IssuedToken> {
     if (!isSs58(owner)) throw new Error(`not an SS58 address: ${owner}`);

@@ -1,8 +1,8 @@
 /**
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
- * routes. esync has no sharing yet, so every flag is false; `folder_grants` is sent (false) so
- * that clients know a `path_prefix` would be refused rather than ignored.
+ * routes. Shared drives are built with folder invites, reader and writer (docs/drives.md), so
+ * `folder_grants` and `folder_grant_writes` are true; the share flags stay false.
  */
 import { Elysia } from "elysia";
 import { Capabilities } from "../wire/schemas.ts";
@@ -14,8 +14,8 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   folder_shares: false,
   folder_share_revoke_by_hash: false,
   share_owner_wrap: false,
-  folder_grants: false,
-  folder_grant_writes: false,
+  folder_grants: true,
+  folder_grant_writes: true,
   member_folder_shares: false,
   upload_folder_shares: false,
 };
@@ -26,7 +26,7 @@ export function capabilitiesController() {
     response: { 200: Capabilities },
     detail: {
       tags: ["health"],
-      summary: "Feature flags of the v1 routes (no auth, no envelope); every sharing flag is false",
+      summary: "Feature flags of the v1 routes (no auth, no envelope)",
     },
   });
 }

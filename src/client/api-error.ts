@@ -105,6 +105,9 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
         retryAfter,
       });
     }
+    // The flat body of the v1 routes and of quota refusals: {"error", "message"}.
+    if (typeof env.error === "string")
+      return new ApiError(res.status, env.error, String(env.message ?? ""), { retryAfter });
   }
   const snippet = text.slice(0, 200) || res.statusText;
   return new ApiError(res.status, `http_${res.status}`, snippet, { retryAfter });

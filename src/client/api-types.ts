@@ -32,13 +32,21 @@ export type HealthInfo = Pick<WireHealthInfo, "status"> & Partial<Omit<WireHealt
 
 export type { SortColumn } from "../wire/schemas.ts";
 export type {
+  AcceptResult,
   BrowseFolderEntry,
   BrowseResult,
   Capabilities,
   ChunkStored,
   DeleteFileResult,
+  DriveInvites,
+  DriveMember,
+  DriveMembers,
   FileTypeSummary,
+  InviteMeta,
+  InviteMinted,
   ListFoldersResult,
+  Memberships,
+  MintInviteBody,
   Page,
   RegisterFolderResult,
   RemoteFileEntry,

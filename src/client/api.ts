@@ -19,6 +19,7 @@
 import { renameDeclaration } from "../files/rename.ts";
 import { ApiError, errorFromResponse } from "./api-error.ts";
 import type {
+  AcceptResult,
   BrowseOptions,
   BrowseResult,
   ByteRange,
@@ -28,10 +29,17 @@ import type {
   DeleteFileResult,
   DeleteFilesResult,
   DownloadResult,
+  DriveInvites,
+  DriveMember,
+  DriveMembers,
   FileTypeSummary,
   HealthInfo,
+  InviteMeta,
+  InviteMinted,
   ListFolderEntriesResult,
   ListFoldersResult,
+  Memberships,
+  MintInviteBody,
   RegisterFolderEntriesResult,
   RegisterFolderResult,
   RemoteFileEntry,
@@ -633,5 +641,99 @@ export class EsyncApi {
     const out = { ...none };
     for (const k of Object.keys(none) as (keyof Capabilities)[]) out[k] = got[k] === true;
     return out;
+  }
+  /** A v1 call whose success has no body (204). */
+  private async callNoContent(spec: RequestSpec): Promise<void> {
+    const res = await this.send(spec);
+    await res.body?.cancel();
+  }
+
+  /**
+   * `POST /v1/drive-invites` (docs/drives.md): mints an invite on a drive the caller owns or
+   * manages (`owner_ss58` for a manager). The token is returned only here.
+   * @throws ApiError `bad_request` (400) over a cap, `not_found` (404).
+   */
+  mintInvite(body: MintInviteBody): Promise<InviteMinted> {
+    return this.callFlat({ method: "POST", path: "/v1/drive-invites", json: body });
+  }
+
+  /** `PUT /v1/drives/{fh}/invites/{id}/sealed-token`: parks the sealed token (minter, once). */
+  sealInviteToken(folderHash: string, inviteId: string, sealedToken: string, owner?: string): Promise<void> {
+    return this.callNoContent({
+      method: "PUT",
+      path: `/v1/drives/${seg(folderHash)}/invites/${seg(inviteId)}/sealed-token`,
+      query: { owner },
+      json: { sealed_token: sealedToken },
+    });
+  }
+
+  /** `GET /v1/drives/{fh}/invites`: the drive's invites, newest first (owner or manager). */
+  listInvites(folderHash: string, owner?: string): Promise<DriveInvites> {
+    return this.callFlat({ method: "GET", path: `/v1/drives/${seg(folderHash)}/invites`, query: { owner } });
+  }
+
+  /** `DELETE /v1/drives/{fh}/invites/{id}`: revokes an invite (owner or manager). */
+  revokeInvite(folderHash: string, inviteId: string, owner?: string): Promise<void> {
+    return this.callNoContent({
+      method: "DELETE",
+      path: `/v1/drives/${seg(folderHash)}/invites/${seg(inviteId)}`,
+      query: { owner },
+    });
+  }
+
+  /** `GET /v1/drive-invites/{token}/meta` (anonymous): the preview of an invite. */
+  inviteMeta(token: string): Promise<InviteMeta> {
+    return this.callFlat({ method: "GET", path: `/v1/drive-invites/${seg(token)}/meta`, auth: false });
+  }
+
+  /**
+   * `POST /v1/drive-invites/{token}/accept`: joins with the sealed grant (standard base64).
+   * @throws ApiError `gone` (410), `already_member` / `overlapping_folder_grant` (409).
+   */
+  acceptInvite(token: string, grantBlob: string): Promise<AcceptResult> {
+    return this.callFlat({
+      method: "POST",
+      path: `/v1/drive-invites/${seg(token)}/accept`,
+      json: { grant_blob: grantBlob },
+    });
+  }
+
+  /** `GET /v1/drive-memberships`: the caller's drives and folder grants. */
+  memberships(): Promise<Memberships> {
+    return this.callFlat({ method: "GET", path: "/v1/drive-memberships" });
+  }
+
+  /** `GET /v1/drives/{fh}/members` (`owner` when the caller is a member). */
+  driveMembers(folderHash: string, owner?: string): Promise<DriveMembers> {
+    return this.callFlat({ method: "GET", path: `/v1/drives/${seg(folderHash)}/members`, query: { owner } });
+  }
+
+  /** `DELETE /v1/drives/{fh}/members/{ss58}`: removes a member, or leaves (member = the caller). */
+  removeMember(folderHash: string, member: string, owner?: string): Promise<void> {
+    return this.callNoContent({
+      method: "DELETE",
+      path: `/v1/drives/${seg(folderHash)}/members/${seg(member)}`,
+      query: { owner },
+    });
+  }
+
+  /** `PATCH /v1/drives/{fh}/members/{ss58}`: changes a member's role (owner or manager). */
+  changeMemberRole(
+    folderHash: string,
+    member: string,
+    role: "reader" | "writer" | "manager",
+    owner?: string,
+  ): Promise<DriveMember> {
+    return this.callFlat({
+      method: "PATCH",
+      path: `/v1/drives/${seg(folderHash)}/members/${seg(member)}`,
+      query: { owner },
+      json: { role },
+    });
+  }
+
+  /** `PUT /v1/account/invite-key`: publishes the account's X25519 invite key (base64 of 32 bytes). */
+  async publishInviteKey(pubkey: string): Promise<void> {
+    await this.callFlat({ method: "PUT", path: "/v1/account/invite-key", json: { pubkey } });
   }
 }

@@ -231,3 +231,84 @@ export const usageBuckets = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
 );
+
+/**
+ * Shared-drive invites (docs/drives.md): keyed by `invite_id`, the BLAKE3 hex of the invite
+ * token (the token itself is never stored). `path_prefix` is set on a folder invite;
+ * `revoked_at` null = not revoked; `sealed_token` is written once by the minter.
+ */
+export const driveInvites = sqliteTable(
+  "drive_invites",
+  {
+    inviteId: text("invite_id").primaryKey(),
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    role: text("role").notNull(),
+    pathPrefix: text("path_prefix"),
+    mintedBy: text("minted_by").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    maxUses: integer("max_uses").notNull(),
+    useCount: integer("use_count").notNull().default(0),
+    revokedAt: integer("revoked_at"),
+    sealedToken: text("sealed_token"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("drive_invites_by_drive").on(t.owner, t.folderHash, t.createdAt)],
+);
+
+/**
+ * Whole-drive members (docs/drives.md): one row per (owner, folder_hash, member) with the role
+ * (`reader`, `writer`, `manager`), the member's opaque sealed grant and the invite that admitted it.
+ */
+export const driveMembers = sqliteTable(
+  "drive_members",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    member: text("member").notNull(),
+    role: text("role").notNull(),
+    grantBlob: text("grant_blob").notNull(),
+    inviteId: text("invite_id"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.member] }),
+    index("drive_members_by_member").on(t.member),
+  ],
+);
+
+/** Folder grants (docs/drives.md): a member's access to one folder of a drive and what is under it. */
+export const driveFolderGrants = sqliteTable(
+  "drive_folder_grants",
+  {
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    member: text("member").notNull(),
+    pathPrefix: text("path_prefix").notNull(),
+    role: text("role").notNull(),
+    grantBlob: text("grant_blob").notNull(),
+    inviteId: text("invite_id"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.member, t.pathPrefix] }),
+    index("drive_folder_grants_by_member").on(t.member),
+  ],
+);
+
+/** Published X25519 invite public keys (base64 of 32 bytes), one per account. */
+export const accountInviteKeys = sqliteTable("account_invite_keys", {
+  account: text("account").primaryKey(),
+  pubkey: text("pubkey").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * Frozen accounts (docs/drives.md): writes into any folder of a frozen owner are refused for
+ * everyone; `frozen_until` (Unix seconds) is the end of a recorded grace window, or null.
+ */
+export const accountFreezes = sqliteTable("account_freezes", {
+  account: text("account").primaryKey(),
+  frozenUntil: integer("frozen_until"),
+  createdAt: integer("created_at").notNull(),
+});

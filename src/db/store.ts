@@ -14,6 +14,7 @@
  *   `tx.sessions.lockOwner(owner)` or read with `getForUpdate` first (see each repository).
  */
 import type { ApiTokensRepository } from "../auth/api-tokens.repository.ts";
+import type { DrivesRepository } from "../drives/drives.repository.ts";
 import type { FilesRepository } from "../files/files.repository.ts";
 import type { FolderEntriesRepository } from "../folders/folder-entries.repository.ts";
 import type { FoldersRepository } from "../folders/folders.repository.ts";
@@ -33,6 +34,8 @@ export interface Repositories {
   apiTokens: ApiTokensRepository;
   deletionQueue: DeletionQueueRepository;
   summaries: SummariesRepository;
+  /** Shared drives: invites, members, folder grants, invite keys, frozen accounts. */
+  drives: DrivesRepository;
   /** The operator tools' queries and repairs (fsck, stats). */
   ops: OpsRepository;
 }

@@ -13,12 +13,23 @@ export const ERRORS = {
   q_too_long: { status: 400, message: "q is longer than 256 characters" },
   invalid_parameter: { status: 400, message: "A query or path parameter is malformed" },
   batch_too_large: { status: 400, message: "Too many entries in one batch request" },
+  bad_request: { status: 400, message: "The request is malformed" },
   stale_sequence: { status: 400, message: "revision_seq must be greater than the current revision's" },
   unauthorized: { status: 401, message: "Missing or invalid bearer token" },
   drive_quota_exceeded: { status: 402, message: "The write would exceed the account's storage allowance" },
+  drive_frozen: {
+    status: 402,
+    message: "The drive's owner account is limited: writes are refused, reads still work",
+  },
   forbidden: { status: 403, message: "The token does not grant access to this resource" },
   not_found: { status: 404, message: "Not found" },
   conflict: { status: 409, message: "Conflict with the current state" },
+  already_member: { status: 409, message: "The account already has the whole drive" },
+  overlapping_folder_grant: {
+    status: 409,
+    message: "The account already holds a folder grant on this folder, inside it or around it",
+  },
+  gone: { status: 410, message: "The invite is revoked, expired or used up" },
   upload_conflict: { status: 409, message: "base_revision_id does not match the current revision" },
   request_timeout: { status: 408, message: "The request body arrived too slowly" },
   precondition_failed: { status: 412, message: "The file's current revision does not match If-Match" },
@@ -57,6 +68,8 @@ export class AppError extends Error {
       conflict?: ConflictDetails;
       /** Extra response headers (e.g. `Content-Range` on 416). */
       headers?: Record<string, string>;
+      /** Extra fields of a flat error body (a 402's `frozen_until`). */
+      fields?: Record<string, unknown>;
     } = {},
   ) {
     super(message ?? ERRORS[code].message);

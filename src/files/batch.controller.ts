@@ -8,7 +8,6 @@
  * Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
 import { fail } from "../errors/errors.ts";
 import { authenticated, bodyAddress, doc, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
@@ -40,7 +39,10 @@ export function batchController(s: Services) {
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
         checkDeleteBatch(body.file_ids.length);
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        const access = await s.access.require(caller, owner, body.folder_hash, "write");
+        if (access.prefixes !== null)
+          for (const row of await s.files.rowsOf(owner, body.folder_hash, body.file_ids))
+            access.requirePath(row.relativePath);
         const r = await s.files.removeMany(owner, body.folder_hash, body.file_ids);
         return success({
           ...(body.quiet ? {} : { deleted: r.deleted }),
@@ -51,7 +53,7 @@ export function batchController(s: Services) {
       {
         parse: jsonBody(s),
         body: DeleteFilesBody,
-        response: responses(DeleteFilesResult, [400, 401, 403, 500]),
+        response: responses(DeleteFilesResult, [400, 401, 402, 403, 500]),
         detail: doc(
           "files",
           "Delete up to 1000 files of one folder in one transaction",
@@ -88,7 +90,13 @@ export function batchController(s: Services) {
             "invalid_manifest",
             "signature does not verify the rename declaration against signing_key",
           );
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        const access = await s.access.require(caller, owner, body.folder_hash, "write");
+        if (access.prefixes !== null) {
+          for (const e of entries) access.requirePath(e.relativePath);
+          const old = entries.map((e) => Buffer.from(e.oldPathHash).toString("hex"));
+          for (const row of await s.files.rowsOf(owner, body.folder_hash, old))
+            access.requirePath(row.relativePath);
+        }
         const r = await s.files.renameMany(owner, body.folder_hash, entries);
         return success({
           status: "ok",
@@ -105,7 +113,7 @@ export function batchController(s: Services) {
       {
         parse: jsonBody(s, "invalid_manifest", MAX_RENAME_BODY_BYTES),
         body: RenameFilesBody,
-        response: responses(RenameFilesResult, [400, 401, 403, 500]),
+        response: responses(RenameFilesResult, [400, 401, 402, 403, 500]),
         detail: doc(
           "files",
           "Rename (re-key) files of one folder without touching their ciphertext",
@@ -117,7 +125,7 @@ export function batchController(s: Services) {
       "/register_relative_paths/:ss58/:folder_hash",
       async ({ caller, params, body }) => {
         checkRelativePathsBatch(body.entries.length);
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        await s.access.require(caller, params.ss58, params.folder_hash, "owner");
         return success(await s.files.registerRelativePaths(params.ss58, params.folder_hash, body.entries));
       },
       {

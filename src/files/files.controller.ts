@@ -6,7 +6,6 @@
  */
 import type { Static } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
 import { fail } from "../errors/errors.ts";
 import { guardedBody } from "../http/body.ts";
 import { evaluatePreconditions, parsePreconditions, revisionEtag } from "../http/conditional.ts";
@@ -101,10 +100,16 @@ export function filesController(s: Services) {
     .get(
       "/get_state/:ss58/:folder_hash",
       async ({ caller, params, query }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        const access = await s.access.require(caller, params.ss58, params.folder_hash, "read");
         const offset = query.offset ?? 0;
         const limit = !query.limit ? STATE_DEFAULT_LIMIT : Math.min(query.limit, STATE_MAX_LIMIT);
-        const { rows, total } = await s.files.state(params.ss58, params.folder_hash, offset, limit);
+        const { rows, total } = await s.files.state(
+          params.ss58,
+          params.folder_hash,
+          offset,
+          limit,
+          access.prefixes,
+        );
         return success({
           ss58_address: params.ss58,
           folder_hash: params.folder_hash,
@@ -126,8 +131,10 @@ export function filesController(s: Services) {
     .delete(
       "/delete/:ss58/:folder_hash/:file_id",
       async ({ caller, params }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        const access = await s.access.require(caller, params.ss58, params.folder_hash, "write");
         const pathHash = Buffer.from(params.file_id, "hex");
+        if (access.prefixes !== null)
+          access.requirePath((await s.files.file(params.ss58, params.folder_hash, pathHash)).relativePath);
         await s.files.remove(params.ss58, params.folder_hash, pathHash);
         return success({
           status: "deleted",
@@ -139,7 +146,7 @@ export function filesController(s: Services) {
       {
         parse: rawBody(),
         params: FileParams,
-        response: responses(DeleteFileResult, [400, 401, 403, 404, 500]),
+        response: responses(DeleteFileResult, [400, 401, 402, 403, 404, 500]),
         detail: doc("files", "Delete one file"),
       },
     )
@@ -169,8 +176,9 @@ async function download(
   headers: Static<typeof DownloadHeaders>,
   request: Request,
 ): Promise<Response> {
-  AuthService.requireOwner(caller, params.ss58, "this address");
+  const access = await s.access.require(caller, params.ss58, params.folder_hash, "read");
   const row = await s.files.file(params.ss58, params.folder_hash, Buffer.from(params.file_id, "hex"));
+  access.requirePath(row.relativePath);
   const size = row.ciphertextSize;
   const etag = revisionEtag(toHex(row.revisionId));
   const conditions = parsePreconditions({

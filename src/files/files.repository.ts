@@ -53,12 +53,14 @@ export interface FilesRepository {
 
   /**
    * A page of a folder's files in `path_hash` order (bytewise), `offset` rows skipped, at most
-   * `limit` rows, and the folder's total file count.
+   * `limit` rows, and the folder's total file count. With `under` (a folder holder's granted
+   * folders), only the rows whose `relative_path` is one of them or lies under one, and their count.
    */
   page(
     owner: string,
     folderHash: string,
     offset: number,
     limit: number,
+    under?: readonly string[] | null,
   ): Promise<{ rows: FileRow[]; total: number }>;
 }

@@ -6,6 +6,7 @@
  */
 
 import type { MetadataStore, Repositories } from "../db/store.ts";
+import type { DriveAccessService } from "../drives/drive-access.service.ts";
 import { AppError, type ConflictDetails, fail } from "../errors/errors.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
@@ -83,6 +84,7 @@ interface QueuedCommit {
   blob: StoredBlob;
   also?: (result: UploadResult, tx: Repositories) => Promise<void>;
   intent?: number;
+  uploader?: string;
   resolve: (result: UploadResult) => void;
   reject: (error: unknown) => void;
 }
@@ -115,7 +117,19 @@ export class FilesService {
     private readonly quota: QuotaService,
     /** Seconds a replaced or deleted revision's objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
     private readonly graceSeconds: number,
+    private readonly access: DriveAccessService,
   ) {}
+
+  /**
+   * Admits `caller` to write the manifest's file: the owner, or a writer or manager of the
+   * owner's drive, or a writer folder holder whose folder covers `relative_path`
+   * (docs/drives.md); a frozen owner's folders take no writes.
+   * @throws AppError `forbidden` (403), `drive_frozen` (402).
+   */
+  async admitWrite(caller: string, m: Manifest): Promise<void> {
+    const access = await this.access.require(caller, m.ss58Address, m.folderHash, "write");
+    access.requirePath(m.relativePath);
+  }
 
   /**
    * Checks the revision rules for `m` against the current row before any byte is stored (the
@@ -200,6 +214,8 @@ export class FilesService {
    * up to `groupWaitMs` (2 ms) for the commits announced by `expectCommit` that are still on
    * their way. On PostgreSQL each commit is its own transaction (a group would hold several owners'
    * locks at once).
+   * `uploader` is the account recorded as `uploaded_by` (the token's account; default the
+   * manifest's owner).
    * @throws as `checkRevision`; `drive_quota_exceeded` (402) over the allowance;
    *   `storage_unavailable` (503) when the intent's lease ran out.
    */
@@ -208,11 +224,12 @@ export class FilesService {
     blob: StoredBlob,
     also?: (result: UploadResult, tx: Repositories) => Promise<void>,
     intent?: number,
+    uploader?: string,
   ): Promise<UploadResult> {
     if (this.store.dialect !== "sqlite")
-      return this.store.transaction((tx) => this.write(tx, m, blob, also, intent));
+      return this.store.transaction((tx) => this.write(tx, m, blob, also, intent, uploader));
     return new Promise((resolve, reject) => {
-      this.queued.push({ m, blob, also, intent, resolve, reject });
+      this.queued.push({ m, blob, also, intent, uploader, resolve, reject });
       if (!this.grouping) {
         this.grouping = true;
         setImmediate(() => void this.commitGroups());
@@ -260,7 +277,7 @@ export class FilesService {
         if (only) {
           // Alone: its own transaction, no savepoint.
           await this.store
-            .transaction((tx) => this.write(tx, only.m, only.blob, only.also, only.intent))
+            .transaction((tx) => this.write(tx, only.m, only.blob, only.also, only.intent, only.uploader))
             .then(only.resolve, only.reject);
           continue;
         }
@@ -270,7 +287,7 @@ export class FilesService {
             for (const c of group)
               settled.push(
                 await tx
-                  .savepoint((sp) => this.write(sp, c.m, c.blob, c.also, c.intent))
+                  .savepoint((sp) => this.write(sp, c.m, c.blob, c.also, c.intent, c.uploader))
                   .then(
                     (value) => ({ status: "fulfilled", value }) as const,
                     (reason: unknown) => ({ status: "rejected", reason }) as const,
@@ -299,6 +316,7 @@ export class FilesService {
     blob: StoredBlob,
     also?: (result: UploadResult, tx: Repositories) => Promise<void>,
     intent?: number,
+    uploader?: string,
   ): Promise<UploadResult> {
     const now = this.clock.now();
     await tx.sessions.lockOwner(m.ss58Address);
@@ -336,8 +354,8 @@ export class FilesService {
       chunkSize: blob.chunkSize,
       chunkCount: blob.chunkCount,
       chunkGens: JSON.stringify(blob.gens),
-      // Every write path has checked that the token's account is the manifest's owner.
-      uploadedBy: m.ss58Address,
+      // Every write path has admitted the token's account (`admitWrite`); it is the uploader.
+      uploadedBy: uploader ?? m.ss58Address,
     };
     await tx.files.upsert(row);
     await tx.folders.applyFileChange(
@@ -416,14 +434,31 @@ export class FilesService {
     return out;
   }
 
-  /** A page of a folder's files for `/get_state` (complement §5). */
+  /**
+   * A page of a folder's files for `/get_state` (complement §5); with `under` (a folder
+   * holder's folders), only the files at or under them.
+   */
   state(
     owner: string,
     folderHash: string,
     offset: number,
     limit: number,
+    under: readonly string[] | null = null,
   ): Promise<{ rows: FileRow[]; total: number }> {
-    return this.store.repos.files.page(owner, folderHash, offset, limit);
+    return this.store.repos.files.page(owner, folderHash, offset, limit, under);
+  }
+
+  /**
+   * The existing rows of a folder among `fileIds` (64 hex characters each; others are skipped),
+   * for a folder holder's path check before a batch.
+   */
+  async rowsOf(owner: string, folderHash: string, fileIds: readonly string[]): Promise<FileRow[]> {
+    const out: FileRow[] = [];
+    for (const id of new Set(fileIds.filter((x) => FILE_ID.test(x)).map((x) => x.toLowerCase()))) {
+      const row = await this.store.repos.files.get(owner, folderHash, Buffer.from(id, "hex"));
+      if (row) out.push(row);
+    }
+    return out;
   }
 
   /**

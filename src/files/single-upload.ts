@@ -114,8 +114,8 @@ export class SingleUploadService {
     try {
       const { manifest, size, hash, bytes } =
         spool === null
-          ? this.receiveHeld(caller, await readAll(body), boundary)
-          : await this.receive(caller, body, boundary, spool);
+          ? this.receiveHeld(await readAll(body), boundary)
+          : await this.receive(body, boundary, spool);
       checkPlaintextSize(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
@@ -128,6 +128,7 @@ export class SingleUploadService {
           `Ciphertext BLAKE3 ${hash} differs from manifest.ciphertext_hash ${manifest.ciphertextHash}`,
         );
       }
+      await this.files.admitWrite(caller, manifest);
       // Reject revision conflicts before moving any bytes into the blob store.
       await this.files.precheck(manifest);
       // A one-object blob (src/storage/layout.ts): its object lands without a directory of its own.
@@ -162,6 +163,7 @@ export class SingleUploadService {
           },
           undefined,
           intent,
+          caller,
         );
       } catch (e) {
         await this.discard(intent, blobId);
@@ -202,14 +204,9 @@ export class SingleUploadService {
 
   /**
    * Parses a multipart body held in memory with `@remix-run/multipart-parser` (synchronously,
-   * no streams), under the rules and errors of `receive`: manifest first (validated, owner
-   * checked), then the ciphertext, hashed and kept in memory.
+   * no streams), under the rules and errors of `receive`: manifest first (validated), then the ciphertext, hashed and kept in memory.
    */
-  private receiveHeld(
-    caller: string,
-    body: Uint8Array,
-    boundary: string,
-  ): { manifest: Manifest } & ReceivedCiphertext {
+  private receiveHeld(body: Uint8Array, boundary: string): { manifest: Manifest } & ReceivedCiphertext {
     let manifest: Manifest | null = null;
     let ciphertext: Uint8Array | null = null;
     try {
@@ -226,7 +223,7 @@ export class SingleUploadService {
           if (manifest || ciphertext)
             throw fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed");
           if (part.size > MAX_MANIFEST_BYTES) throw fail("invalid_manifest", "manifest part over 1 MiB");
-          manifest = manifestOf(caller, part.content);
+          manifest = manifestOf(part.content);
         } else if (name === "ciphertext") {
           if (!manifest)
             throw fail("invalid_manifest", "The 'manifest' part must come before the 'ciphertext' part");
@@ -250,11 +247,10 @@ export class SingleUploadService {
   }
 
   /**
-   * Parses a streamed multipart body with busboy: manifest first (validated, owner checked),
+   * Parses a streamed multipart body with busboy: manifest first (validated),
    * then the ciphertext, hashed and spooled to `spool`.
    */
   private receive(
-    caller: string,
     body: ReadableStream<Uint8Array>,
     boundary: string,
     spool: string,
@@ -303,7 +299,7 @@ export class SingleUploadService {
             return abort(
               fail("invalid_manifest", "Only one 'manifest' part, before 'ciphertext', is allowed"),
             );
-          manifest = this.readManifest(caller, stream);
+          manifest = this.readManifest(stream);
           manifest.catch(abort);
         } else if (name === "ciphertext") {
           if (!manifest)
@@ -341,8 +337,8 @@ export class SingleUploadService {
     });
   }
 
-  /** Reads the manifest part (at most 1 MiB), validates it and checks its owner is `caller`. */
-  private readManifest(caller: string, stream: Readable): Promise<Manifest> {
+  /** Reads the manifest part (at most 1 MiB) and validates it. */
+  private readManifest(stream: Readable): Promise<Manifest> {
     return new Promise((resolve, reject) => {
       const parts: Buffer[] = [];
       let n = 0;
@@ -356,7 +352,7 @@ export class SingleUploadService {
       stream.on("error", reject);
       stream.on("end", () => {
         try {
-          resolve(manifestOf(caller, parts));
+          resolve(manifestOf(parts));
         } catch (e) {
           reject(e);
         }
@@ -411,20 +407,18 @@ export class SingleUploadService {
 }
 
 /**
- * The manifest in the bytes of its part (`pieces`), validated, whose owner must be `caller`.
- * @throws AppError `invalid_manifest` (not JSON, or as `parseManifest`), `forbidden` (403).
+ * The manifest in the bytes of its part (`pieces`), validated (who may write it is decided
+ * once the body is in: `FilesService.admitWrite`).
+ * @throws AppError `invalid_manifest` (not JSON, or as `parseManifest`).
  */
-function manifestOf(caller: string, pieces: Uint8Array[]): Manifest {
+function manifestOf(pieces: Uint8Array[]): Manifest {
   let raw: unknown;
   try {
     raw = JSON.parse(Buffer.concat(pieces).toString("utf8"));
   } catch {
     throw fail("invalid_manifest", "manifest part is not valid JSON");
   }
-  const m = parseManifest(raw);
-  if (m.ss58Address !== caller)
-    throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
-  return m;
+  return parseManifest(raw);
 }
 
 /** Every byte of `body` (a guarded request body: its limits and timeouts fail the read). */

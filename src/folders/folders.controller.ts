@@ -5,7 +5,6 @@
  * extensions.md §1.5. Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
 import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
@@ -33,7 +32,7 @@ export function foldersController(s: Services) {
       "/register_folder",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        await s.access.require(caller, owner, body.folder_hash, "owner");
         await s.folders.register(owner, body.folder_hash, body.label, body.device_name ?? null);
         return success({ status: "registered" });
       },
@@ -47,10 +46,11 @@ export function foldersController(s: Services) {
     .get(
       "/list_folders/:base_address",
       async ({ caller, params }) => {
-        AuthService.requireOwner(caller, params.base_address, "base_address");
+        const visible = await s.access.visibleFolders(caller, params.base_address);
+        const folders = await s.folders.list(params.base_address);
         return success({
           base_address: params.base_address,
-          folders: await s.folders.list(params.base_address),
+          folders: visible === null ? folders : folders.filter((f) => visible.has(f.folder_hash)),
         });
       },
       {
@@ -63,7 +63,7 @@ export function foldersController(s: Services) {
       "/unregister_folder",
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        await s.access.require(caller, owner, body.folder_hash, "owner");
         const deleted = await s.folders.unregister(owner, body.folder_hash);
         return success({ status: "unregistered", files_deleted: deleted });
       },
@@ -77,10 +77,9 @@ export function foldersController(s: Services) {
     .get(
       "/list_folder_entries/:ss58/:folder_hash",
       async ({ caller, params }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
-        return Response.json({
-          relative_paths: await s.folders.listEntries(params.ss58, params.folder_hash),
-        });
+        const access = await s.access.require(caller, params.ss58, params.folder_hash, "read");
+        const paths = await s.folders.listEntries(params.ss58, params.folder_hash);
+        return Response.json({ relative_paths: paths.filter((p) => access.allowsPath(p)) });
       },
       {
         params: FolderParams,
@@ -93,14 +92,15 @@ export function foldersController(s: Services) {
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
         const paths = checkFolderEntryPaths(body.relative_paths);
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        const access = await s.access.require(caller, owner, body.folder_hash, "write");
+        for (const p of paths) access.requirePath(p);
         const count = await s.folders.registerEntries(owner, body.folder_hash, paths);
         return success({ status: "registered", count });
       },
       {
         parse: jsonBody(s, "invalid_manifest", MAX_FOLDER_ENTRIES_BODY_BYTES),
         body: FolderEntriesBody,
-        response: responses(RegisterFolderEntriesResult, [400, 401, 403, 500]),
+        response: responses(RegisterFolderEntriesResult, [400, 401, 402, 403, 500]),
         detail: doc(
           "folders",
           "Register directory entries (explicit, possibly empty directories shown by /browse)",
@@ -113,14 +113,15 @@ export function foldersController(s: Services) {
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
         const paths = checkFolderEntryPaths(body.relative_paths);
-        AuthService.requireOwner(caller, owner, "ss58_address");
+        const access = await s.access.require(caller, owner, body.folder_hash, "write");
+        for (const p of paths) access.requirePath(p);
         const count = await s.folders.unregisterEntries(owner, body.folder_hash, paths);
         return success({ status: "unregistered", count });
       },
       {
         parse: jsonBody(s, "invalid_manifest", MAX_FOLDER_ENTRIES_BODY_BYTES),
         body: FolderEntriesBody,
-        response: responses(UnregisterFolderEntriesResult, [400, 401, 403, 500]),
+        response: responses(UnregisterFolderEntriesResult, [400, 401, 402, 403, 500]),
         detail: doc(
           "folders",
           "Remove exactly the named directory entries (files are never touched)",

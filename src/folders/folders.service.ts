@@ -14,8 +14,9 @@ import type { FolderRow } from "./folders.repository.ts";
 
 export type { RemoteFolderInfo } from "../wire/types.ts";
 
-function toInfo(r: FolderRow): RemoteFolderInfo {
+function toInfo(r: FolderRow, members = 0): RemoteFolderInfo {
   return {
+    ...(members > 0 ? { member_count: members } : {}),
     label: r.label ?? "",
     folder_hash: r.folderHash,
     file_count: r.fileCount,
@@ -54,7 +55,12 @@ export class FoldersService {
 
   /** Registered folders with counters (spec §4.2). */
   async list(owner: string): Promise<RemoteFolderInfo[]> {
-    return (await this.store.repos.folders.listRegistered(owner)).map(toInfo);
+    const counts = new Map(
+      (await this.store.repos.drives.memberCounts(owner)).map((c) => [c.folderHash, c.n] as const),
+    );
+    return (await this.store.repos.folders.listRegistered(owner)).map((r) =>
+      toInfo(r, counts.get(r.folderHash)),
+    );
   }
 
   /**
@@ -73,6 +79,8 @@ export class FoldersService {
       await tx.deletionQueue.enqueue(blobIds.map(blobTarget), this.clock.now() + this.graceSeconds);
       await tx.folders.remove(owner, folderHash);
       await tx.folderEntries.removeFolder(owner, folderHash);
+      // The drive goes with its folder: a folder registered again later starts without members.
+      await tx.drives.removeDrive({ owner, folderHash });
       return deleted;
     });
   }

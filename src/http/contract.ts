@@ -167,7 +167,22 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 }
 
 /** Error statuses a route can answer. */
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
+export type ErrorStatus =
+  | 400
+  | 401
+  | 402
+  | 403
+  | 404
+  | 408
+  | 409
+  | 410
+  | 412
+  | 413
+  | 416
+  | 429
+  | 500
+  | 503
+  | 507;
 
 /**
  * `errors`, and 507 with them when they hold 500: a route whose database write can fail can also

@@ -28,16 +28,17 @@ export function errorBody(code: ErrorCode, message: string): string {
 
 /**
  * Turns an `AppError` into its response (Error or Conflict envelope, the flat body of a 402,
- * Retry-After, extra headers).
+ * Retry-After, extra headers). With `flat` (the v1 routes, docs/drives.md), every error body is
+ * flat: `{"error", "message"}`.
  */
-export function errorResponse(e: AppError, requestId?: string): Response {
+export function errorResponse(e: AppError, requestId?: string, flat = false): Response {
   const headers: Record<string, string> = { ...JSON_TYPE, ...(e.extra.headers ?? {}) };
   if (requestId) headers["x-request-id"] = requestId;
   if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
   let body: string;
-  if (ERRORS[e.code].status === 402) {
-    // Quota refusals are flat on every route (extensions §0.2, §1.3).
-    body = JSON.stringify({ error: e.code, message: e.message });
+  if (flat || ERRORS[e.code].status === 402) {
+    // Quota refusals are flat on every route (extensions §0.2, §1.3); so is every v1 error (docs/drives.md).
+    body = JSON.stringify({ error: e.code, message: e.message, ...(e.extra.fields ?? {}) });
   } else if (e.extra.conflict) {
     body = JSON.stringify({
       Conflict: {

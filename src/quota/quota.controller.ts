@@ -5,7 +5,7 @@
  * it is no. The write paths check again inside their committing transaction.
  */
 import { Elysia } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
+import { AppError } from "../errors/errors.ts";
 import { authenticated, bodyAddress, doc, flatResponses, jsonBody } from "../http/contract.ts";
 import type { Services } from "../services.ts";
 import { CanUploadBody, CanUploadResult } from "../wire/schemas.ts";
@@ -16,7 +16,14 @@ export function quotaController(s: Services) {
     "/can_upload",
     async ({ caller, body }) => {
       const owner = bodyAddress(body);
-      AuthService.requireOwner(caller, owner, "ss58_address");
+      try {
+        await s.access.require(caller, owner, body.folder_hash || null, "write");
+      } catch (e) {
+        // A frozen drive is a "no", not a refusal of the question.
+        if (e instanceof AppError && e.code === "drive_frozen")
+          return Response.json({ result: false, error: "drive_frozen" });
+        throw e;
+      }
       const ok = await s.quota.fits(owner, body.size_bytes);
       return Response.json({ result: ok, error: ok ? null : "drive_quota_exceeded" });
     },

@@ -6,7 +6,6 @@
  * exist only to answer 400 `invalid_user_id` for an empty address (after the token check).
  */
 import { Elysia } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
 import { fail } from "../errors/errors.ts";
 import { authenticated, doc, integerParams, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
@@ -54,7 +53,7 @@ export function searchController(s: Services) {
       "/search_files/:ss58",
       async ({ caller, params, query }) => {
         const q = searchQueryOf(query, s.profile);
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        await s.access.require(caller, params.ss58, q.folderHash, "account_read");
         return success(await s.search.search(params.ss58, q));
       },
       {
@@ -75,7 +74,7 @@ export function searchController(s: Services) {
       "/browse/:ss58/:folder_hash",
       async ({ caller, params, query }) => {
         const q = browseQueryOf(query, s.profile);
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        (await s.access.require(caller, params.ss58, params.folder_hash, "read")).requirePath(q.path);
         return success(await s.browse.browse(params.ss58, params.folder_hash, q));
       },
       {

@@ -161,8 +161,7 @@ export class SessionEngine {
     if (count > this.opts.maxChunkCount)
       throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
     checkPlaintextSize(manifest, total);
-    if (manifest.ss58Address !== caller)
-      throw fail("forbidden", "The token does not resolve to manifest.ss58_address");
+    await this.files.admitWrite(caller, manifest);
 
     return this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(caller);
@@ -205,6 +204,16 @@ export class SessionEngine {
   }
 
   /**
+   * Admits a member's session again (its manifest names another owner): a removal or a lowered
+   * role since the session opened holds from the next chunk (docs/drives.md).
+   * @throws AppError `forbidden` (403), `drive_frozen` (402).
+   */
+  private async admitMember(caller: string, s: SessionRow): Promise<void> {
+    if ((JSON.parse(s.manifest) as { ss58_address?: unknown }).ss58_address === caller) return;
+    await this.files.admitWrite(caller, parseManifest(JSON.parse(s.manifest)));
+  }
+
+  /**
    * Loads a live session owned by `caller` (through `tx`, locked, when given).
    * @throws 404 `not_found`, 403 `forbidden`.
    */
@@ -238,6 +247,7 @@ export class SessionEngine {
     declaredLength: number | null,
   ): Promise<{ chunk_index: number }> {
     const s = await this.owned(caller, sessionId);
+    await this.admitMember(caller, s);
     if (index >= s.chunkCount) {
       throw fail(
         "invalid_manifest",
@@ -409,10 +419,13 @@ export class SessionEngine {
     const sessions = this.store.repos.sessions;
     // A finalize cut by the death of its process (a retry after a crash and restart) starts over.
     if (s.state === "finalizing" && (await this.releaseAbandoned(s))) s = await this.owned(caller, sessionId);
+    // Admitted again: a member removed or lowered since the session opened is refused here.
+    const admitted: Manifest = parseManifest(JSON.parse(s.manifest));
+    await this.files.admitWrite(caller, admitted);
     // Every 409 from finalize uses the Conflict envelope (complement §1), with the current revision.
     const conflict = async (message: string, repos: Repositories = this.store.repos) =>
       fail("conflict", message, {
-        conflict: await this.files.currentRevision(s.owner, s.folderHash, s.pathHash, repos),
+        conflict: await this.files.currentRevision(admitted.ss58Address, s.folderHash, s.pathHash, repos),
       });
     if (s.state !== "receiving") {
       throw await conflict(
@@ -460,7 +473,7 @@ export class SessionEngine {
           s.chunkCount,
           chunks.map((c) => c.chunkIndex),
         );
-      const manifest: Manifest = parseManifest(JSON.parse(s.manifest));
+      const manifest = admitted;
       const layout: BlobLayout = {
         blobId: s.blobId,
         chunkSize: s.chunkSize,
@@ -519,6 +532,8 @@ export class SessionEngine {
           // The lease ran out and a sweeper gave the session back (chunks may have changed since).
           if (!ended) throw await conflict("The session changed during finalize", tx);
         },
+        undefined,
+        caller,
       );
       observe("ok");
       this.log.info("session.finalized", {

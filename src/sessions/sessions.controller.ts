@@ -84,7 +84,7 @@ export function sessionsController(s: Services) {
         params: ChunkParams,
         headers: ChunkHeaders,
         transform: integerParams({ params: ChunkParams }),
-        response: responses(ChunkStored, [400, 401, 403, 404, 408, 409, 413, 429, 500, 503, 507]),
+        response: responses(ChunkStored, [400, 401, 402, 403, 404, 408, 409, 413, 429, 500, 503, 507]),
         detail: {
           ...doc(
             "sessions",

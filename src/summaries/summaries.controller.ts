@@ -5,7 +5,6 @@
  * one folder. Owner only until shared drives exist.
  */
 import { Elysia } from "elysia";
-import { AuthService } from "../auth/auth.service.ts";
 import { authenticated, doc, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
@@ -19,7 +18,7 @@ export function summariesController(s: Services) {
     .get(
       "/get_user_summary/:ss58",
       async ({ caller, params, query }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        await s.access.require(caller, params.ss58, query.folder_hash ?? null, "account_read");
         return success(await s.summaries.user(params.ss58, query.folder_hash ?? null));
       },
       {
@@ -31,7 +30,7 @@ export function summariesController(s: Services) {
     .get(
       "/get_file_type_summary/:ss58",
       async ({ caller, params, query }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        await s.access.require(caller, params.ss58, query.folder_hash ?? null, "account_read");
         return success(await s.summaries.fileTypes(params.ss58, query.folder_hash ?? null));
       },
       {
@@ -46,7 +45,7 @@ export function summariesController(s: Services) {
     .get(
       "/get_source_summary/:ss58",
       async ({ caller, params, query }) => {
-        AuthService.requireOwner(caller, params.ss58, "this address");
+        await s.access.require(caller, params.ss58, query.folder_hash ?? null, "account_read");
         return success(await s.summaries.sources(params.ss58, query.folder_hash ?? null));
       },
       {

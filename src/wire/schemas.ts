@@ -115,6 +115,7 @@ export const FlatError = t.Object({
   message: t.String(),
   balance_cents: t.Optional(Type.Integer()),
   required_cents: t.Optional(Type.Integer()),
+  frozen_until: t.Optional(t.String({ description: "RFC 3339 end of a frozen drive's grace window" })),
 });
 
 /** `{"Success": schema}` */
@@ -134,6 +135,9 @@ export const RemoteFolderInfo = t.Object({
   created_at: UnixSeconds,
   updated_at: UnixSeconds,
   device_name: t.String(),
+  member_count: t.Optional(
+    Type.Integer({ minimum: 1, description: "whole-drive members, owner not counted; absent when 0" }),
+  ),
 });
 
 /** `GET /list_folders/{base_address}` (spec §4.2). */
@@ -720,3 +724,162 @@ function bucketFields<const K extends readonly string[]>(keys: K) {
 export const FileTypeSummary = t.Object(bucketFields(FILE_TYPE_BUCKETS));
 /** `GET /get_source_summary/{ss58}`: counts and plaintext bytes per client family. */
 export const SourceSummary = t.Object(bucketFields(SOURCE_BUCKETS));
+
+// ---------------------------------------------------------------------------------------------
+// Shared drives (docs/drives.md): v1 family, bare bodies, flat errors, RFC 3339 times.
+
+/** A v1 error body: `{"error", "message"}` without a wrapper (402: with `frozen_until` when known). */
+export const V1Error = t.Object({
+  error: t.String(),
+  message: t.String(),
+  frozen_until: t.Optional(t.String()),
+});
+
+/** A whole-drive role. */
+const DriveRole = t.Union([t.Literal("reader"), t.Literal("writer"), t.Literal("manager")]);
+/** A folder grant's role. */
+const GrantRoleSchema = t.Union([t.Literal("reader"), t.Literal("writer")]);
+/** An RFC 3339 time. */
+const Rfc3339 = t.String({ description: "RFC 3339 UTC time" });
+/** A v1 body field that, when malformed, is 400 `bad_request`. */
+const v1Field = <S extends TSchemaLike>(s: S) => t.Optional(t.Union([s, t.Null()], failsWith("bad_request")));
+type TSchemaLike = ReturnType<typeof t.String> | ReturnType<typeof t.Integer>;
+
+/** `POST /v1/drive-invites`. `null` and an absent field mean the same. */
+export const MintInviteBody = t.Object({
+  folder_hash: t.String({ ...FolderHash, ...failsWith("bad_request") }),
+  role: v1Field(t.String({ maxLength: 64 })),
+  expires_in_secs: v1Field(t.Integer({ minimum: 0 })),
+  max_uses: v1Field(t.Integer({ minimum: 0, maximum: 4294967295 })),
+  owner_ss58: v1Field(t.String({ format: "ss58", maxLength: 256 })),
+  path_prefix: v1Field(t.String({ maxLength: 4096 })),
+});
+
+/** The answer of `POST /v1/drive-invites`: the token is shown only here. */
+export const InviteMinted = t.Object({
+  invite_token: t.String(),
+  invite_id: t.String({ pattern: "^[0-9a-f]{64}$" }),
+  path_prefix: t.Optional(t.String()),
+});
+
+/** `?owner=` of the drive management routes: the drive owner when the caller is not the owner. */
+export const DriveOwnerQuery = t.Object({
+  owner: t.Optional(t.String({ format: "ss58", maxLength: 256, ...failsWith("bad_request") })),
+});
+
+/** `{folder_hash}` of the drive management routes. */
+export const DriveParams = t.Object({
+  folder_hash: t.String({ ...FolderHash, ...failsWith("bad_request") }),
+});
+/** `{folder_hash}/invites/{invite_id}` (the id is checked by the route: its answers differ). */
+export const DriveInviteParams = t.Object({
+  folder_hash: t.String({ ...FolderHash, ...failsWith("bad_request") }),
+  invite_id: t.String({ maxLength: 256 }),
+});
+/** `{folder_hash}/members/{member_ss58}`. */
+export const DriveMemberParams = t.Object({
+  folder_hash: t.String({ ...FolderHash, ...failsWith("bad_request") }),
+  member_ss58: t.String({ maxLength: 256 }),
+});
+/** `{token}` of the invite routes (an unknown or malformed token is 404). */
+export const InviteTokenParams = t.Object({ token: t.String({ maxLength: 256 }) });
+
+/** `PUT /v1/drives/{folder_hash}/invites/{invite_id}/sealed-token`. */
+export const SealedTokenBody = t.Object({
+  sealed_token: t.String({ minLength: 1, maxLength: 65536, ...failsWith("bad_request") }),
+});
+
+/** A row of `GET /v1/drives/{folder_hash}/invites`. */
+export const DriveInvite = t.Object({
+  invite_id: t.String(),
+  sealed_token: t.Optional(t.String()),
+  role: t.String(),
+  minted_by: t.String(),
+  expires_at: Rfc3339,
+  max_uses: t.Integer({ minimum: 0 }),
+  use_count: t.Integer({ minimum: 0 }),
+  revoked: t.Boolean(),
+  valid: t.Boolean(),
+  created_at: Rfc3339,
+  path_prefix: t.Optional(t.String()),
+});
+/** `GET /v1/drives/{folder_hash}/invites`: newest first, at most 500 rows. */
+export const DriveInvites = t.Object({ invites: t.Array(DriveInvite), truncated: t.Boolean() });
+
+/** `GET /v1/drive-invites/{token}/meta` (anonymous preview). */
+export const InviteMeta = t.Object({
+  owner_ss58: t.String(),
+  folder_hash: t.String(),
+  display_label: t.String(),
+  expires_at: Rfc3339,
+  role: t.String(),
+  valid: t.Boolean(),
+  path_prefix: t.Optional(t.String()),
+});
+
+/** `POST /v1/drive-invites/{token}/accept`. */
+export const AcceptInviteBody = t.Object({
+  grant_blob: t.String({ maxLength: 65536, ...failsWith("bad_request") }),
+  path_prefix: v1Field(t.String({ maxLength: 4096 })),
+});
+/** The answer of an accept. */
+export const AcceptResult = t.Object({
+  owner_ss58: t.String(),
+  folder_hash: t.String(),
+  role: t.String(),
+  already_owner: t.Optional(t.Literal(true)),
+  path_prefix: t.Optional(t.String()),
+});
+
+/** A whole drive in `GET /v1/drive-memberships`. */
+export const Membership = t.Object({
+  owner_ss58: t.String(),
+  folder_hash: t.String(),
+  role: DriveRole,
+  grant_blob: t.String(),
+  display_label: t.String(),
+  created_at: Rfc3339,
+  member_count: t.Optional(t.Integer({ minimum: 1 })),
+  frozen: t.Optional(t.Literal(true)),
+  frozen_until: t.Optional(Rfc3339),
+});
+/** A folder grant in `GET /v1/drive-memberships`. */
+export const FolderGrant = t.Object({
+  owner_ss58: t.String(),
+  folder_hash: t.String(),
+  display_label: t.String(),
+  path_prefix: t.String(),
+  role: GrantRoleSchema,
+  grant_blob: t.String(),
+  created_at: Rfc3339,
+  frozen: t.Optional(t.Literal(true)),
+  frozen_until: t.Optional(Rfc3339),
+});
+/** `GET /v1/drive-memberships`. */
+export const Memberships = t.Object({
+  memberships: t.Array(Membership),
+  folder_grants: t.Array(FolderGrant),
+});
+
+/** A member row of `GET /v1/drives/{folder_hash}/members` and of a role change. */
+export const DriveMember = t.Object({ member_ss58: t.String(), role: DriveRole, created_at: Rfc3339 });
+/** A folder holder row of `GET /v1/drives/{folder_hash}/members`. */
+export const DriveGrantHolder = t.Object({
+  member_ss58: t.String(),
+  path_prefix: t.String(),
+  role: GrantRoleSchema,
+  created_at: Rfc3339,
+});
+/** `GET /v1/drives/{folder_hash}/members`. */
+export const DriveMembers = t.Object({
+  members: t.Array(DriveMember),
+  folder_grants: t.Array(DriveGrantHolder),
+});
+
+/** `PATCH /v1/drives/{folder_hash}/members/{member_ss58}`. */
+export const ChangeRoleBody = t.Object({ role: t.String({ maxLength: 64, ...failsWith("bad_request") }) });
+
+/** `PUT /v1/account/invite-key`. */
+export const InviteKeyBody = t.Object({ pubkey: t.String({ maxLength: 256, ...failsWith("bad_request") }) });
+/** The answer of `PUT /v1/account/invite-key`. */
+export const InviteKeyResult = t.Object({ status: t.Literal("ok") });

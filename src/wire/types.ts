@@ -64,3 +64,19 @@ export type UserSummary = Static<typeof S.UserSummary>;
 export type FileTypeSummary = Static<typeof S.FileTypeSummary>;
 /** `GET /get_source_summary/{ss58}` (extensions §1.4). */
 export type SourceSummary = Static<typeof S.SourceSummary>;
+/** `POST /v1/drive-invites` body (docs/drives.md). */
+export type MintInviteBody = Static<typeof S.MintInviteBody>;
+/** The answer of `POST /v1/drive-invites`. */
+export type InviteMinted = Static<typeof S.InviteMinted>;
+/** `GET /v1/drives/{folder_hash}/invites`. */
+export type DriveInvites = Static<typeof S.DriveInvites>;
+/** `GET /v1/drive-invites/{token}/meta`. */
+export type InviteMeta = Static<typeof S.InviteMeta>;
+/** The answer of `POST /v1/drive-invites/{token}/accept`. */
+export type AcceptResult = Static<typeof S.AcceptResult>;
+/** `GET /v1/drive-memberships`. */
+export type Memberships = Static<typeof S.Memberships>;
+/** `GET /v1/drives/{folder_hash}/members`. */
+export type DriveMembers = Static<typeof S.DriveMembers>;
+/** A member row (members listing, role change). */
+export type DriveMember = Static<typeof S.DriveMember>;

@@ -265,3 +265,35 @@ describe("esync-admin quota", () => {
     expect(admin("quota", "show", "not-an-address").code).toBe(1);
   });
 });
+
+describe("esync-admin freeze", () => {
+  test("freeze makes the server refuse the account's writes (402 drive_frozen), unfreeze lifts it", async () => {
+    const freezeDb = join(dir, "freeze.sqlite");
+    const env = { ...process.env, ESYNC_DATA_DIR: dir, ESYNC_DB_PATH: freezeDb };
+    const run = (...args: string[]) => {
+      const r = Bun.spawnSync([process.execPath, join(REPO_ROOT, "src/admin/esync-admin.ts"), ...args], {
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      return { code: r.exitCode ?? -1, stdout: r.stdout.toString() };
+    };
+    const user = newUser();
+    const app = makeTestApp({ ESYNC_DB_PATH: freezeDb });
+    try {
+      await uploadViaSession(app, user, randomCiphertext(1048), { path: "f/1.bin" });
+      expect(run("freeze", user.address, "--until", "2000000000")).toEqual({
+        code: 0,
+        stdout: `${user.address}: frozen\n`,
+      });
+      const refused = await openSession(app, user, randomCiphertext(1048), { path: "f/2.bin" }).catch(
+        (e: Error) => e,
+      );
+      expect(String(refused)).toContain("drive_frozen");
+      expect(run("unfreeze", user.address).stdout).toBe(`${user.address}: unfrozen\n`);
+      await uploadViaSession(app, user, randomCiphertext(1048), { path: "f/2.bin" });
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -81,9 +81,9 @@ describe("routes not mounted in the /v1/ space (extensions §0.2 rule 2, §8.1):
     ["PUT", "/v1/shares/abc/chunks/0"],
     ["GET", "/v1/folder-shares/abc/browse"],
     ["DELETE", "/v1/folder-shares/by-hash/abc"],
-    ["POST", "/v1/drive-invites"],
-    ["GET", "/v1/drives/0123456789abcdef/members"],
-    ["PUT", "/v1/account/invite-key"],
+    ["POST", "/v1/drive-invites/email"],
+    ["PUT", "/v1/drives/0123456789abcdef/grants/5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"],
+    ["GET", "/v1/drives/0123456789abcdef"],
     ["POST", "/v1/capabilities"],
     ["HEAD", "/v1/shares"],
   ] as const) {

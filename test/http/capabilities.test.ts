@@ -5,7 +5,7 @@ import { makeTestApp } from "../support/app.ts";
 const t = makeTestApp();
 afterAll(() => t.close());
 
-test("GET /v1/capabilities answers 200 without a token: every sharing flag false, folder_grants present", async () => {
+test("GET /v1/capabilities answers 200 without a token: folder invites (reader and writer) true, the share flags false", async () => {
   const r = await t.json("/v1/capabilities");
   expect(r.status).toBe(200);
   expect(r.headers.get("content-type")).toContain("application/json");
@@ -14,8 +14,8 @@ test("GET /v1/capabilities answers 200 without a token: every sharing flag false
     folder_shares: false,
     folder_share_revoke_by_hash: false,
     share_owner_wrap: false,
-    folder_grants: false,
-    folder_grant_writes: false,
+    folder_grants: true,
+    folder_grant_writes: true,
     member_folder_shares: false,
     upload_folder_shares: false,
   });

@@ -3,7 +3,7 @@
  * `FilesRepository` on PostgreSQL (contract: `src/files/files.repository.ts`). `path_hash` is
  * `bytea`, whose order is bytewise as SQLite's BLOB order.
  */
-import { and, asc, eq, getTableColumns, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, or, type SQL, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
 import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import type { PgConn } from "./conn.ts";
@@ -94,8 +94,9 @@ export class PgFilesRepository implements FilesRepository {
     folderHash: string,
     offset: number,
     limit: number,
+    under: readonly string[] | null = null,
   ): Promise<{ rows: FileRow[]; total: number }> {
-    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
+    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash), underAny(under));
     const rows = await this.db
       .select()
       .from(files)
@@ -109,4 +110,19 @@ export class PgFilesRepository implements FilesRepository {
       .where(where);
     return { rows, total: t?.n ?? 0 };
   }
+}
+
+/**
+ * Rows whose `relative_path` is one of `prefixes` or lies under one (segment-wise, compared
+ * as text, so no LIKE wildcard in a path matters); undefined (no condition) for null.
+ */
+function underAny(prefixes: readonly string[] | null): SQL | undefined {
+  if (prefixes === null) return undefined;
+  if (prefixes.length === 0) return sql`false`;
+  return or(
+    ...prefixes.map(
+      (p) =>
+        sql`(${files.relativePath} = ${p} OR substr(${files.relativePath}, 1, ${[...p].length + 1}) = ${`${p}/`})`,
+    ),
+  );
 }

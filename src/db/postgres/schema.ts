@@ -250,3 +250,74 @@ export const usageBuckets = pgTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
 );
+
+/** Shared-drive invites (see `drive_invites` in `src/db/schema.ts`). */
+export const driveInvites = pgTable(
+  "drive_invites",
+  {
+    inviteId: ctext("invite_id").primaryKey(),
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    role: text("role").notNull(),
+    pathPrefix: ctext("path_prefix"),
+    mintedBy: ctext("minted_by").notNull(),
+    expiresAt: int64("expires_at").notNull(),
+    maxUses: integer("max_uses").notNull(),
+    useCount: integer("use_count").notNull().default(0),
+    revokedAt: int64("revoked_at"),
+    sealedToken: text("sealed_token"),
+    createdAt: int64("created_at").notNull(),
+  },
+  (t) => [index("drive_invites_by_drive").on(t.owner, t.folderHash, t.createdAt)],
+);
+
+/** Whole-drive members (see `drive_members` in `src/db/schema.ts`). */
+export const driveMembers = pgTable(
+  "drive_members",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    member: ctext("member").notNull(),
+    role: text("role").notNull(),
+    grantBlob: text("grant_blob").notNull(),
+    inviteId: ctext("invite_id"),
+    createdAt: int64("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.member] }),
+    index("drive_members_by_member").on(t.member),
+  ],
+);
+
+/** Folder grants (see `drive_folder_grants` in `src/db/schema.ts`). */
+export const driveFolderGrants = pgTable(
+  "drive_folder_grants",
+  {
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    member: ctext("member").notNull(),
+    pathPrefix: ctext("path_prefix").notNull(),
+    role: text("role").notNull(),
+    grantBlob: text("grant_blob").notNull(),
+    inviteId: ctext("invite_id"),
+    createdAt: int64("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.owner, t.folderHash, t.member, t.pathPrefix] }),
+    index("drive_folder_grants_by_member").on(t.member),
+  ],
+);
+
+/** Published invite public keys (see `account_invite_keys` in `src/db/schema.ts`). */
+export const accountInviteKeys = pgTable("account_invite_keys", {
+  account: ctext("account").primaryKey(),
+  pubkey: text("pubkey").notNull(),
+  updatedAt: int64("updated_at").notNull(),
+});
+
+/** Frozen accounts (see `account_freezes` in `src/db/schema.ts`). */
+export const accountFreezes = pgTable("account_freezes", {
+  account: ctext("account").primaryKey(),
+  frozenUntil: int64("frozen_until"),
+  createdAt: int64("created_at").notNull(),
+});

@@ -19,6 +19,7 @@ import { PgApiTokensRepository } from "./api-tokens.ts";
 import { openPostgres, type PgDb, type PgOptions } from "./client.ts";
 import type { PgConn } from "./conn.ts";
 import { PgDeletionQueueRepository } from "./deletion-queue.ts";
+import { PgDrivesRepository } from "./drives.ts";
 import { PgFilesRepository } from "./files.ts";
 import { PgFolderEntriesRepository } from "./folder-entries.ts";
 import { PgFoldersRepository } from "./folders.ts";
@@ -108,6 +109,7 @@ function reposOn(db: PgConn): Repositories {
     apiTokens: new PgApiTokensRepository(db),
     deletionQueue: new PgDeletionQueueRepository(db),
     summaries: new PgSummariesRepository(db),
+    drives: new PgDrivesRepository(db),
     ops: new PgOpsRepository(db),
   };
   return Object.fromEntries(

@@ -4,7 +4,7 @@
  * writes). Every method runs its statements synchronously, so a call is atomic with respect to the
  * store's gate.
  */
-import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, or, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
 import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import { changes, type Db } from "../client.ts";
@@ -145,8 +145,9 @@ export class SqliteFilesRepository implements FilesRepository {
     folderHash: string,
     offset: number,
     limit: number,
+    under: readonly string[] | null = null,
   ): Promise<{ rows: FileRow[]; total: number }> {
-    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash));
+    const where = and(eq(files.owner, owner), eq(files.folderHash, folderHash), underAny(under));
     const rows = this.db
       .select()
       .from(files)
@@ -158,4 +159,19 @@ export class SqliteFilesRepository implements FilesRepository {
     const total = this.db.select({ n: sql<number>`count(*)` }).from(files).where(where).get()?.n ?? 0;
     return { rows, total };
   }
+}
+
+/**
+ * Rows whose `relative_path` is one of `prefixes` or lies under one (segment-wise, compared
+ * as text, so no LIKE wildcard in a path matters); undefined (no condition) for null.
+ */
+function underAny(prefixes: readonly string[] | null): SQL | undefined {
+  if (prefixes === null) return undefined;
+  if (prefixes.length === 0) return sql`false`;
+  return or(
+    ...prefixes.map(
+      (p) =>
+        sql`(${files.relativePath} = ${p} OR substr(${files.relativePath}, 1, ${[...p].length + 1}) = ${`${p}/`})`,
+    ),
+  );
 }

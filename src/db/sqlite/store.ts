@@ -21,6 +21,7 @@ import { type Db, openDb } from "../client.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
 import { SqliteApiTokensRepository } from "./api-tokens.ts";
 import { SqliteDeletionQueueRepository } from "./deletion-queue.ts";
+import { SqliteDrivesRepository } from "./drives.ts";
 import { SqliteFilesRepository } from "./files.ts";
 import { SqliteFolderEntriesRepository } from "./folder-entries.ts";
 import { SqliteFoldersRepository } from "./folders.ts";
@@ -101,6 +102,7 @@ function repositoriesOn(db: Db): Repositories {
     apiTokens: new SqliteApiTokensRepository(db),
     deletionQueue: new SqliteDeletionQueueRepository(db),
     summaries: new SqliteSummariesRepository(db),
+    drives: new SqliteDrivesRepository(db),
     ops: new SqliteOpsRepository(db),
   };
 }
