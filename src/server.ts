@@ -15,6 +15,7 @@ import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { describeDatabase, openMetadataStore } from "./db/open.ts";
 import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
+import { setPeerAddress } from "./http/peer.ts";
 import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
 import { Metrics } from "./metrics/metrics.ts";
@@ -101,6 +102,8 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
     async fetch(raw, server) {
       server.timeout(raw, 0);
       const request = routable(raw);
+      const peer = server.requestIP(raw);
+      if (peer) setPeerAddress(request, peer.address);
       registerTimer(request, (seconds) => server.timeout(raw, seconds));
       let response = await handle(request);
       if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
@@ -156,6 +159,8 @@ export async function startServer(
   setBodyPolicy({
     idleMs: config.bodyIdleTimeoutSeconds * 1000,
     minBytesPerSecond: config.bodyMinBytesPerSecond,
+    rateGraceMs: config.bodyRateGraceSeconds * 1000,
+    rateWindowMs: config.bodyRateWindowSeconds * 1000,
   });
   const listener = listen(config, handle);
   const port = listener.port ?? config.port;

@@ -4,9 +4,12 @@
  * - a byte limit: reading stops at the first piece past it and the body fails with the error the
  *   caller names (413 `payload_too_large`, or 400 `invalid_manifest` for a chunk's exact length);
  * - an idle timeout: no byte for `idleMs` fails the body with 408 `request_timeout`;
- * - a minimum average rate: once `idleMs` have passed since the body started, fewer than
- *   `minBytesPerSecond` on average since then fails it with 408 `request_timeout` too, so a body
- *   trickled just fast enough never to be idle cannot hold its connection for hours.
+ * - a minimum rate: once `rateGraceMs` have passed since the body started, fewer than
+ *   `minBytesPerSecond` on average over the last `rateWindowMs` (or since the start, when it is
+ *   shorter) fails it with 408 `request_timeout` too, so a body trickled just fast enough never
+ *   to be idle cannot hold its connection (docs/operations.md, "Chunk upload slots").
+ * Both clocks run only while the reader waits for the client's bytes: time the consumer spends
+ * elsewhere (writing to a slow store) does not count against the client.
  *
  * The server (`src/server.ts`) closes the connection of every error response whose request body
  * was not read to its end (`bodyFinished`), so a rejected body is never drained.
@@ -18,11 +21,15 @@ import { ownPieces } from "../util/release.ts";
 export interface BodyPolicy {
   /** Longest silence between two pieces of a body, milliseconds. */
   idleMs: number;
-  /** Slowest average rate accepted after the first `idleMs`, bytes per second (0: none). */
+  /** Slowest rate accepted after `rateGraceMs`, bytes per second (0: none). */
   minBytesPerSecond: number;
+  /** Time from the start of a body before its rate is checked, milliseconds. */
+  rateGraceMs: number;
+  /** Span over which the rate is measured, milliseconds. */
+  rateWindowMs: number;
 }
 
-let policy: BodyPolicy = { idleMs: 30_000, minBytesPerSecond: 1024 };
+let policy: BodyPolicy = { idleMs: 30_000, minBytesPerSecond: 1024, rateGraceMs: 5000, rateWindowMs: 10_000 };
 
 /** Sets the process-wide body policy (the server does, from `Config`). */
 export function setBodyPolicy(p: BodyPolicy): void {
@@ -134,15 +141,43 @@ export interface GuardOptions {
  * An absent body yields an empty stream.
  */
 export function guardedBody(request: Request, opts: GuardOptions): ReadableStream<Uint8Array> {
+  return guardBody(request, opts).stream;
+}
+
+/** A guarded body (`guardBody`) and its controls. */
+export interface GuardedBody {
+  /** The body, as `guardedBody` gives it. */
+  stream: ReadableStream<Uint8Array>;
+  /** Bytes received from the client so far. */
+  received(): number;
+  /**
+   * Fails the body with `error` as a limit or timeout does (the stream errors, the client's
+   * stream is cancelled, the connection closes after the answer); nothing once the body ended.
+   */
+  abort(error: AppError): void;
+}
+
+/** `guardedBody`, with its progress and a way to fail it from outside (an evicted chunk PUT). */
+export function guardBody(request: Request, opts: GuardOptions): GuardedBody {
   const body = request.body;
   if (!body) {
     finished.add(request);
-    return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    return {
+      stream: new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+      received: () => 0,
+      abort: () => {},
+    };
   }
   const reader = body.getReader();
-  const { idleMs, minBytesPerSecond } = policy;
-  const started = performance.now();
-  let last = started;
+  const { idleMs, minBytesPerSecond, rateGraceMs, rateWindowMs } = policy;
+  // The clocks of the timeouts run only while a read of the client's stream is pending: time the
+  // consumer spends elsewhere (a slow store) is not the client's.
+  let waited = 0;
+  let pendingSince: number | null = null;
+  const waitedAt = (now: number) => waited + (pendingSince === null ? 0 : now - pendingSince);
+  /** (waited time, bytes seen) at each check within the last `rateWindowMs`, oldest first. */
+  const samples: { w: number; seen: number }[] = [{ w: 0, seen: 0 }];
+  let last = performance.now();
   let seen = 0;
   let done = false;
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
@@ -164,10 +199,16 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
   };
   const check = () => {
     const now = performance.now();
-    if (now - last >= idleMs) {
+    if (pendingSince !== null && now - Math.max(last, pendingSince) >= idleMs) {
       abort(fail("request_timeout", `No request body byte for ${Math.round(idleMs / 1000)} s`));
-    } else if (minBytesPerSecond > 0 && now - started >= idleMs) {
-      const rate = (seen * 1000) / (now - started);
+      return;
+    }
+    const w = waitedAt(now);
+    samples.push({ w, seen });
+    while (samples.length > 2 && samples[1]!.w <= w - rateWindowMs) samples.shift();
+    const from = samples[0]!;
+    if (minBytesPerSecond > 0 && w >= rateGraceMs && w > from.w) {
+      const rate = ((seen - from.seen) * 1000) / (w - from.w);
       if (rate < minBytesPerSecond)
         abort(
           fail(
@@ -181,19 +222,24 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
     {
       start(controller) {
         controllerRef = controller;
-        timer = setInterval(check, Math.max(50, Math.min(1000, idleMs / 4)));
+        timer = setInterval(check, Math.max(50, Math.min(1000, idleMs / 4, rateGraceMs / 4)));
       },
       async pull(controller) {
         let r: Awaited<ReturnType<typeof reader.read>>;
+        pendingSince = performance.now();
         try {
           r = await reader.read();
         } catch (e) {
+          waited += performance.now() - pendingSince;
+          pendingSince = null;
           // The client's connection broke: nothing is left unread that could be drained.
           finished.add(request);
           stop();
           failures.set(out, e);
           throw e;
         }
+        waited += performance.now() - pendingSince;
+        pendingSince = null;
         if (done) return; // failed by a limit or timeout meanwhile
         if (r.done) {
           finished.add(request);
@@ -228,5 +274,5 @@ export function guardedBody(request: Request, opts: GuardOptions): ReadableStrea
     { highWaterMark: 0 },
   );
   // Bun gives each piece of a request body in a fresh buffer, and this stream passes it on as is.
-  return ownPieces(out);
+  return { stream: ownPieces(out), received: () => seen, abort };
 }
