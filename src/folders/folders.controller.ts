@@ -6,12 +6,21 @@
  */
 import { Elysia } from "elysia";
 import { AuthService } from "../auth/auth.service.ts";
-import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } from "../http/contract.ts";
+import {
+  authenticated,
+  bodyAddress,
+  doc,
+  flatResponses,
+  integerParams,
+  jsonBody,
+  responses,
+} from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
 import {
   FolderEntriesBody,
   FolderParams,
+  ListFolderEntriesQuery,
   ListFolderEntriesResult,
   ListFoldersParams,
   ListFoldersResult,
@@ -24,6 +33,38 @@ import {
   UnregisterFolderResult,
 } from "../wire/schemas.ts";
 import { checkFolderEntryPaths } from "./folders.service.ts";
+
+/**
+ * `{"relative_paths": [...]}` written page by page from `pages` (each page is read when the
+ * previous one was taken by the connection), so a long list never holds the event loop. A read
+ * failure midway fails the stream: the client sees the answer cut short.
+ */
+function entriesJson(pages: AsyncGenerator<string[]>): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let first = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        c.enqueue(enc.encode('{"relative_paths":['));
+      },
+      async pull(c) {
+        const next = await pages.next();
+        if (next.done) {
+          c.enqueue(enc.encode("]}"));
+          c.close();
+          return;
+        }
+        const items = next.value.map((p) => JSON.stringify(p)).join(",");
+        c.enqueue(enc.encode(first ? items : `,${items}`));
+        first = false;
+      },
+      cancel() {
+        void pages.return(undefined);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
 
 /** The folder registry routes. */
 export function foldersController(s: Services) {
@@ -76,14 +117,24 @@ export function foldersController(s: Services) {
     )
     .get(
       "/list_folder_entries/:ss58/:folder_hash",
-      async ({ caller, params }) => {
+      async ({ caller, params, query }) => {
         AuthService.requireOwner(caller, params.ss58, "this address");
-        return Response.json({
-          relative_paths: await s.folders.listEntries(params.ss58, params.folder_hash),
-        });
+        if (query.limit === undefined)
+          return new Response(entriesJson(s.folders.entryPages(params.ss58, params.folder_hash)), {
+            headers: { "content-type": "application/json" },
+          });
+        const page = await s.folders.listEntriesPage(
+          params.ss58,
+          params.folder_hash,
+          query.after ?? null,
+          query.limit,
+        );
+        return Response.json({ relative_paths: page.paths, next_after: page.next });
       },
       {
         params: FolderParams,
+        query: ListFolderEntriesQuery,
+        transform: integerParams({ query: ListFolderEntriesQuery }),
         response: flatResponses(ListFolderEntriesResult, [400, 401, 403, 500]),
         detail: doc("folders", "Every registered directory of a folder (flat answer, no envelope)"),
       },
