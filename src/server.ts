@@ -14,7 +14,8 @@ import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { describeDatabase, openMetadataStore } from "./db/open.ts";
-import { mustClose, setBodyPolicy, settleBody } from "./http/body.ts";
+import { answerThenDrain, dropUnread, mustClose, setBodyPolicy } from "./http/body.ts";
+import { setPeerAddress } from "./http/peer.ts";
 import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
 import { Metrics } from "./metrics/metrics.ts";
@@ -101,16 +102,17 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
     async fetch(raw, server) {
       server.timeout(raw, 0);
       const request = routable(raw);
+      const peer = server.requestIP(raw);
+      if (peer) setPeerAddress(request, peer.address);
       registerTimer(request, (seconds) => server.timeout(raw, seconds));
-      let response = await handle(request);
+      const response = await handle(request);
       if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
-        // Answered before its body was read: close the connection instead of draining the rest
-        // (after a short, bounded linger: see src/http/body.ts).
-        await settleBody(request);
-        const headers = new Headers(response.headers);
-        headers.set("connection", "close");
-        response = new Response(response.body, { status: response.status, headers });
+        // Answered before its body was read: answer at once, drain the rest of the body for a
+        // bounded time and byte count, then close (src/http/body.ts). The timer stays off while
+        // the drain runs (it is bounded itself) and covers writing the rest after it.
+        return answerThenDrain(request, response, () => server.timeout(raw, headerTimeout));
       }
+      dropUnread(request);
       // Unless a download body took charge of it (src/http/response-timer.ts), the timer covers
       // writing this response and the keep-alive idle after it.
       if (!timerClaimed(request)) server.timeout(raw, headerTimeout);
@@ -156,6 +158,8 @@ export async function startServer(
   setBodyPolicy({
     idleMs: config.bodyIdleTimeoutSeconds * 1000,
     minBytesPerSecond: config.bodyMinBytesPerSecond,
+    rateGraceMs: config.bodyRateGraceSeconds * 1000,
+    rateWindowMs: config.bodyRateWindowSeconds * 1000,
   });
   const listener = listen(config, handle);
   const port = listener.port ?? config.port;

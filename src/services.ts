@@ -98,8 +98,13 @@ export function buildServices(appDeps: AppDeps): Services {
       maxSessionsPerUser: config.maxSessionsPerUser,
       maxChunkCount: config.maxChunkCount,
       lookaheadBytes: config.lookaheadBytes,
-      maxInflightPerUser: config.maxInflightChunksPerUser,
-      maxInflight: config.maxInflightChunks,
+      slots: {
+        maxPerAccount: config.maxInflightChunksPerUser,
+        maxTotal: config.maxInflightChunks,
+        fairFloor: config.inflightChunksFairFloor,
+        graceMs: config.bodyRateGraceSeconds * 1000,
+        minBytesPerSecond: config.bodyMinBytesPerSecond,
+      },
       finalizeLeaseSeconds: config.finalizeLeaseSeconds,
       // SQLite is a file on this machine: a holder of an earlier boot of it is dead.
       leaseHolders: new LeaseHolders({ localDatabase: store.dialect === "sqlite" }),

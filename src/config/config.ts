@@ -79,11 +79,16 @@ export interface Config {
    */
   bodyIdleTimeoutSeconds: number;
   /**
-   * Slowest average body rate accepted, bytes per second, measured from the start of the body once
-   * `bodyIdleTimeoutSeconds` have passed (`ESYNC_BODY_MIN_BYTES_PER_SECOND`, default 1024; 0 = no
-   * minimum). Stops a body trickled just fast enough never to be idle.
+   * Slowest body rate accepted, bytes per second, over the last `bodyRateWindowSeconds` once
+   * `bodyRateGraceSeconds` have passed (`ESYNC_BODY_MIN_BYTES_PER_SECOND`, default 1024; 0 = no
+   * minimum). Stops a body trickled just fast enough never to be idle. Also the rate below which
+   * a chunk PUT past the grace may lose its slot to a newcomer (docs/operations.md).
    */
   bodyMinBytesPerSecond: number;
+  /** Seconds of a body before its rate is checked (`ESYNC_BODY_RATE_GRACE_SECONDS`, default 5). */
+  bodyRateGraceSeconds: number;
+  /** Seconds over which a body's rate is measured (`ESYNC_BODY_RATE_WINDOW_SECONDS`, default 10). */
+  bodyRateWindowSeconds: number;
   /**
    * Seconds a connection may stay silent while no request body is being read: a request's headers
    * must arrive, and an idle keep-alive connection is closed, within it (Bun.serve `idleTimeout`;
@@ -92,8 +97,17 @@ export interface Config {
   headerTimeoutSeconds: number;
   /** Chunk PUTs one user may have in flight; the next is 429 `too_many_requests` (`ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER`, default 32). */
   maxInflightChunksPerUser: number;
-  /** Chunk PUTs in flight over all users; the next is 429 `too_many_requests` (`ESYNC_MAX_INFLIGHT_CHUNKS`, default 256). */
+  /**
+   * Chunk PUTs in flight over all users (`ESYNC_MAX_INFLIGHT_CHUNKS`, default 256): past it a
+   * newcomer evicts a slow or over-share holder, else gets 429 `too_many_requests`.
+   */
   maxInflightChunks: number;
+  /**
+   * Smallest fair share of in-flight chunk PUTs of one user or client address while others upload
+   * (`ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR`, default 4); the share is
+   * `max(this, ESYNC_MAX_INFLIGHT_CHUNKS / active users or addresses)`.
+   */
+  inflightChunksFairFloor: number;
   /** Log level (`ESYNC_LOG_LEVEL`: `debug`, `info`, `warn`, `error`; default `info`). */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Serve the OpenAPI page at `/swagger` (`ESYNC_OPENAPI`, default on). */
@@ -224,9 +238,12 @@ export function loadConfig(env: Env = process.env): Config {
     lookaheadBytes: int(env, "ESYNC_LOOKAHEAD_BYTES", storage === "s3" ? 64 * 1024 * 1024 : 0, 0, 2 ** 40),
     bodyIdleTimeoutSeconds: int(env, "ESYNC_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
     bodyMinBytesPerSecond: int(env, "ESYNC_BODY_MIN_BYTES_PER_SECOND", 1024, 0, 2 ** 40),
+    bodyRateGraceSeconds: int(env, "ESYNC_BODY_RATE_GRACE_SECONDS", 5, 1, 3600),
+    bodyRateWindowSeconds: int(env, "ESYNC_BODY_RATE_WINDOW_SECONDS", 10, 1, 3600),
     headerTimeoutSeconds: int(env, "ESYNC_HEADER_TIMEOUT_SECONDS", 30, 1, 255),
     maxInflightChunksPerUser: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER", 32, 1, 100_000),
     maxInflightChunks: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS", 256, 1, 1_000_000),
+    inflightChunksFairFloor: int(env, "ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR", 4, 1, 1_000_000),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),
     defaultQuotaBytes:

@@ -14,10 +14,18 @@ import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blo
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
+import { yieldToEventLoop } from "../util/yield.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 import { isUploadPath, lastSegment } from "./paths.ts";
+
+/**
+ * Entries of a `/delete_files` or `/rename_files` batch between two yields to the event loop: the
+ * batch stays one transaction (its database work waits), while requests that need no database
+ * (downloads and uploads streaming, `/health`) keep running (docs/operations.md).
+ */
+const BATCH_YIELD_EVERY = 20;
 
 export type { UploadResult } from "../wire/types.ts";
 
@@ -494,7 +502,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
+      let step = 0;
       for (const id of fileIds) {
+        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
         const key = id.toLowerCase();
         if (seen.has(key)) continue;
         seen.add(key);
@@ -534,7 +544,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
+      let step = 0;
       for (const r of renames) {
+        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
         const failed = (reason: RenameFailureReason) =>
           out.failures.push({ oldPathHash: r.oldPathHash, reason });
         try {

@@ -27,6 +27,7 @@ import { blobTarget, chunkKey, deleteBlob, newOneObjectBlobId } from "../storage
 import { blake3Hex, createBlake3 } from "../util/blake3.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex } from "../util/ids.ts";
+import { jsonDepthOver, MAX_JSON_DEPTH } from "../util/json-depth.ts";
 import type { Logger } from "../util/log.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 import type { FilesService, UploadResult } from "./files.service.ts";
@@ -409,12 +410,19 @@ export class SingleUploadService {
 /**
  * The manifest in the bytes of its part (`pieces`), validated (who may write it is decided
  * once the body is in: `FilesService.admitWrite`).
- * @throws AppError `invalid_manifest` (not JSON, or as `parseManifest`).
+ * @throws AppError `invalid_manifest` (not JSON, nested deeper than `MAX_JSON_DEPTH`, or as
+ *   `parseManifest`).
  */
 function manifestOf(pieces: Uint8Array[]): Manifest {
+  const bytes = Buffer.concat(pieces);
+  if (jsonDepthOver(bytes))
+    throw fail(
+      "invalid_manifest",
+      `manifest part nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+    );
   let raw: unknown;
   try {
-    raw = JSON.parse(Buffer.concat(pieces).toString("utf8"));
+    raw = JSON.parse(bytes.toString("utf8"));
   } catch {
     throw fail("invalid_manifest", "manifest part is not valid JSON");
   }

@@ -7,8 +7,11 @@
 
 /** Queries on folder entries. Every method returns a Promise. */
 export interface FolderEntriesRepository {
-  /** Every directory path of a folder, in bytewise (SQLite BINARY, PostgreSQL `COLLATE "C"`) order. */
-  list(owner: string, folderHash: string): Promise<string[]>;
+  /**
+   * Directory paths of a folder, in bytewise (SQLite BINARY, PostgreSQL `COLLATE "C"`) order: the
+   * first `limit` of those after `after` (every one when both are absent).
+   */
+  list(owner: string, folderHash: string, after?: string | null, limit?: number): Promise<string[]>;
 
   /** Inserts the paths that are not there yet (existing rows are left as they are); `now` Unix seconds. */
   add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void>;

@@ -5,12 +5,21 @@
  * extensions.md §1.5. Shapes come from `src/wire/schemas.ts`.
  */
 import { Elysia } from "elysia";
-import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } from "../http/contract.ts";
+import {
+  authenticated,
+  bodyAddress,
+  doc,
+  flatResponses,
+  integerParams,
+  jsonBody,
+  responses,
+} from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import type { Services } from "../services.ts";
 import {
   FolderEntriesBody,
   FolderParams,
+  ListFolderEntriesQuery,
   ListFolderEntriesResult,
   ListFoldersParams,
   ListFoldersResult,
@@ -23,6 +32,45 @@ import {
   UnregisterFolderResult,
 } from "../wire/schemas.ts";
 import { checkFolderEntryPaths } from "./folders.service.ts";
+
+/**
+ * `{"relative_paths": [...]}` written page by page from `pages` (each page is read when the
+ * previous one was taken by the connection), so a long list never holds the event loop. A read
+ * failure midway fails the stream: the client sees the answer cut short.
+ */
+function entriesJson(
+  pages: AsyncGenerator<string[]>,
+  allowed: (path: string) => boolean,
+): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let first = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        c.enqueue(enc.encode('{"relative_paths":['));
+      },
+      async pull(c) {
+        let paths: string[] = [];
+        while (paths.length === 0) {
+          const next = await pages.next();
+          if (next.done) {
+            c.enqueue(enc.encode("]}"));
+            c.close();
+            return;
+          }
+          paths = next.value.filter(allowed);
+        }
+        const items = paths.map((p) => JSON.stringify(p)).join(",");
+        c.enqueue(enc.encode(first ? items : `,${items}`));
+        first = false;
+      },
+      cancel() {
+        void pages.return(undefined);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
 
 /** The folder registry routes. */
 export function foldersController(s: Services) {
@@ -76,13 +124,25 @@ export function foldersController(s: Services) {
     )
     .get(
       "/list_folder_entries/:ss58/:folder_hash",
-      async ({ caller, params }) => {
+      async ({ caller, params, query }) => {
         const access = await s.access.require(caller, params.ss58, params.folder_hash, "read");
-        const paths = await s.folders.listEntries(params.ss58, params.folder_hash);
-        return Response.json({ relative_paths: paths.filter((p) => access.allowsPath(p)) });
+        const allowed = (p: string) => access.allowsPath(p);
+        if (query.limit === undefined)
+          return new Response(entriesJson(s.folders.entryPages(params.ss58, params.folder_hash), allowed), {
+            headers: { "content-type": "application/json" },
+          });
+        const page = await s.folders.listEntriesPage(
+          params.ss58,
+          params.folder_hash,
+          query.after ?? null,
+          query.limit,
+        );
+        return Response.json({ relative_paths: page.paths.filter(allowed), next_after: page.next });
       },
       {
         params: FolderParams,
+        query: ListFolderEntriesQuery,
+        transform: integerParams({ query: ListFolderEntriesQuery }),
         response: flatResponses(ListFolderEntriesResult, [400, 401, 403, 500]),
         detail: doc("folders", "Every registered directory of a folder (flat answer, no envelope)"),
       },

@@ -8,9 +8,13 @@ import { fail } from "../errors/errors.ts";
 import { isDirectoryPath } from "../files/paths.ts";
 import { blobTarget } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
+import { yieldToEventLoop } from "../util/yield.ts";
 import { MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { RemoteFolderInfo } from "../wire/types.ts";
 import type { FolderRow } from "./folders.repository.ts";
+
+/** Paths read per query when a folder's whole list of directories is answered. */
+const ENTRIES_PAGE = 100;
 
 export type { RemoteFolderInfo } from "../wire/types.ts";
 
@@ -85,9 +89,37 @@ export class FoldersService {
     });
   }
 
-  /** Every registered directory of a folder (extensions §1.5), in BINARY order. */
-  listEntries(owner: string, folderHash: string): Promise<string[]> {
-    return this.store.repos.folderEntries.list(owner, folderHash);
+  /**
+   * Every registered directory of a folder, in BINARY order, as pages of at most `ENTRIES_PAGE`
+   * read by key one at a time, yielding to the event loop between pages (docs/operations.md,
+   * "Big answers and batches"), so other requests run in between.
+   */
+  async *entryPages(owner: string, folderHash: string): AsyncGenerator<string[]> {
+    for (let after: string | null = null; ; ) {
+      const page = await this.store.repos.folderEntries.list(owner, folderHash, after, ENTRIES_PAGE);
+      if (page.length > 0) yield page;
+      if (page.length < ENTRIES_PAGE) return;
+      after = page[page.length - 1]!;
+      // A read outside a transaction completes at once on SQLite: without this, a fast reader
+      // would take every page in one turn of the event loop.
+      await yieldToEventLoop();
+    }
+  }
+
+  /**
+   * One page of a folder's registered directories: the first `limit` paths after `after` (none:
+   * from the start) in BINARY order, and the `after` of the next page (null on the last one).
+   */
+  async listEntriesPage(
+    owner: string,
+    folderHash: string,
+    after: string | null,
+    limit: number,
+  ): Promise<{ paths: string[]; next: string | null }> {
+    const page = await this.store.repos.folderEntries.list(owner, folderHash, after, limit + 1);
+    const more = page.length > limit;
+    const paths = more ? page.slice(0, limit) : page;
+    return { paths, next: more ? paths[paths.length - 1]! : null };
   }
 
   /**

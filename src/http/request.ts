@@ -4,6 +4,7 @@
  * names.
  */
 import { AppError, type ErrorCode, fail } from "../errors/errors.ts";
+import { jsonDepthOver, MAX_JSON_DEPTH } from "../util/json-depth.ts";
 import { guardedBody } from "./body.ts";
 
 /** Largest JSON body accepted on the JSON endpoints, bytes. */
@@ -17,7 +18,8 @@ export const MAX_JSON_BODY_BYTES = 1024 * 1024;
  * @throws AppError `tooLargeCode` (default 413 `payload_too_large`) when the body is over the
  *   limit (declared or sent: reading stops at the first piece past it); `request_timeout` (408)
  *   when it arrives too slowly; `code` (default `invalid_manifest`) when it is empty, not UTF-8
- *   JSON, or not a JSON object.
+ *   JSON, not a JSON object, or nests arrays and objects deeper than `MAX_JSON_DEPTH` (checked
+ *   on the raw bytes, before parsing: src/util/json-depth.ts).
  */
 export async function readJson(
   request: Request,
@@ -39,9 +41,12 @@ export async function readJson(
     if (e instanceof AppError) throw e;
     throw fail(code, "request body ended early (connection closed)");
   }
+  const bytes = Buffer.concat(pieces, total);
+  if (jsonDepthOver(bytes))
+    throw fail(code, `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(pieces, total));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     throw fail(code, "request body is not valid UTF-8");
   }

@@ -45,7 +45,7 @@ import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
 import type { SessionStatus } from "../wire/types.ts";
-import { InflightLimiter } from "./inflight.ts";
+import { ChunkSlots, type SlotHolder, type SlotPolicy } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { LeaseHolders } from "./lease-holder.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
@@ -67,10 +67,8 @@ export interface SessionEngineOptions {
    * cache and is cheaper than holding copies; positive on S3, where it is a second transfer.
    */
   lookaheadBytes: number;
-  /** Chunk PUTs one user may have in flight (429 `too_many_requests` beyond). */
-  maxInflightPerUser: number;
-  /** Chunk PUTs in flight over all users (429 `too_many_requests` beyond). */
-  maxInflight: number;
+  /** Admission of chunk PUTs: caps, fair shares and eviction of slow holders (see inflight.ts). */
+  slots: SlotPolicy;
   /**
    * Seconds a finalize holds its session (`finalizing_until`) before any node's sweeper may
    * return it to `receiving`; the finalize renews the lease every third of it while it runs.
@@ -81,12 +79,14 @@ export interface SessionEngineOptions {
 }
 
 /**
- * Opens a chunk body that must be exactly `length` bytes: the stream, and a probe telling whether
- * (and why) reading it failed on the client's side (an `AppError` for a limit or timeout).
+ * Opens a chunk body that must be exactly `length` bytes: the stream, a probe telling whether
+ * (and why) reading it failed on the client's side (an `AppError` for a limit or timeout), and
+ * its progress and a way to fail it (`holder`) so that a slow upload can lose its slot.
  */
 export type OpenChunkBody = (length: number) => {
   stream: ReadableStream<Uint8Array>;
   failure(): { error: unknown } | undefined;
+  holder?: SlotHolder;
 };
 
 /** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
@@ -124,11 +124,11 @@ export class SessionEngine {
     private readonly opts: SessionEngineOptions,
   ) {
     this.ingest = new IngestHashes(4096, opts.lookaheadBytes);
-    this.inflight = new InflightLimiter(opts.maxInflightPerUser, opts.maxInflight);
+    this.inflight = new ChunkSlots(opts.slots);
   }
 
   /** Chunk PUTs whose bodies are streaming now. */
-  private readonly inflight: InflightLimiter;
+  private readonly inflight: ChunkSlots;
 
   /**
    * Opens a session for `caller` (spec §4.4).
@@ -232,10 +232,13 @@ export class SessionEngine {
    *   (the controller's guarded request body, which stops reading past that length and reports
    *   its own failures).
    * @param declaredLength the request's Content-Length, or null when not given.
+   * @param address the client's network address, for the per-address share of chunk slots.
    * @throws AppError 404, 403; `invalid_manifest` (400: index out of range, wrong length, over
    *   16 MiB; nothing kept); `conflict` (409: session finalized or being finalized); 404 when
    *   the session is deleted or expires while the body streams; `too_many_requests` (429: the
-   *   user's or the server's in-flight chunk cap); `request_timeout` (408: the body stalled);
+   *   user's or address's share of chunk slots, or the server's cap with no slow holder to
+   *   evict: inflight.ts); `request_timeout` (408: the body stalled, or its slot was taken by
+   *   another client while it was slow);
    *   `storage_full` (507) on ENOSPC/EDQUOT; `storage_unavailable` (503) when the blob store fails
    *   otherwise.
    */
@@ -245,6 +248,7 @@ export class SessionEngine {
     index: number,
     body: ReadableStream<Uint8Array> | null | OpenChunkBody,
     declaredLength: number | null,
+    address = "",
   ): Promise<{ chunk_index: number }> {
     const s = await this.owned(caller, sessionId);
     await this.admitMember(caller, s);
@@ -266,10 +270,11 @@ export class SessionEngine {
         `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`,
       );
     }
-    const release = this.inflight.acquire(caller);
+    const slot = this.inflight.acquire(caller, address);
     try {
       if (typeof body === "function") {
         const opened = body(length);
+        if (opened.holder) slot.attach(opened.holder);
         return await this.storeChunk(s, index, length, opened.stream, opened.failure);
       }
       const client: { error?: unknown } = {};
@@ -278,7 +283,7 @@ export class SessionEngine {
         "error" in client ? { error: client.error } : undefined,
       );
     } finally {
-      release();
+      slot.release();
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import { Elysia } from "elysia";
 import { fail } from "../errors/errors.ts";
-import { bodyFailure, guardedBody } from "../http/body.ts";
+import { bodyFailure, guardBody } from "../http/body.ts";
 import {
   authenticated,
   BINARY_BODY,
@@ -17,6 +17,7 @@ import {
   responses,
 } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
+import { peerAddress } from "../http/peer.ts";
 import type { Services } from "../services.ts";
 import {
   ChunkHeaders,
@@ -34,12 +35,16 @@ import type { OpenChunkBody } from "./session.engine.ts";
 /** The guarded body of a chunk PUT, read to at most the chunk's exact length (src/http/body.ts). */
 function chunkBody(request: Request, index: number): OpenChunkBody {
   return (length) => {
-    const stream = guardedBody(request, {
+    const body = guardBody(request, {
       limit: length,
       tooLarge: () =>
         fail("invalid_manifest", `chunk ${index} must be exactly ${length} bytes, received more`),
     });
-    return { stream, failure: () => bodyFailure(stream) };
+    return {
+      stream: body.stream,
+      failure: () => bodyFailure(body.stream),
+      holder: { received: body.received, evict: body.abort },
+    };
   };
 }
 
@@ -76,6 +81,7 @@ export function sessionsController(s: Services) {
           params.chunk_index,
           chunkBody(request, params.chunk_index),
           declared,
+          peerAddress(request),
         );
         return success(r);
       },

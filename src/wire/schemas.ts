@@ -624,7 +624,34 @@ export const UnregisterFolderEntriesResult = t.Object({
   count: Type.Integer({ minimum: 0 }),
 });
 /** `GET /list_folder_entries/{ss58}/{folder_hash}` (flat, no envelope). */
-export const ListFolderEntriesResult = t.Object({ relative_paths: t.Array(t.String()) });
+export const ListFolderEntriesResult = t.Object({
+  relative_paths: t.Array(t.String()),
+  next_after: t.Optional(
+    t.Union([t.String(), t.Null()], {
+      description: "only with `limit`: the `after` of the next page, null on the last page",
+    }),
+  ),
+});
+
+/** Largest `limit` of `GET /list_folder_entries` (docs/operations.md, "Big answers and batches"). */
+export const MAX_FOLDER_ENTRIES_PAGE = 1000;
+
+/**
+ * Optional keyset paging of `GET /list_folder_entries`: without `limit` the answer is every entry
+ * (as the products' clients expect), with it one page.
+ */
+export const ListFolderEntriesQuery = t.Object({
+  limit: t.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_FOLDER_ENTRIES_PAGE,
+      description: `page size, 1 to ${MAX_FOLDER_ENTRIES_PAGE}; absent: every entry in one answer`,
+    }),
+  ),
+  after: t.Optional(
+    t.String({ maxLength: 4096, description: "the `next_after` of the previous page (only with `limit`)" }),
+  ),
+});
 
 /** Largest `/register_relative_paths` body, bytes (extensions §1.6). */
 export const MAX_RELATIVE_PATHS_BODY_BYTES = 4 * 1024 * 1024;

@@ -4,6 +4,7 @@
  * (database rows, blob and spool files) changes. Also `/health`.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { MAX_JSON_DEPTH } from "../../src/util/json-depth.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
@@ -19,6 +20,7 @@ import {
   putChunks,
   snapshot,
   status,
+  uploadParts,
   uploadSingle,
 } from "./helpers.ts";
 
@@ -124,6 +126,8 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       '{"manifest": {}, "chunk_count": 1e309, "chunk_size": 1, "ciphertext_size": 1}',
     ],
     ["deeply nested arrays", `{"manifest": ${"[".repeat(5000)}${"]".repeat(5000)}}`],
+    ["objects nested 50,000 deep", `{"manifest": ${'{"a":'.repeat(50_000)}1${"}".repeat(50_000)}}`],
+    ["arrays nested 50,000 deep", `{"manifest": ${"[".repeat(50_000)}1${"]".repeat(50_000)}}`],
     ["an empty top-level array", "[]"],
     ["a top-level array of numbers", "[1, 2]"],
     ["a top-level array holding the right object", `[{"entries": [], "file_ids": [], "renames": []}]`],
@@ -152,6 +156,32 @@ describe("garbage and wrongly typed JSON bodies: 400 invalid_manifest, nothing s
       });
     }
   }
+
+  test("a body nested one level past the JSON nesting limit returns 400 invalid_manifest naming the limit", async () => {
+    const deep = `${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`;
+    const r = await t.json("/rename_files", {
+      method: "POST",
+      headers: { authorization: authAt(t, u), "content-type": "application/json" },
+      body: `{"renames": ${deep}}`,
+    });
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+  });
+
+  test("a single-shot upload whose manifest part nests 50,000 deep returns 400 invalid_manifest", async () => {
+    const before = await snapshot(t);
+    const r = await uploadParts(t, authAt(t, u), [
+      {
+        name: "manifest",
+        data: `${'{"a":'.repeat(50_000)}1${"}".repeat(50_000)}`,
+        contentType: "application/json",
+      },
+      { name: "ciphertext", data: new Uint8Array(64), contentType: "application/octet-stream" },
+    ]);
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(await snapshot(t)).toEqual(before);
+  });
 
   test("a session body with every layout field of the wrong type returns 400 invalid_manifest", async () => {
     const before = await snapshot(t);

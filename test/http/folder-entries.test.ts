@@ -240,3 +240,56 @@ describe("POST /register_relative_paths", () => {
     await put(nfd);
   });
 });
+
+describe("folder entries listing: whole or in keyset pages", () => {
+  const many = [...Array(250)].map((_, i) => `dir${String(i).padStart(3, "0")}`);
+
+  test("without limit, every entry in one flat answer without next_after (read in pages of 100 inside)", async () => {
+    for (let i = 0; i < many.length; i += 100) await register(many.slice(i, i + 100));
+    const r = await list();
+    expect(r.status).toBe(200);
+    expect(Object.keys(r.body)).toEqual(["relative_paths"]);
+    expect(r.body.relative_paths).toEqual(many);
+  });
+
+  test("an empty folder lists as an empty array, with and without limit", async () => {
+    expect((await list()).body).toEqual({ relative_paths: [] });
+    const r = await call("GET", `/list_folder_entries/${u.address}/${FOLDER}?limit=10`);
+    expect(r.body).toEqual({ relative_paths: [], next_after: null });
+  });
+
+  test("with limit, pages follow next_after in BINARY order until it is null, each entry once", async () => {
+    for (let i = 0; i < many.length; i += 100) await register(many.slice(i, i + 100));
+    const seen: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const q: string = after === null ? "limit=100" : `limit=100&after=${encodeURIComponent(after)}`;
+      const r = await call("GET", `/list_folder_entries/${u.address}/${FOLDER}?${q}`);
+      expect(r.status).toBe(200);
+      expect(r.body.relative_paths.length).toBeLessThanOrEqual(100);
+      seen.push(...r.body.relative_paths);
+      after = r.body.next_after;
+      pages++;
+    } while (after !== null);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(many);
+  });
+
+  test("a page ending exactly at the last entry answers next_after null", async () => {
+    await register(["a", "b"]);
+    const r = await call("GET", `/list_folder_entries/${u.address}/${FOLDER}?limit=2`);
+    expect(r.body).toEqual({ relative_paths: ["a", "b"], next_after: null });
+    const r1 = await call("GET", `/list_folder_entries/${u.address}/${FOLDER}?limit=1`);
+    expect(r1.body).toEqual({ relative_paths: ["a"], next_after: "a" });
+  });
+
+  test("returns 400 invalid_parameter for a limit of 0 or over 1000", async () => {
+    for (const limit of ["0", "1001", "x"])
+      expectError(
+        await call("GET", `/list_folder_entries/${u.address}/${FOLDER}?limit=${limit}`),
+        400,
+        "invalid_parameter",
+      );
+  });
+});

@@ -12,12 +12,19 @@ import { folderEntries } from "./schema.ts";
 export class PgFolderEntriesRepository implements FolderEntriesRepository {
   constructor(private readonly db: PgConn) {}
 
-  async list(owner: string, folderHash: string): Promise<string[]> {
-    const rows = await this.db
+  async list(owner: string, folderHash: string, after?: string | null, limit?: number): Promise<string[]> {
+    const q = this.db
       .select({ p: folderEntries.relativePath })
       .from(folderEntries)
-      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
+      .where(
+        and(
+          eq(folderEntries.owner, owner),
+          eq(folderEntries.folderHash, folderHash),
+          after == null ? undefined : gt(folderEntries.relativePath, after),
+        ),
+      )
       .orderBy(asc(folderEntries.relativePath));
+    const rows = await (limit === undefined ? q : q.limit(limit));
     return rows.map((r) => r.p);
   }
 

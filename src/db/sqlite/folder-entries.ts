@@ -2,7 +2,7 @@
  * @module db/sqlite/folder-entries
  * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (extensions.md §1.5).
  */
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { folderEntries } from "../schema.ts";
@@ -11,15 +11,20 @@ import { folderEntries } from "../schema.ts";
 export class SqliteFolderEntriesRepository implements FolderEntriesRepository {
   constructor(private readonly db: Db) {}
 
-  /** Every directory path of a folder, in BINARY order. */
-  async list(owner: string, folderHash: string): Promise<string[]> {
-    return this.db
+  /** Directory paths of a folder in BINARY order, after `after`, at most `limit`. */
+  async list(owner: string, folderHash: string, after?: string | null, limit?: number): Promise<string[]> {
+    const q = this.db
       .select({ p: folderEntries.relativePath })
       .from(folderEntries)
-      .where(and(eq(folderEntries.owner, owner), eq(folderEntries.folderHash, folderHash)))
-      .orderBy(asc(folderEntries.relativePath))
-      .all()
-      .map((r) => r.p);
+      .where(
+        and(
+          eq(folderEntries.owner, owner),
+          eq(folderEntries.folderHash, folderHash),
+          after == null ? undefined : gt(folderEntries.relativePath, after),
+        ),
+      )
+      .orderBy(asc(folderEntries.relativePath));
+    return (limit === undefined ? q : q.limit(limit)).all().map((r) => r.p);
   }
 
   /** Inserts the paths that are not there yet (existing rows are left as they are). */

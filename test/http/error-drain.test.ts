@@ -1,0 +1,84 @@
+/** answerThenDrain (src/http/body.ts): the error answer first, then a bounded drain of the body. */
+import { expect, test } from "bun:test";
+import { answerThenDrain, DRAIN_BYTES, DRAIN_IDLE_MS, DRAIN_MS, MAX_DRAINING } from "../../src/http/body.ts";
+
+const ANSWER = JSON.stringify({ Error: { error: "payload_too_large", message: "too large" } });
+
+function errorAnswer(): Response {
+  return new Response(ANSWER, { status: 413, headers: { "content-type": "application/json" } });
+}
+
+/** A request whose chunked body produces `piece` bytes every `everyMs` (0: as fast as read) without end. */
+function endlessRequest(piece: number, everyMs: number): { request: Request; pulled: () => number } {
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      if (everyMs) await Bun.sleep(everyMs);
+      pulled += piece;
+      c.enqueue(new Uint8Array(piece));
+    },
+  });
+  const request = new Request("http://localhost/x", {
+    method: "POST",
+    headers: { "transfer-encoding": "chunked" },
+    body,
+    duplex: "half",
+  } as RequestInit);
+  return { request, pulled: () => pulled };
+}
+
+/** Reads a response body, timing its first piece and its end. */
+async function timed(r: Response): Promise<{ first: number; end: number; text: string }> {
+  const t0 = performance.now();
+  let first = -1;
+  let text = "";
+  const dec = new TextDecoder();
+  for await (const piece of r.body!) {
+    if (first < 0) first = performance.now() - t0;
+    text += dec.decode(piece, { stream: true });
+  }
+  return { first, end: performance.now() - t0, text };
+}
+
+test("the answer is the first piece, then a client sending without end is drained up to DRAIN_BYTES and the connection closes", async () => {
+  const { request, pulled } = endlessRequest(64 * 1024, 0);
+  const r = await answerThenDrain(request, errorAnswer());
+  expect(r.status).toBe(413);
+  expect(r.headers.get("connection")).toBe("close");
+  const t = await timed(r);
+  expect(t.text).toBe(ANSWER);
+  expect(t.first).toBeLessThan(100);
+  expect(t.end).toBeLessThan(DRAIN_MS + 500);
+  expect(pulled()).toBeLessThanOrEqual(DRAIN_BYTES + 4 * 64 * 1024);
+});
+
+test("a trickling client is drained for at most DRAIN_MS", async () => {
+  const { request } = endlessRequest(10, 50);
+  const t = await timed(await answerThenDrain(request, errorAnswer()));
+  expect(t.text).toBe(ANSWER);
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  expect(t.end).toBeLessThan(DRAIN_MS + 500);
+});
+
+test("a silent client is waited for only DRAIN_IDLE_MS", async () => {
+  const { request } = endlessRequest(10, 60_000);
+  const t = await timed(await answerThenDrain(request, errorAnswer()));
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_IDLE_MS - 50);
+  expect(t.end).toBeLessThan(DRAIN_IDLE_MS + 500);
+});
+
+test(`at most ${MAX_DRAINING} connections drain at once: the next answer is sent whole with Connection: close and no drain`, async () => {
+  const draining = await Promise.all(
+    [...Array(MAX_DRAINING)].map(() => answerThenDrain(endlessRequest(10, 50).request, errorAnswer())),
+  );
+  const bodies = draining.map((r) => timed(r));
+  const extra = await answerThenDrain(endlessRequest(10, 50).request, errorAnswer());
+  expect(extra.headers.get("connection")).toBe("close");
+  const t = await timed(extra);
+  expect(t.text).toBe(ANSWER);
+  expect(t.end).toBeLessThan(200);
+  for (const b of await Promise.all(bodies)) expect(b.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  // Once they ended, a new answer drains again.
+  const again = await timed(await answerThenDrain(endlessRequest(10, 50).request, errorAnswer()));
+  expect(again.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+}, 20_000);
