@@ -59,6 +59,18 @@ export function usageError(message: string): CliError {
   return new CliError(message, EXIT.usage);
 }
 
+/**
+ * Prints each local path a scan cannot sync on stderr (`esync: cannot sync PATH: REASON`) and
+ * returns the error a command ends with when there are any (exit 3, after everything else was
+ * done), or null. The rule: docs/unicode-names.md.
+ */
+export function reportUnsyncable(skipped: readonly { path: string; reason: string }[]): CliError | null {
+  for (const s of skipped) eprintln(`esync: cannot sync ${JSON.stringify(s.path)}: ${s.reason}`);
+  return skipped.length === 0
+    ? null
+    : new CliError(`${skipped.length} local path(s) cannot be synced (listed above)`, EXIT.local);
+}
+
 /** The exit code an error ends the program with. */
 export function exitCodeOf(e: unknown): ExitCode {
   if (e instanceof CliError) return e.code;

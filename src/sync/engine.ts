@@ -43,7 +43,7 @@ import {
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { runJobs } from "../cli/jobs.ts";
-import { safeDestination } from "../cli/local-files.ts";
+import { type DiskNames, safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
@@ -63,6 +63,7 @@ import {
   linkHash,
   markerPath,
   readLocalEntry,
+  type SkippedPath,
   sameFingerprint,
   scanLocalTree,
 } from "./local-tree.ts";
@@ -105,6 +106,11 @@ export interface SyncContext {
    * plan order.
    */
   jobs?: number;
+  /**
+   * On-disk names of the paths whose names are not NFC (the last scan's `LocalTree.disk`);
+   * `planFolder` sets it, every file-system call of the pass goes through it.
+   */
+  diskNames?: DiskNames;
 }
 
 /** Transfers of one pass run at once unless `SyncContext.jobs` says otherwise. */
@@ -125,6 +131,7 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
   // Paths the rules exclude are out of sync on every side: adding a pattern never deletes anything.
   for (const rel of [...base.keys()]) if (pathExcluded(ctx.excludes, rel)) base.delete(rel);
   const local = await scanLocalTree(ctx.root, ctx.address, ctx.excludes, (rel) => base.get(rel));
+  ctx.diskNames = local.disk;
   const entries = [];
   for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
   const remote = remoteTree(entries, ctx.folder.key);
@@ -233,6 +240,8 @@ export interface SyncReport {
   /** Paths left for a later pass (edited during the pass, or the remote kept moving). */
   deferred: string[];
   unplaceable: number;
+  /** Local paths the scan cannot sync (by on-disk name, with the reason); never uploaded. */
+  skipped: SkippedPath[];
 }
 
 /** The local path changed after it was planned, or the remote moved on: plan again. */
@@ -281,6 +290,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     failures: [],
     deferred: [],
     unplaceable: 0,
+    skipped: [],
   };
   const failed = new Set<string>();
   const jobs = ctx.jobs ?? DEFAULT_SYNC_JOBS;
@@ -293,6 +303,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
       plan = await planFolder(ctx);
     }
     report.unplaceable = plan.remote.unplaceable.length;
+    report.skipped = plan.local.skipped;
     let todo = plan.actions.filter((a) => !failed.has(a.path));
     let replan = false;
     report.deferred = [];
@@ -375,7 +386,7 @@ function isLarge(a: SyncAction): boolean {
 }
 
 function absOf(ctx: SyncContext, rel: string): string {
-  return diskPath(ctx.root, rel);
+  return diskPath(ctx.root, rel, ctx.diskNames);
 }
 
 /** True when the rules exclude `rel` (for a marker path: its directory). */
@@ -474,7 +485,7 @@ async function execute(
     case "move_local": {
       await expectLocal(ctx, a.from, a.local);
       await expectLocal(ctx, a.path, null);
-      const dest = await safeDestination(ctx.root, a.path);
+      const dest = await safeDestination(ctx.root, a.path, ctx.diskNames);
       await rename(absOf(ctx, a.from), dest);
       await pruneEmptyParents(ctx, a.from, remote);
       await applyAttributes(dest, a.remote);
@@ -486,12 +497,12 @@ async function execute(
     case "conflict": {
       await expectLocal(ctx, a.path, a.local);
       await expectLocal(ctx, a.copyPath, null);
-      const copyAbs = await safeDestination(ctx.root, a.copyPath);
+      const copyAbs = await safeDestination(ctx.root, a.copyPath, ctx.diskNames);
       await rename(absOf(ctx, a.path), copyAbs);
       await materialize(ctx, a.remote);
       await recordRemote(ctx, a.remote);
       report.conflicts.push(a.copyPath);
-      const copy = await readLocalEntry(ctx.root, a.copyPath, ctx.address);
+      const copy = await readLocalEntry(ctx.root, a.copyPath, ctx.address, undefined, ctx.diskNames);
       if (copy) await uploadEntry(ctx, a.copyPath, copy, null);
       return;
     }
@@ -517,7 +528,7 @@ async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTr
     const prefix = `${dir}/`;
     for (const p of remote.entries.keys()) if (p.startsWith(prefix)) return;
     try {
-      await rmdir(diskPath(ctx.root, dir));
+      await rmdir(absOf(ctx, dir));
     } catch {
       return; // not empty (or already gone): keep it and everything above
     }
@@ -616,7 +627,7 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
   const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
   const gone: string[] = [];
   for (const d of parentDirs(remote.folderEntry ?? remote.rel))
-    if (tree?.dirEntries?.has(d) && !(await lstat(diskPath(ctx.root, d)).catch(() => null))) gone.push(d);
+    if (tree?.dirEntries?.has(d) && !(await lstat(absOf(ctx, d)).catch(() => null))) gone.push(d);
   if (remote.folderEntry !== undefined) {
     await unregisterEntries(f, [remote.folderEntry, ...gone]);
     return;
@@ -686,12 +697,20 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
 
 /** Records the remote version as the base of its path, with the local fingerprint it now has. */
 async function recordRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
-  await recordRemoteIn(ctx.state, ctx.root, remote);
+  await recordRemoteIn(ctx.state, ctx.root, remote, ctx.diskNames);
 }
 
-/** Records `remote` as the synced version of its path under `root`, with the path's current fingerprint. */
-export async function recordRemoteIn(state: SyncState, root: string, remote: RemoteVersion): Promise<void> {
-  const st = await lstat(diskPath(root, remote.rel));
+/**
+ * Records `remote` as the synced version of its path under `root` (names on disk as `names`
+ * has them), with the path's current fingerprint.
+ */
+export async function recordRemoteIn(
+  state: SyncState,
+  root: string,
+  remote: RemoteVersion,
+  names?: DiskNames,
+): Promise<void> {
+  const st = await lstat(diskPath(root, remote.rel, names));
   state.put({
     rel: remote.rel,
     kind: remote.kind,
@@ -733,16 +752,17 @@ export async function materializeAt(
   remote: RemoteVersion,
   signal?: AbortSignal,
   onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
+  names?: DiskNames,
 ): Promise<void> {
   const dir = markerDir(remote.rel);
   if (remote.kind === "dir" && dir !== null) {
-    const path = diskPath(root, remote.rel);
-    await safeDestination(root, dir); // checks the path, creates the parents
+    const path = diskPath(root, remote.rel, names);
+    await safeDestination(root, dir, names); // checks the path, creates the parents
     await mkdir(path, { recursive: true });
     await applyAttributes(path, remote);
     return;
   }
-  const dest = await safeDestination(root, remote.rel);
+  const dest = await safeDestination(root, remote.rel, names);
   const existing = await lstat(dest).catch(() => null);
   if (existing?.isDirectory()) throw new Error(`${remote.rel}: a local directory is in the way`);
   if (remote.kind === "symlink") {
@@ -782,5 +802,14 @@ export async function materializeAt(
 }
 
 async function materialize(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
-  await materializeAt(ctx.api, ctx.address, ctx.folder, ctx.root, remote, ctx.signal);
+  await materializeAt(
+    ctx.api,
+    ctx.address,
+    ctx.folder,
+    ctx.root,
+    remote,
+    ctx.signal,
+    undefined,
+    ctx.diskNames,
+  );
 }

@@ -22,7 +22,16 @@ import type { SyncAction } from "../../sync/planner.ts";
 import { SyncState } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import {
+  CliError,
+  describeError,
+  EXIT,
+  eprintln,
+  printJson,
+  println,
+  reportUnsyncable,
+  usageError,
+} from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
@@ -170,13 +179,16 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
     if (!opts.watch) {
       const report = await pass();
       say(summaryLine(label, report));
+      const unsyncable = reportUnsyncable(report.skipped);
       if (report.failures.length > 0)
         throw new CliError(`${report.failures.length} path(s) failed to sync`, EXIT.local);
+      if (unsyncable) throw unsyncable;
       return;
     }
     say(`watching ${root} <-> "${label}" (Ctrl-C to stop)`);
     // The file watcher (chokidar) is loaded only by `--watch`, not on every start of the CLI.
     const { watchLoop } = await import("../../sync/watch.ts");
+    const named = new Set<string>();
     await watchLoop({
       root,
       excludes: await loadExcludes(root, opts.exclude),
@@ -187,6 +199,10 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
         const report = await pass();
         const line = summaryLine(label, report);
         if (!line.endsWith("is in sync")) say(`${new Date().toISOString().slice(11, 19)} ${line}`);
+        // Each path that cannot be synced is named once per run, not on every pass.
+        const fresh = report.skipped.filter((s) => !named.has(s.path));
+        for (const s of fresh) named.add(s.path);
+        reportUnsyncable(fresh);
       },
       onRetry: (e, delay) =>
         eprintln(`esync: ${describeError(e)}; retrying in ${Math.round(delay / 1000)} s`),
