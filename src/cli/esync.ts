@@ -58,7 +58,7 @@ export function buildProgram(): Command {
     .option("--json", "machine-readable JSON output (one document on stdout)")
     .option(
       "--retry-for <duration>",
-      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
+      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR, else 2m; 1s for read commands: folder list, ls, search, quota, du, status)",
     )
     .option(
       "--spill-dir <dir>",

@@ -88,6 +88,19 @@ describe("formatting", () => {
     expect(m.rate(1600)).toBeCloseTo(20_000 / 1.1, 3);
   });
 
+  test("the rate drops to 0 and stays there while nothing moves for 3 s (a stalled transfer does not tick)", () => {
+    const m = new RateMeter(10_000);
+    m.add(0, 0);
+    m.add(10_000, 1000);
+    expect(m.rate(1000)).toBe(10_000);
+    m.add(10_000, 2000); // progress reported again, nothing new moved
+    expect(m.rate(3_999)).toBeGreaterThan(0);
+    expect(m.rate(4_000)).toBe(0);
+    expect(m.rate(9_000)).toBe(0);
+    m.add(20_000, 9_500);
+    expect(m.rate(9_500)).toBeGreaterThan(0);
+  });
+
   test("a percentage is bytes over the phase's total: 0 B of 30 MiB is 0%, an empty file 100% once done", () => {
     expect(percent(0, 30 * 1024 ** 2)).toBe(0);
     expect(percent(15, 30)).toBe(50);

@@ -107,7 +107,7 @@ Example:
   esync pull --folder documents ~/restore/documents`,
     )
     .action(async (dest: string, opts: PullOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await pull(ctx, dest, opts);
     });
 }

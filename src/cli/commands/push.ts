@@ -170,7 +170,7 @@ Examples:
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await push(ctx, dir, opts);
     });
 }
@@ -198,7 +198,11 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 
   // The server's side is read while the tree is walked.
   const remoteSide = (async () => {
-    const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+    const folder = await resolveFolder(ctx, label, {
+      create: opts.create === true,
+      dryRun: opts.dryRun,
+      createFlag: true,
+    });
     const entries: RemoteFileEntry[] = [];
     for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
     const dirEntries = folder.entry

@@ -95,7 +95,7 @@ Example:
   esync status ~/Documents --folder documents`,
     )
     .action(async (dir: string, opts: StatusOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       await status(ctx, dir, opts);
     });
 }

@@ -19,7 +19,7 @@ import {
 } from "../../sync/engine.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import type { SyncAction } from "../../sync/planner.ts";
-import { SyncState } from "../../sync/state-db.ts";
+import { StateBindingError, SyncState } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import {
@@ -39,6 +39,7 @@ import { positiveInt } from "./push.ts";
 interface SyncOptions {
   folder: string;
   create?: boolean;
+  createDir?: boolean;
   watch?: boolean;
   exclude: string[];
   interval: string;
@@ -92,9 +93,10 @@ export function registerSync(program: Command): void {
   program
     .command("sync")
     .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
-    .argument("<dir>", "local directory to sync (created if missing)")
+    .argument("<dir>", "local directory to sync (must exist unless --create-dir)")
     .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
     .option("--create", "register the folder on the server if it does not exist yet")
+    .option("--create-dir", "create DIR if it does not exist (then the folder is downloaded into it)")
     .option("-w, --watch", "keep running: sync on local changes and poll the server")
     .option(
       "-x, --exclude <pattern>",
@@ -124,7 +126,7 @@ Examples:
   esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/`,
     )
     .action(async (dir: string, opts: SyncOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await sync(ctx, dir, opts);
     });
 }
@@ -139,11 +141,23 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
   const root = resolve(dir);
   const st = await stat(root).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${dir}: exists and is not a directory`);
-  await mkdir(root, { recursive: true });
+  // A typo in DIR must not create a directory and download the whole folder into it.
+  if (!st && !opts.createDir)
+    throw usageError(`${dir}: no such directory (pass --create-dir to create it and download the folder)`);
   const folder = await ctx.identity.folderKeys(label);
   const say = (line: string) => (ctx.json ? undefined : println(line));
+  // The label is checked before anything local is touched: a typo is named as the label.
+  const resolved = await resolveFolder(ctx, label, { create: opts.create === true, createFlag: true });
+  if (resolved.registered) say(`registered folder "${label}"`);
+  await mkdir(root, { recursive: true });
 
-  const state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash });
+  let state: SyncState;
+  try {
+    state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash, label });
+  } catch (e) {
+    if (e instanceof StateBindingError) throw usageError(e.message);
+    throw e;
+  }
   try {
     await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
     const base: Omit<SyncContext, "excludes"> = {
@@ -162,13 +176,7 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
         else if (outcome === "failed") say(`FAILED      ${a.path}: ${detail ?? ""}`);
       },
     };
-    let registered = false;
     const pass = async (): Promise<SyncReport> => {
-      if (!registered) {
-        if ((await resolveFolder(ctx, label, { create: opts.create === true })).registered)
-          say(`registered folder "${label}"`);
-        registered = true;
-      }
       // The ignore file is read again each pass, so editing it takes effect without a restart.
       const excludes = await loadExcludes(root, opts.exclude);
       const report = await runSyncPass({ ...base, excludes });
