@@ -48,12 +48,12 @@ import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
 import { downloadFile, IntegrityError, RevisionChangedError } from "../client/downloader.ts";
-import { PlaintextSizeError } from "../client/frame.ts";
+import { ciphertextSize, PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
 import type { UploadStateFile } from "../client/upload-state.ts";
-import { SINGLE_SHOT_LIMIT, uploadFile } from "../client/uploader.ts";
+import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../client/uploader.ts";
 import { markerDir, sealAttributes } from "./attributes.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
@@ -111,6 +111,20 @@ export interface SyncContext {
    * `planFolder` sets it, every file-system call of the pass goes through it.
    */
   diskNames?: DiskNames;
+  /** Hears how the transfers of the pass move (a progress display). */
+  progress?: SyncProgress;
+}
+
+/** Progress of the transfers of a pass (`esync sync` draws it as push and pull do). */
+export interface SyncProgress {
+  /** The uploads and downloads a round is about to run, in plan order. */
+  round(transfers: readonly SyncAction[]): void;
+  /**
+   * Transfer `a` has moved `done` of `total` bytes of phase `phase` (`encrypting`: plaintext;
+   * `uploading`, `finalizing`, `receiving`: ciphertext), `skipped` of them found on the server
+   * by a resume.
+   */
+  update(a: SyncAction, phase: string, done: number, total: number, skipped?: number): void;
 }
 
 /** Transfers of one pass run at once unless `SyncContext.jobs` says otherwise. */
@@ -312,6 +326,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     const batched = await propagateRenames(ctx, todo, report);
     if (batched.deferred.length > 0) replan = true;
     todo = todo.filter((a) => !batched.settled.has(a));
+    ctx.progress?.round(todo.filter((a) => a.op === "upload" || a.op === "download"));
     let fatal: { error: unknown } | null = null;
     const runOne = async (a: SyncAction): Promise<void> => {
       try {
@@ -436,7 +451,10 @@ async function execute(
 ): Promise<void> {
   switch (a.op) {
     case "upload": {
-      await uploadEntry(ctx, a.path, a.local, a.remote);
+      await uploadEntry(ctx, a.path, a.local, a.remote, (u) => {
+        if (u.phase === "encrypting") ctx.progress?.update(a, u.phase, u.encryptedBytes, u.plaintextSize);
+        else ctx.progress?.update(a, u.phase, u.bytesDone, u.bytesTotal, u.bytesSkipped);
+      });
       report.uploaded++;
       return;
     }
@@ -445,7 +463,9 @@ async function execute(
       if (a.local && a.local.kind === a.remote.kind && a.local.hash === a.remote.hash) {
         await applyAttributes(absOf(ctx, a.path), a.remote);
       } else {
-        await materialize(ctx, a.remote);
+        await materialize(ctx, a.remote, (n, total) =>
+          ctx.progress?.update(a, "receiving", n, total ?? ciphertextSize(a.remote.entry.size_bytes)),
+        );
       }
       await recordRemote(ctx, a.remote);
       report.downloaded++;
@@ -644,7 +664,13 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
  * Uploads the local entry at `rel` as the revision after `remote` (null = a new file), with
  * its attributes; records the result as the base. A Conflict (409) propagates as `ApiError`.
  */
-async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, remote: RemoteVersion | null) {
+async function uploadEntry(
+  ctx: SyncContext,
+  rel: string,
+  local: LocalEntry,
+  remote: RemoteVersion | null,
+  onProgress?: (u: UploadProgress) => void,
+) {
   await expectLocal(ctx, rel, local);
   const dir = local.kind === "dir" ? markerDir(rel) : null;
   if (dir !== null) {
@@ -680,6 +706,7 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
       stateFile: local.kind === "file" ? ctx.uploadState : undefined,
       spillDir: ctx.spillDir,
       signal: ctx.signal,
+      onProgress,
     });
     if (!out.result) throw new Replan(`${rel}: a resumed upload finished earlier; reading the state again`);
     ctx.state.put(
@@ -801,7 +828,11 @@ export async function materializeAt(
   await applyAttributes(dest, remote);
 }
 
-async function materialize(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
+async function materialize(
+  ctx: SyncContext,
+  remote: RemoteVersion,
+  onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
+): Promise<void> {
   await materializeAt(
     ctx.api,
     ctx.address,
@@ -809,7 +840,7 @@ async function materialize(ctx: SyncContext, remote: RemoteVersion): Promise<voi
     ctx.root,
     remote,
     ctx.signal,
-    undefined,
+    onProgress,
     ctx.diskNames,
   );
 }

@@ -9,6 +9,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { ciphertextSize } from "../../client/frame.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import {
   DEFAULT_SYNC_JOBS,
@@ -32,6 +33,7 @@ import {
   reportUnsyncable,
   usageError,
 } from "../output.ts";
+import { type FileProgress, type ProgressMode, progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
@@ -86,6 +88,64 @@ function summaryLine(label: string, r: SyncReport): string {
   if (r.failures.length) parts.push(`${r.failures.length} failed`);
   if (r.deferred.length) parts.push(`${r.deferred.length} left for the next pass`);
   return parts.length === 0 ? `"${label}" is in sync` : `synced "${label}": ${parts.join(", ")}`;
+}
+
+/** The progress display of one round of a pass: push's bars, one per transfer. */
+interface SyncDisplay {
+  update(a: SyncAction, phase: string, done: number, total: number, skipped?: number): void;
+  /** Transfer (or other action) `a` ended: its bar goes, `line` (when not null) is printed. */
+  settled(a: SyncAction, line: string | null): void;
+  log(line: string): void;
+  stop(): void;
+}
+
+/**
+ * A display for `transfers` (uploads and downloads of one round): an overall line of their
+ * ciphertext bytes and files, and a line per file in flight (`cli/progress.ts`).
+ */
+function syncDisplay(mode: ProgressMode, label: string, transfers: readonly SyncAction[]): SyncDisplay {
+  const size = (a: SyncAction) =>
+    a.op === "upload" ? a.local.size : a.op === "download" ? a.remote.entry.size_bytes : 0;
+  const total = transfers.reduce((n, a) => n + ciphertextSize(size(a)), 0);
+  const progress = transferProgress(mode, `sync ${label}`, total, transfers.length);
+  const bars = new Map<SyncAction, { bar: FileProgress; done: number; skipped: number }>();
+  let done = 0;
+  let skipped = 0;
+  let files = 0;
+  let stopped = false;
+  return {
+    update(a, phase, n, t, s = 0) {
+      let f = bars.get(a);
+      if (!f) {
+        f = { bar: progress.file(a.path, size(a)), done: 0, skipped: 0 };
+        bars.set(a, f);
+      }
+      f.bar.update(phase, n, t, s);
+      if (phase === "encrypting") return; // overall progress counts ciphertext moved
+      done += n - f.done;
+      skipped += s - f.skipped;
+      f.done = n;
+      f.skipped = s;
+      progress.overall(done, files, skipped);
+    },
+    settled(a, line) {
+      const f = bars.get(a);
+      if (transfers.includes(a)) {
+        files++;
+        progress.overall(done, files, skipped);
+      }
+      if (f) {
+        bars.delete(a);
+        f.bar.done(line ?? `skipped     ${a.path}`);
+      } else if (line !== null) progress.log(line);
+    },
+    log: (line) => progress.log(line),
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      progress.stop();
+    },
+  };
 }
 
 /** Registers `esync sync` on `program`. */
@@ -145,7 +205,13 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
   if (!st && !opts.createDir)
     throw usageError(`${dir}: no such directory (pass --create-dir to create it and download the folder)`);
   const folder = await ctx.identity.folderKeys(label);
-  const say = (line: string) => (ctx.json ? undefined : println(line));
+  // While transfers run, lines go through the progress display (above its bars).
+  let display: SyncDisplay | null = null;
+  const say = (line: string) => {
+    if (ctx.json) return;
+    if (display) display.log(line);
+    else println(line);
+  };
   // The label is checked before anything local is touched: a typo is named as the label.
   const resolved = await resolveFolder(ctx, label, { create: opts.create === true, createFlag: true });
   if (resolved.registered) say(`registered folder "${label}"`);
@@ -172,14 +238,35 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions): Promis
       signal: ctx.signal,
       jobs,
       onAction: (a, outcome, detail) => {
-        if (outcome === "done") say(describeAction(a));
-        else if (outcome === "failed") say(`FAILED      ${a.path}: ${detail ?? ""}`);
+        const line =
+          outcome === "done"
+            ? describeAction(a)
+            : outcome === "failed"
+              ? `FAILED      ${a.path}: ${detail ?? ""}`
+              : null;
+        if (display) display.settled(a, line);
+        else if (line !== null) say(line);
+      },
+      progress: {
+        round(transfers) {
+          display?.stop();
+          display = transfers.length > 0 ? syncDisplay(progressMode(ctx.json), label, transfers) : null;
+        },
+        update(a, phase, done, total, skipped) {
+          display?.update(a, phase, done, total, skipped);
+        },
       },
     };
     const pass = async (): Promise<SyncReport> => {
       // The ignore file is read again each pass, so editing it takes effect without a restart.
       const excludes = await loadExcludes(root, opts.exclude);
-      const report = await runSyncPass({ ...base, excludes });
+      let report: SyncReport;
+      try {
+        report = await runSyncPass({ ...base, excludes });
+      } finally {
+        display?.stop();
+        display = null;
+      }
       if (ctx.json) printJson({ folder: label, folder_hash: folder.folderHash, dir: root, ...report });
       return report;
     };
