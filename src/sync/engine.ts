@@ -508,9 +508,17 @@ async function execute(
       const dest = await safeDestination(ctx.root, a.path, ctx.diskNames);
       await rename(absOf(ctx, a.from), dest);
       await pruneEmptyParents(ctx, a.from, remote);
-      await applyAttributes(dest, a.remote);
       ctx.state.remove(a.from);
-      await recordRemote(ctx, a.remote);
+      if (a.edited) {
+        // The edit follows the rename: uploaded on the moved revision (a 409 replans it).
+        const moved = await readLocalEntry(ctx.root, a.path, ctx.address, undefined, ctx.diskNames);
+        if (!moved) throw new Replan(`${a.path} disappeared locally`);
+        await uploadEntry(ctx, a.path, moved, a.remote);
+        report.uploaded++;
+      } else {
+        await applyAttributes(dest, a.remote);
+        await recordRemote(ctx, a.remote);
+      }
       report.renamed++;
       return;
     }

@@ -31,7 +31,7 @@ export interface StatusItem {
   path: string;
   /** The old path of a rename or move. */
   from?: string;
-  /** `new` or `changed` for uploads and downloads. */
+  /** `new` or `changed` for uploads and downloads; `changed` for a move of a file edited here (uploaded after it). */
   reason?: "new" | "changed";
   /** Where a conflict keeps the local version. */
   copy_path?: string;
@@ -45,6 +45,7 @@ export function statusItems(actions: SyncAction[]): StatusItem[] {
     const item: StatusItem = { op: a.op, path: a.path };
     if (a.op === "upload" || a.op === "download") item.reason = a.reason;
     if (a.op === "rename_remote" || a.op === "move_local") item.from = a.from;
+    if (a.op === "move_local" && a.edited) item.reason = "changed";
     if (a.op === "conflict") item.copy_path = a.copyPath;
     out.push(item);
   }

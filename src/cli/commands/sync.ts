@@ -68,7 +68,7 @@ export function describeAction(a: SyncAction): string {
     case "rename_remote":
       return `renamed     ${a.from} -> ${a.path} on the server`;
     case "move_local":
-      return `renamed     ${a.from} -> ${a.path} locally`;
+      return `renamed     ${a.from} -> ${a.path} locally${a.edited ? " (your edit uploaded there)" : ""}`;
     case "conflict":
       return `conflict    ${a.path}: both changed; yours kept as ${a.copyPath}`;
     case "record":
