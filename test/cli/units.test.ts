@@ -341,3 +341,38 @@ describe("pull destinations", () => {
     rmSync(root, { recursive: true, force: true });
   });
 });
+
+describe("notices and network errors", () => {
+  test("a retry notice goes above the progress display while one is drawn, to stderr otherwise", async () => {
+    const { notice, setNoticeSink } = await import("../../src/cli/output.ts");
+    const seen: string[] = [];
+    setNoticeSink((l) => seen.push(l));
+    try {
+      notice("esync: cannot reach X; retrying");
+    } finally {
+      setNoticeSink(null);
+    }
+    expect(seen).toEqual(["esync: cannot reach X; retrying"]);
+  });
+
+  test("a download that cannot reach the server names the file's path, not its hex id", async () => {
+    const { EsyncApi } = await import("../../src/client/api.ts");
+    const api = new EsyncApi({
+      baseUrl: "http://127.0.0.1:9",
+      token: "t",
+      fetch: (async () => {
+        throw Object.assign(new Error("Unable to connect. Is the computer able to access the url?"), {
+          code: "ECONNREFUSED",
+        });
+      }) as unknown as typeof fetch,
+    });
+    const id = "ab".repeat(32);
+    const e = await api.download("addr", "cd".repeat(32), id, { label: "photos/cat.jpg" }).catch((x) => x);
+    expect(e).toBeInstanceOf(ApiError);
+    expect(e.message).toBe(
+      "photos/cat.jpg: ECONNREFUSED: Unable to connect. Is the computer able to access the url?",
+    );
+    expect(e.message).not.toContain(id);
+    expect(e.extra.request).toContain(id);
+  });
+});
