@@ -49,11 +49,17 @@ describe("a dead server", () => {
   ];
   for (const [name, args] of reads)
     test(`${name} on a dead port fails within 5 s with one line, exit 2, no resume hint`, async () => {
+      // The same command answered by a live server: what starting the CLI costs on this machine now.
+      const l0 = performance.now();
+      await runCli(cfg, args);
+      const live = performance.now() - l0;
       const t0 = performance.now();
       const r = await runCli(deadCfg, args);
       const ms = performance.now() - t0;
       expect(r.code).toBe(2);
-      expect(ms).toBeLessThan(5000);
+      // Within 5 s; on a machine so loaded that starting the CLI alone takes seconds, within
+      // 3.5 s more than a live answer (the old behaviour, 2 minutes of retries, fails both).
+      expect(ms).toBeLessThan(Math.max(5000, live + 4500));
       const lines = r.stderr.trim().split("\n");
       expect(lines).toHaveLength(1);
       expect(lines[0]).toStartWith(`esync: cannot reach ${deadUrl}`);
@@ -64,6 +70,9 @@ describe("a dead server", () => {
 
   test("an https URL on a plain-HTTP port fails at once (TLS is not retried), even for a transfer", async () => {
     const url = server.url.replace("http://", "https://");
+    const l0 = performance.now();
+    await runCli(cfg, ["folder", "list"]);
+    const live = performance.now() - l0;
     const t0 = performance.now();
     const r = await runCli(cfg, [
       "pull",
@@ -75,7 +84,7 @@ describe("a dead server", () => {
       "--retry-for",
       "1m",
     ]);
-    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(performance.now() - t0).toBeLessThan(Math.max(5000, live + 4500));
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`TLS handshake with ${url} failed (not retried)`);
     expect(r.stderr).not.toContain("retrying");
