@@ -22,12 +22,13 @@ import {
   serverOverride,
   spillDirOverride,
 } from "./config.ts";
-import { describeError, eprintln, formatDuration, InterruptedError } from "./output.ts";
+import { describeError, formatDuration, InterruptedError, notice, setCommandKind } from "./output.ts";
 import { cleanSpillDir } from "./spill.ts";
 
 /**
  * Tells the user on stderr, at most every 15 s, that requests are being retried (the error
- * names the server) and for how long at most.
+ * names the server) and for how long at most; through `notice`, so that it is printed above a
+ * progress display, not over it.
  */
 export function retryNotice(forMs: number): (e: ApiError) => void {
   let last = 0;
@@ -35,7 +36,7 @@ export function retryNotice(forMs: number): (e: ApiError) => void {
     const now = Date.now();
     if (now - last < 15_000) return;
     last = now;
-    eprintln(`esync: ${describeError(e)}; retrying for up to ${formatDuration(forMs)}`);
+    notice(`esync: ${describeError(e)}; retrying for up to ${formatDuration(forMs)}`);
   };
 }
 
@@ -77,8 +78,29 @@ export function interruptSignal(): AbortSignal {
   return interrupt.signal;
 }
 
-/** Loads configuration, mnemonic and identity; usage error (exit 1) when `esync init` was not run. */
-export async function loadContext(opts: GlobalOptions): Promise<CommandContext> {
+/**
+ * What a command does with the server, which decides how patient it is with an outage:
+ * - `read` (folder list, ls, search, quota, du, status): someone waits at a prompt; a dead
+ *   server fails within `READ_RETRY_FOR_MS` of retries (unless `--retry-for` or
+ *   `ESYNC_RETRY_FOR` says otherwise), each request within `READ_TIMEOUT_MS`, with no retry
+ *   notice and no resume hint.
+ * - `transfer` (push, pull, sync, restore): retries for `--retry-for` (default 2 min) with a
+ *   notice, and ends with the hint that running it again resumes.
+ * - `write` (the others): retries like a transfer, without the resume hint.
+ */
+export type CommandKind = "read" | "transfer" | "write";
+
+/** Retry budget of a `read` command when none is configured: 1 s. */
+export const READ_RETRY_FOR_MS = 1_000;
+/** Time a `read` command's request may take before it fails: 10 s. */
+export const READ_TIMEOUT_MS = 10_000;
+
+/**
+ * Loads configuration, mnemonic and identity for a command of `kind` (default `write`); usage
+ * error (exit 1) when `esync init` was not run.
+ */
+export async function loadContext(opts: GlobalOptions, kind: CommandKind = "write"): Promise<CommandContext> {
+  setCommandKind(kind);
   const paths = configPaths(configDir(opts.configDir));
   paths.spill = spillDirOverride(opts.spillDir) ?? paths.spill;
   await cleanSpillDir(paths.spill, paths.uploads);
@@ -87,12 +109,15 @@ export async function loadContext(opts: GlobalOptions): Promise<CommandContext> 
   const identity = await identityFromMnemonic(mnemonic);
   const serverUrl = normalizeServerUrl(serverOverride(opts.server) ?? config.server_url);
   const tokens = new WalletTokenSource(identity);
-  const retry = { forMs: retryForMs(opts.retryFor) };
+  const configured = opts.retryFor !== undefined || !!process.env.ESYNC_RETRY_FOR;
+  const read = kind === "read";
+  const retry = { forMs: read && !configured ? READ_RETRY_FOR_MS : retryForMs(opts.retryFor) };
   const api = new EsyncApi({
     baseUrl: serverUrl,
     token: tokens,
     retry,
-    onRetry: retryNotice(retry.forMs),
+    timeoutMs: read && !configured ? READ_TIMEOUT_MS : undefined,
+    onRetry: read && !configured ? undefined : retryNotice(retry.forMs),
   });
   return {
     paths,

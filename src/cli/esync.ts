@@ -64,7 +64,7 @@ export function buildProgram(): Command {
     .option("--json", "machine-readable JSON output (one document on stdout)")
     .option(
       "--retry-for <duration>",
-      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR or 2m)",
+      "keep retrying network errors and 5xx this long before failing, e.g. 30s, 2m, 0 (default $ESYNC_RETRY_FOR, else 2m; 1s for read commands: folder list, ls, search, quota, du, status)",
     )
     .option("-q, --quiet", "print only errors (a --json document is still printed)")
     .option("--log-file <path>", "append JSON log lines to PATH (rotated at 10 MiB, 5 files kept)")

@@ -27,6 +27,21 @@ export async function fileSaltedHash(path: string, ss58Address: string, size?: n
   return h.digest();
 }
 
+/** NFC relative path → the relative path as it is on disk, for names that differ (a scan's finding). */
+export type DiskNames = ReadonlyMap<string, string>;
+
+/**
+ * The on-disk form of NFC relative path `rel`: its own mapping in `names`, else its parent's
+ * with its last name as given (a new file inside a directory whose name is not NFC).
+ */
+export function onDiskPath(rel: string, names?: DiskNames): string {
+  if (!names || names.size === 0) return rel;
+  const hit = names.get(rel);
+  if (hit !== undefined) return hit;
+  const i = rel.lastIndexOf("/");
+  return i < 0 ? rel : `${onDiskPath(rel.slice(0, i), names)}/${rel.slice(i + 1)}`;
+}
+
 /** A remote path that must not be written: absolute, with `..`, or leading outside the destination. */
 export class UnsafePathError extends Error {
   constructor(path: string, why: string) {
@@ -44,9 +59,10 @@ function inside(parent: string, child: string): boolean {
 /**
  * The absolute destination of remote path `rel` under `destRoot` (which must exist), creating
  * its parent directories. Refuses (`UnsafePathError`) absolute paths, `..` or empty segments,
- * NUL bytes, and a parent that resolves (through a symbolic link) outside `destRoot`.
+ * NUL bytes, and a parent that resolves (through a symbolic link) outside `destRoot`. Names are
+ * the on-disk ones `names` has for the path (see `onDiskPath`).
  */
-export async function safeDestination(destRoot: string, rel: string): Promise<string> {
+export async function safeDestination(destRoot: string, rel: string, names?: DiskNames): Promise<string> {
   if (rel.includes("\0")) throw new UnsafePathError(rel, "contains a NUL byte");
   if (rel.startsWith("/") || /^[A-Za-z]:[\\/]/.test(rel)) throw new UnsafePathError(rel, "absolute path");
   if (rel.split(/[\\/]/).some((s) => s === "..")) throw new UnsafePathError(rel, "contains a '..' segment");
@@ -57,7 +73,7 @@ export async function safeDestination(destRoot: string, rel: string): Promise<st
     throw new UnsafePathError(rel, (e as Error).message);
   }
   const root = await realpath(destRoot);
-  const target = resolve(root, ...norm.split("/"));
+  const target = resolve(root, ...onDiskPath(norm, names).split("/"));
   if (!inside(root, target) || target === root) throw new UnsafePathError(rel, "escapes the destination");
   const parent = resolve(target, "..");
   await mkdir(parent, { recursive: true });

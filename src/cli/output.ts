@@ -60,6 +60,18 @@ export function usageError(message: string): CliError {
   return new CliError(message, EXIT.usage);
 }
 
+/**
+ * Prints each local path a scan cannot sync on stderr (`esync: cannot sync PATH: REASON`) and
+ * returns the error a command ends with when there are any (exit 3, after everything else was
+ * done), or null. The rule: docs/unicode-names.md.
+ */
+export function reportUnsyncable(skipped: readonly { path: string; reason: string }[]): CliError | null {
+  for (const s of skipped) eprintln(`esync: cannot sync ${JSON.stringify(s.path)}: ${s.reason}`);
+  return skipped.length === 0
+    ? null
+    : new CliError(`${skipped.length} local path(s) cannot be synced (listed above)`, EXIT.local);
+}
+
 /** The exit code an error ends the program with. */
 export function exitCodeOf(e: unknown): ExitCode {
   if (e instanceof CliError) return e.code;
@@ -83,13 +95,36 @@ export class InterruptedError extends Error {
 }
 
 let outage: string | null = null;
+let kind: "read" | "transfer" | "write" = "write";
+
+/** Records what the running command does (`CommandKind` of `context.ts`): only a transfer resumes. */
+export function setCommandKind(k: "read" | "transfer" | "write"): void {
+  kind = k;
+}
 
 /**
  * The server of the last retryable failure (network, 5xx, 429) that `describeError` reported,
- * or null: `main` then ends with `resumeHint`.
+ * when the running command is a transfer that a rerun resumes, or null: `main` then ends with
+ * `resumeHint`.
  */
 export function lastOutage(): string | null {
-  return outage;
+  return kind === "transfer" ? outage : null;
+}
+
+let noticeSink: ((line: string) => void) | null = null;
+
+/**
+ * Routes `notice` lines to `sink` (a progress display prints them above its bars) until it is
+ * called again with null.
+ */
+export function setNoticeSink(sink: ((line: string) => void) | null): void {
+  noticeSink = sink;
+}
+
+/** Prints a notice (a retry under way, ...): above the progress display when one is drawn, else on stderr. */
+export function notice(line: string): void {
+  if (noticeSink) noticeSink(line);
+  else eprintln(line);
 }
 
 /** The one-line hint printed after a run that failed because a server was down or failing. */
@@ -111,6 +146,7 @@ export function describeError(e: unknown): string {
       e.extra.retriedForMs !== undefined && e.extra.retriedForMs > 0
         ? ` (retried for ${formatDuration(e.extra.retriedForMs)})`
         : "";
+    if (e.code === "tls_error") return `TLS handshake with ${server} failed (not retried): ${e.message}`;
     if (e.status === 0) return `cannot reach ${server}${retried}: ${e.message}`;
     return `${server}: ${e.status} ${e.code}${retried}: ${e.message || "(no message)"}`;
   }

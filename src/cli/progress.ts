@@ -21,7 +21,7 @@
  * `KiB`, `MiB`, `MiB/s`.
  */
 import { MultiBar, type MultiBar as MultiBarType, type SingleBar } from "cli-progress";
-import { formatDuration, formatRate, formatSize, wrapWords } from "./output.ts";
+import { formatDuration, formatRate, formatSize, setNoticeSink, wrapWords } from "./output.ts";
 
 export { wrapWords };
 
@@ -37,24 +37,34 @@ export function progressMode(json: boolean): ProgressMode {
   return process.stdout.isTTY ? "bars" : "lines";
 }
 
+/** Nothing moved for this long: the rate is shown as 0 and the ETA as unknown (a stall, an outage). */
+export const STALL_MS = 3_000;
+
 /** Bytes per second as a moving average over a sliding window of `windowMs`. */
 export class RateMeter {
   private readonly samples: Array<[number, number]> = [];
+  private movedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly windowMs = 10_000) {}
 
   /** Records that `total` bytes were moved by now (a count that only grows). */
   add(total: number, now = performance.now()): void {
+    const last = this.samples.at(-1);
+    if (!last || total > last[1]) this.movedAt = now;
     this.samples.push([now, total]);
     while (this.samples.length > 2 && now - (this.samples[1] as [number, number])[0] > this.windowMs)
       this.samples.shift();
   }
 
-  /** Current rate in bytes per second over the window (0 until samples span 500 ms). */
+  /**
+   * Current rate in bytes per second over the window: 0 until samples span 500 ms, and 0
+   * once nothing has moved for `STALL_MS` (it does not keep falling while a transfer waits).
+   */
   rate(now = performance.now()): number {
     const first = this.samples[0];
     const last = this.samples.at(-1);
     if (!first || !last) return 0;
+    if (now - this.movedAt >= STALL_MS) return 0;
     const span = Math.max(now, last[0]) - first[0];
     return span < 500 ? 0 : Math.max(0, last[1] - first[1]) / (span / 1000);
   }
@@ -247,6 +257,8 @@ export function transferProgress(
     const lines = l.split("\n").flatMap((part) => wrapWords(part, w));
     multi.log(`${lines.map((x) => x.padEnd(w)).join("\n")}\n`);
   };
+  // Notices (retries) go above the bars while they are drawn, not over them.
+  setNoticeSink(log);
   return {
     file(name, size) {
       const fm = { meter: new RateMeter(5000), phase: "", bytes: 0, total: size };
@@ -298,6 +310,7 @@ export function transferProgress(
     log,
     stop() {
       clearInterval(tick);
+      setNoticeSink(null);
       overall.update(0, { line: overallLine });
       multi.stop();
     },

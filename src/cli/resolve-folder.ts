@@ -29,13 +29,15 @@ export interface ResolveFolderOptions {
   create?: boolean;
   /** With `create`: do not register, only report that it would be (`--dry-run`). */
   dryRun?: boolean;
+  /** The command takes `--create` (push, sync): an unknown label's error suggests it. */
+  createFlag?: boolean;
 }
 
 /**
  * Finds folder `label` among the account's folders (`/list_folders`). When it is not there:
  * with `create`, registers it with this device's name (a 409 from a concurrent registration
  * counts as found); without, throws a usage `CliError` (exit 1) that lists the known labels
- * and names `--create`.
+ * (and names `--create` when the command has it: `createFlag`).
  * @throws CliError for an unknown label; ApiError when the server fails.
  */
 export async function resolveFolder(
@@ -47,7 +49,7 @@ export async function resolveFolder(
   const { folders } = await ctx.api.listFolders(ctx.address);
   const entry = folders.find((f) => f.folder_hash === keys.folderHash);
   if (entry) return { label, keys, entry, registered: false };
-  if (!options.create) throw unknownFolder(label, folders);
+  if (!options.create) throw unknownFolder(label, folders, options.createFlag === true);
   if (options.dryRun) return { label, keys, entry: null, registered: false };
   try {
     await ctx.api.registerFolder({
@@ -68,12 +70,12 @@ export async function resolveFolder(
   };
 }
 
-/** The error for a label the server does not list. */
-function unknownFolder(label: string, folders: RemoteFolderInfo[]): CliError {
+/** The error for a label the server does not list; `--create` is suggested where it exists. */
+function unknownFolder(label: string, folders: RemoteFolderInfo[], createFlag: boolean): CliError {
   const known = folders.map((f) => JSON.stringify(f.label)).sort();
   const list = known.length > 0 ? `known folders: ${known.join(", ")}` : "this account has no folders yet";
-  return new CliError(
-    `no folder "${label}" on the server (${list}); pass --create to register it as a new folder`,
-    EXIT.usage,
-  );
+  const hint = createFlag
+    ? "; pass --create to register it as a new folder"
+    : ` (\`esync folder add ${JSON.stringify(label)}\` registers a new one)`;
+  return new CliError(`no folder "${label}" on the server (${list})${hint}`, EXIT.usage);
 }

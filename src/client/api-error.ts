@@ -31,6 +31,10 @@ export class ApiError extends Error {
       server?: string;
       /** Set when retries gave up on this error: how long they went on, ms. */
       retriedForMs?: number;
+      /** `METHOD /path` of the request, for logs (messages name files by path instead). */
+      request?: string;
+      /** A transport failure a retry cannot fix (a failed TLS handshake): not retryable. */
+      permanent?: boolean;
       cause?: unknown;
     } = {},
   ) {
@@ -43,8 +47,9 @@ export class ApiError extends Error {
     return this.extra.conflict;
   }
 
-  /** True for failures worth retrying: network errors, 5xx, 429. */
+  /** True for failures worth retrying: network errors (not a failed TLS handshake), 5xx, 429. */
   get retryable(): boolean {
+    if (this.extra.permanent) return false;
     return this.status === 0 || this.status >= 500 || this.status === 429;
   }
 

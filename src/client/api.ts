@@ -99,6 +99,37 @@ interface RequestSpec {
   signal?: AbortSignal;
   /** Apply `timeoutMs` (default true). */
   timeout?: boolean;
+  /** What the request is about for the user (a file's path), named in a network error. */
+  label?: string;
+}
+
+/**
+ * The part of a fetch failure's message a user can act on: Bun's advice to its own developers
+ * ("pass `verbose: true` in the second argument to fetch()") is left out.
+ */
+export function fetchFailureText(e: unknown): string {
+  const msg = e instanceof Error ? e.message : String(e);
+  const code = (e as { code?: unknown } | null)?.code;
+  const kept = msg
+    .split(/(?<=[.?!])\s+/)
+    .filter((s) => !/verbose: ?true|second argument to fetch/i.test(s))
+    .join(" ")
+    .trim();
+  const text = kept || "request failed";
+  return typeof code === "string" && !text.includes(code) ? `${code}: ${text}` : text;
+}
+
+/**
+ * True for a fetch failure that a retry cannot fix: the TLS handshake failed (a certificate
+ * that does not verify, an HTTPS URL on a plain-HTTP port).
+ */
+export function isTlsFailure(e: unknown): boolean {
+  const code = String((e as { code?: unknown } | null)?.code ?? "");
+  const msg = e instanceof Error ? e.message : String(e);
+  return (
+    /^EPROTO$|CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/i.test(code) ||
+    /certificate|TLS handshake|SSL|wrong version number/i.test(msg)
+  );
 }
 
 function seg(s: string): string {
@@ -186,11 +217,19 @@ export class EsyncApi {
         });
       } catch (e) {
         if (spec.signal?.aborted) throw spec.signal.reason ?? e;
-        const msg = e instanceof Error ? e.message : String(e);
-        throw new ApiError(0, "network_error", `${spec.method} ${spec.path}: ${msg}`, {
-          cause: e,
-          server: this.baseUrl,
-        });
+        const msg = fetchFailureText(e);
+        const tls = isTlsFailure(e);
+        throw new ApiError(
+          0,
+          tls ? "tls_error" : "network_error",
+          spec.label ? `${spec.label}: ${msg}` : msg,
+          {
+            cause: e,
+            server: this.baseUrl,
+            request: `${spec.method} ${spec.path}`,
+            permanent: tls,
+          },
+        );
       }
       if (res.ok) return res;
       const err = (await errorFromResponse(res)).withServer(this.baseUrl);
@@ -398,7 +437,7 @@ export class EsyncApi {
     ss58: string,
     folderHash: string,
     fileId: string,
-    options: { range?: ByteRange; ifRange?: string; signal?: AbortSignal } = {},
+    options: { range?: ByteRange; ifRange?: string; signal?: AbortSignal; label?: string } = {},
   ): Promise<DownloadResult> {
     const headers: Record<string, string> = {};
     if (options.ifRange !== undefined) headers["If-Range"] = options.ifRange;
@@ -415,6 +454,7 @@ export class EsyncApi {
       headers,
       signal: options.signal,
       timeout: false,
+      label: options.label,
     });
     const num = (name: string): number | null => {
       const v = res.headers.get(name);

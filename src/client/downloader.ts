@@ -80,7 +80,8 @@ export interface DownloadOutcome {
  */
 export async function downloadFile(o: DownloadFileOptions): Promise<DownloadOutcome> {
   const id = toHex(o.entry.path_hash);
-  const res = await o.api.download(o.ss58Address, o.folder.folderHash, id, { signal: o.signal });
+  const label = o.entry.relative_path ?? o.entry.file_name ?? undefined;
+  const res = await o.api.download(o.ss58Address, o.folder.folderHash, id, { signal: o.signal, label });
   if (res.revisionSeq !== null && res.revisionSeq !== o.entry.revision_seq) {
     await res.body.cancel().catch(() => {});
     throw new RevisionChangedError(
@@ -155,6 +156,7 @@ function resumingBody(
       range: { start: at },
       ifRange: first.etag as string,
       signal: o.signal,
+      label: o.entry.relative_path ?? o.entry.file_name ?? undefined,
     });
     if (next.status !== 206 || next.contentRange?.start !== at) {
       next.body.cancel().catch(() => {});

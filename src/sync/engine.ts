@@ -43,17 +43,17 @@ import {
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { runJobs } from "../cli/jobs.ts";
-import { safeDestination } from "../cli/local-files.ts";
+import { type DiskNames, safeDestination } from "../cli/local-files.ts";
 import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
 import { downloadFile, IntegrityError, RevisionChangedError } from "../client/downloader.ts";
-import { PlaintextSizeError } from "../client/frame.ts";
+import { ciphertextSize, PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
 import type { UploadStateFile } from "../client/upload-state.ts";
-import { SINGLE_SHOT_LIMIT, uploadFile } from "../client/uploader.ts";
+import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../client/uploader.ts";
 import { markerDir, sealAttributes } from "./attributes.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
@@ -63,6 +63,7 @@ import {
   linkHash,
   markerPath,
   readLocalEntry,
+  type SkippedPath,
   sameFingerprint,
   scanLocalTree,
 } from "./local-tree.ts";
@@ -105,6 +106,25 @@ export interface SyncContext {
    * plan order.
    */
   jobs?: number;
+  /**
+   * On-disk names of the paths whose names are not NFC (the last scan's `LocalTree.disk`);
+   * `planFolder` sets it, every file-system call of the pass goes through it.
+   */
+  diskNames?: DiskNames;
+  /** Hears how the transfers of the pass move (a progress display). */
+  progress?: SyncProgress;
+}
+
+/** Progress of the transfers of a pass (`esync sync` draws it as push and pull do). */
+export interface SyncProgress {
+  /** The uploads and downloads a round is about to run, in plan order. */
+  round(transfers: readonly SyncAction[]): void;
+  /**
+   * Transfer `a` has moved `done` of `total` bytes of phase `phase` (`encrypting`: plaintext;
+   * `uploading`, `finalizing`, `receiving`: ciphertext), `skipped` of them found on the server
+   * by a resume.
+   */
+  update(a: SyncAction, phase: string, done: number, total: number, skipped?: number): void;
 }
 
 /** Transfers of one pass run at once unless `SyncContext.jobs` says otherwise. */
@@ -125,6 +145,7 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
   // Paths the rules exclude are out of sync on every side: adding a pattern never deletes anything.
   for (const rel of [...base.keys()]) if (pathExcluded(ctx.excludes, rel)) base.delete(rel);
   const local = await scanLocalTree(ctx.root, ctx.address, ctx.excludes, (rel) => base.get(rel));
+  ctx.diskNames = local.disk;
   const entries = [];
   for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
   const remote = remoteTree(entries, ctx.folder.key);
@@ -233,6 +254,8 @@ export interface SyncReport {
   /** Paths left for a later pass (edited during the pass, or the remote kept moving). */
   deferred: string[];
   unplaceable: number;
+  /** Local paths the scan cannot sync (by on-disk name, with the reason); never uploaded. */
+  skipped: SkippedPath[];
 }
 
 /** The local path changed after it was planned, or the remote moved on: plan again. */
@@ -281,6 +304,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     failures: [],
     deferred: [],
     unplaceable: 0,
+    skipped: [],
   };
   const failed = new Set<string>();
   const jobs = ctx.jobs ?? DEFAULT_SYNC_JOBS;
@@ -293,6 +317,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
       plan = await planFolder(ctx);
     }
     report.unplaceable = plan.remote.unplaceable.length;
+    report.skipped = plan.local.skipped;
     let todo = plan.actions.filter((a) => !failed.has(a.path));
     let replan = false;
     report.deferred = [];
@@ -301,6 +326,7 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
     const batched = await propagateRenames(ctx, todo, report);
     if (batched.deferred.length > 0) replan = true;
     todo = todo.filter((a) => !batched.settled.has(a));
+    ctx.progress?.round(todo.filter((a) => a.op === "upload" || a.op === "download"));
     let fatal: { error: unknown } | null = null;
     const runOne = async (a: SyncAction): Promise<void> => {
       try {
@@ -375,7 +401,7 @@ function isLarge(a: SyncAction): boolean {
 }
 
 function absOf(ctx: SyncContext, rel: string): string {
-  return diskPath(ctx.root, rel);
+  return diskPath(ctx.root, rel, ctx.diskNames);
 }
 
 /** True when the rules exclude `rel` (for a marker path: its directory). */
@@ -425,7 +451,10 @@ async function execute(
 ): Promise<void> {
   switch (a.op) {
     case "upload": {
-      await uploadEntry(ctx, a.path, a.local, a.remote);
+      await uploadEntry(ctx, a.path, a.local, a.remote, (u) => {
+        if (u.phase === "encrypting") ctx.progress?.update(a, u.phase, u.encryptedBytes, u.plaintextSize);
+        else ctx.progress?.update(a, u.phase, u.bytesDone, u.bytesTotal, u.bytesSkipped);
+      });
       report.uploaded++;
       return;
     }
@@ -434,7 +463,9 @@ async function execute(
       if (a.local && a.local.kind === a.remote.kind && a.local.hash === a.remote.hash) {
         await applyAttributes(absOf(ctx, a.path), a.remote);
       } else {
-        await materialize(ctx, a.remote);
+        await materialize(ctx, a.remote, (n, total) =>
+          ctx.progress?.update(a, "receiving", n, total ?? ciphertextSize(a.remote.entry.size_bytes)),
+        );
       }
       await recordRemote(ctx, a.remote);
       report.downloaded++;
@@ -474,24 +505,32 @@ async function execute(
     case "move_local": {
       await expectLocal(ctx, a.from, a.local);
       await expectLocal(ctx, a.path, null);
-      const dest = await safeDestination(ctx.root, a.path);
+      const dest = await safeDestination(ctx.root, a.path, ctx.diskNames);
       await rename(absOf(ctx, a.from), dest);
       await pruneEmptyParents(ctx, a.from, remote);
-      await applyAttributes(dest, a.remote);
       ctx.state.remove(a.from);
-      await recordRemote(ctx, a.remote);
+      if (a.edited) {
+        // The edit follows the rename: uploaded on the moved revision (a 409 replans it).
+        const moved = await readLocalEntry(ctx.root, a.path, ctx.address, undefined, ctx.diskNames);
+        if (!moved) throw new Replan(`${a.path} disappeared locally`);
+        await uploadEntry(ctx, a.path, moved, a.remote);
+        report.uploaded++;
+      } else {
+        await applyAttributes(dest, a.remote);
+        await recordRemote(ctx, a.remote);
+      }
       report.renamed++;
       return;
     }
     case "conflict": {
       await expectLocal(ctx, a.path, a.local);
       await expectLocal(ctx, a.copyPath, null);
-      const copyAbs = await safeDestination(ctx.root, a.copyPath);
+      const copyAbs = await safeDestination(ctx.root, a.copyPath, ctx.diskNames);
       await rename(absOf(ctx, a.path), copyAbs);
       await materialize(ctx, a.remote);
       await recordRemote(ctx, a.remote);
       report.conflicts.push(a.copyPath);
-      const copy = await readLocalEntry(ctx.root, a.copyPath, ctx.address);
+      const copy = await readLocalEntry(ctx.root, a.copyPath, ctx.address, undefined, ctx.diskNames);
       if (copy) await uploadEntry(ctx, a.copyPath, copy, null);
       return;
     }
@@ -517,7 +556,7 @@ async function pruneEmptyParents(ctx: SyncContext, rel: string, remote: RemoteTr
     const prefix = `${dir}/`;
     for (const p of remote.entries.keys()) if (p.startsWith(prefix)) return;
     try {
-      await rmdir(diskPath(ctx.root, dir));
+      await rmdir(absOf(ctx, dir));
     } catch {
       return; // not empty (or already gone): keep it and everything above
     }
@@ -616,7 +655,7 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
   const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
   const gone: string[] = [];
   for (const d of parentDirs(remote.folderEntry ?? remote.rel))
-    if (tree?.dirEntries?.has(d) && !(await lstat(diskPath(ctx.root, d)).catch(() => null))) gone.push(d);
+    if (tree?.dirEntries?.has(d) && !(await lstat(absOf(ctx, d)).catch(() => null))) gone.push(d);
   if (remote.folderEntry !== undefined) {
     await unregisterEntries(f, [remote.folderEntry, ...gone]);
     return;
@@ -633,7 +672,13 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
  * Uploads the local entry at `rel` as the revision after `remote` (null = a new file), with
  * its attributes; records the result as the base. A Conflict (409) propagates as `ApiError`.
  */
-async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, remote: RemoteVersion | null) {
+async function uploadEntry(
+  ctx: SyncContext,
+  rel: string,
+  local: LocalEntry,
+  remote: RemoteVersion | null,
+  onProgress?: (u: UploadProgress) => void,
+) {
   await expectLocal(ctx, rel, local);
   const dir = local.kind === "dir" ? markerDir(rel) : null;
   if (dir !== null) {
@@ -669,6 +714,7 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
       stateFile: local.kind === "file" ? ctx.uploadState : undefined,
       spillDir: ctx.spillDir,
       signal: ctx.signal,
+      onProgress,
     });
     if (!out.result) throw new Replan(`${rel}: a resumed upload finished earlier; reading the state again`);
     ctx.state.put(
@@ -686,12 +732,20 @@ async function uploadEntry(ctx: SyncContext, rel: string, local: LocalEntry, rem
 
 /** Records the remote version as the base of its path, with the local fingerprint it now has. */
 async function recordRemote(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
-  await recordRemoteIn(ctx.state, ctx.root, remote);
+  await recordRemoteIn(ctx.state, ctx.root, remote, ctx.diskNames);
 }
 
-/** Records `remote` as the synced version of its path under `root`, with the path's current fingerprint. */
-export async function recordRemoteIn(state: SyncState, root: string, remote: RemoteVersion): Promise<void> {
-  const st = await lstat(diskPath(root, remote.rel));
+/**
+ * Records `remote` as the synced version of its path under `root` (names on disk as `names`
+ * has them), with the path's current fingerprint.
+ */
+export async function recordRemoteIn(
+  state: SyncState,
+  root: string,
+  remote: RemoteVersion,
+  names?: DiskNames,
+): Promise<void> {
+  const st = await lstat(diskPath(root, remote.rel, names));
   state.put({
     rel: remote.rel,
     kind: remote.kind,
@@ -733,16 +787,17 @@ export async function materializeAt(
   remote: RemoteVersion,
   signal?: AbortSignal,
   onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
+  names?: DiskNames,
 ): Promise<void> {
   const dir = markerDir(remote.rel);
   if (remote.kind === "dir" && dir !== null) {
-    const path = diskPath(root, remote.rel);
-    await safeDestination(root, dir); // checks the path, creates the parents
+    const path = diskPath(root, remote.rel, names);
+    await safeDestination(root, dir, names); // checks the path, creates the parents
     await mkdir(path, { recursive: true });
     await applyAttributes(path, remote);
     return;
   }
-  const dest = await safeDestination(root, remote.rel);
+  const dest = await safeDestination(root, remote.rel, names);
   const existing = await lstat(dest).catch(() => null);
   if (existing?.isDirectory()) throw new Error(`${remote.rel}: a local directory is in the way`);
   if (remote.kind === "symlink") {
@@ -781,6 +836,19 @@ export async function materializeAt(
   await applyAttributes(dest, remote);
 }
 
-async function materialize(ctx: SyncContext, remote: RemoteVersion): Promise<void> {
-  await materializeAt(ctx.api, ctx.address, ctx.folder, ctx.root, remote, ctx.signal);
+async function materialize(
+  ctx: SyncContext,
+  remote: RemoteVersion,
+  onProgress?: (ciphertextBytes: number, ciphertextTotal: number | null) => void,
+): Promise<void> {
+  await materializeAt(
+    ctx.api,
+    ctx.address,
+    ctx.folder,
+    ctx.root,
+    remote,
+    ctx.signal,
+    onProgress,
+    ctx.diskNames,
+  );
 }

@@ -7,11 +7,17 @@
  * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept).
  * `walkLocalTree` finds the same entries without hashing any (push hashes only the files the
  * server already has, to tell unchanged ones; a new file is hashed once, while it is sealed).
+ *
+ * Names (docs/unicode-names.md): a path goes on the wire in NFC, but every file-system call
+ * uses the name as it is on disk (`LocalTree.disk` maps the NFC form to it when they differ,
+ * as with the decomposed names macOS writes). Two names of one directory equal after NFC are
+ * twins: the one already in NFC (else the first in byte order) is synced, the other is listed in
+ * `skipped` with the reason.
  */
 import { lstatSync, readlinkSync, type Stats } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { fileSaltedHash } from "../cli/local-files.ts";
+import { type DiskNames, fileSaltedHash, onDiskPath } from "../cli/local-files.ts";
 import { toHex } from "../client/hash.ts";
 import { normalizeRelativePath, saltedHash } from "../client/manifest.ts";
 import { DIR_MARKER, type EntryKind, markerDir } from "./attributes.ts";
@@ -29,8 +35,9 @@ export interface Fingerprint {
 
 /** A file, symbolic link or empty-directory marker found locally, before its content is hashed. */
 export interface LocalFile extends Fingerprint {
-  /** Folder-relative path: NFC, `/` separators. */
+  /** Folder-relative path: NFC, `/` separators (the wire form). */
   rel: string;
+  /** Absolute path as it is on disk (its name possibly not in NFC). */
   abs: string;
   kind: EntryKind;
   /** A link's target; undefined for files. */
@@ -49,8 +56,18 @@ export interface LocalTree<E extends LocalFile = LocalEntry> {
   entries: Map<string, E>;
   /** Every directory (relative), empty or not. */
   dirs: Set<string>;
-  /** Sockets, devices and paths that are not valid folder paths; never synced. */
-  skipped: string[];
+  /** What the scan cannot sync (sockets, devices, invalid paths, twins), by on-disk name. */
+  skipped: SkippedPath[];
+  /** NFC relative path → on-disk relative path, for the paths whose names differ. */
+  disk: DiskNames;
+}
+
+/** A path a scan found and cannot sync. */
+export interface SkippedPath {
+  /** Relative path as it is on disk. */
+  path: string;
+  /** Why, in words ("not a regular file, link or directory", ...). */
+  reason: string;
 }
 
 /** A previously seen fingerprint and its hash, to skip rehashing (the state database provides it). */
@@ -66,9 +83,12 @@ export function linkHash(ss58: string, target: string): string {
   return toHex(saltedHash(ss58, new TextEncoder().encode(target)));
 }
 
-/** The on-disk path of `rel`: the directory itself for an empty-directory marker path. */
-export function diskPath(root: string, rel: string): string {
-  return join(root, ...(markerDir(rel) ?? rel).split("/"));
+/**
+ * The absolute on-disk path of `rel` (NFC) under `root`: the directory itself for an
+ * empty-directory marker path; each name as `names` (from a scan) has it on disk.
+ */
+export function diskPath(root: string, rel: string, names?: DiskNames): string {
+  return join(root, ...onDiskPath(markerDir(rel) ?? rel, names).split("/"));
 }
 
 /** The marker path of directory `dir` (`a/b` → `a/b/.esync-dir`). */
@@ -81,8 +101,8 @@ export function markerPath(dir: string): string {
  * `lstat` (and `readlink` for a link). A marker path reads the directory (an entry of kind `dir`
  * when it exists; whether it is empty is the scan's business).
  */
-export function statLocalFile(root: string, rel: string): LocalFile | null {
-  const abs = diskPath(root, rel);
+export function statLocalFile(root: string, rel: string, names?: DiskNames): LocalFile | null {
+  const abs = diskPath(root, rel, names);
   const st = lstatOrNull(abs);
   if (!st) return null;
   if (markerDir(rel) !== null) {
@@ -128,8 +148,9 @@ export async function readLocalEntry(
   rel: string,
   ss58: string,
   known?: KnownHash,
+  names?: DiskNames,
 ): Promise<LocalEntry | null> {
-  const file = statLocalFile(root, rel);
+  const file = statLocalFile(root, rel, names);
   return file ? hashLocalFile(file, ss58, known) : null;
 }
 
@@ -138,7 +159,7 @@ export async function readLocalEntry(
  * content: what `esync push` needs to decide which files to hash at all.
  */
 export function walkLocalTree(root: string, excludes: Excludes): Promise<LocalTree<LocalFile>> {
-  return walk(root, excludes, async (rel) => statLocalFile(root, rel));
+  return walk(root, excludes, async (rel, names) => statLocalFile(root, rel, names));
 }
 
 /** Scans `root` (depth first, names sorted), applying `excludes`; each entry hashed as it is found. */
@@ -148,56 +169,87 @@ export function scanLocalTree(
   excludes: Excludes,
   known?: KnownHash,
 ): Promise<LocalTree> {
-  return walk(root, excludes, (rel) => readLocalEntry(root, rel, ss58, known));
+  return walk(root, excludes, (rel, names) => readLocalEntry(root, rel, ss58, known, names));
 }
 
 /** The walk of `walkLocalTree` and `scanLocalTree`: `load` reads the entry of a path, or null. */
 async function walk<E extends LocalFile>(
   root: string,
   excludes: Excludes,
-  load: (rel: string) => Promise<E | null>,
+  load: (rel: string, names: DiskNames) => Promise<E | null>,
 ): Promise<LocalTree<E>> {
   const entries = new Map<string, E>();
   const dirs = new Set<string>();
-  const skipped: string[] = [];
-  /** Visits a directory; returns how many entries under it are synced. */
-  const visit = async (dir: string, prefix: string): Promise<number> => {
+  const skipped: SkippedPath[] = [];
+  const disk = new Map<string, string>();
+  /** Visits a directory (`prefix` NFC, `rawPrefix` on disk); returns how many entries under it are synced. */
+  const visit = async (dir: string, prefix: string, rawPrefix: string): Promise<number> => {
     let count = 0;
     const list = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") return [];
       throw e;
     });
     list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const kept = keptTwins(list.map((d) => d.name));
     for (const d of list) {
-      const raw = prefix ? `${prefix}/${d.name}` : d.name;
+      const raw = rawPrefix ? `${rawPrefix}/${d.name}` : d.name;
       let rel: string;
       try {
-        rel = normalizeRelativePath(raw);
-      } catch {
-        skipped.push(raw);
+        rel = normalizeRelativePath(prefix ? `${prefix}/${d.name}` : d.name);
+      } catch (e) {
+        skipped.push({ path: raw, reason: (e as Error).message });
         continue;
       }
+      const twin = kept.get(d.name.normalize("NFC"));
+      if (twin !== undefined && twin !== d.name) {
+        if (!excludes.excluded(rel, d.isDirectory())) {
+          const other = rawPrefix ? `${rawPrefix}/${twin}` : twin;
+          skipped.push({
+            path: raw,
+            reason: `same name as ${JSON.stringify(other)} after Unicode normalisation (NFC); only that one is synced`,
+          });
+        }
+        continue;
+      }
+      if (raw !== rel) disk.set(rel, raw);
       if (d.isDirectory()) {
         if (excludes.excluded(rel, true)) continue;
         dirs.add(rel);
         count++;
-        if ((await visit(join(dir, d.name), rel)) === 0) {
-          const e = await load(markerPath(rel));
+        if ((await visit(join(dir, d.name), rel, raw)) === 0) {
+          const e = await load(markerPath(rel), disk);
           if (e) entries.set(e.rel, e);
         }
       } else if (d.isFile() || d.isSymbolicLink()) {
         if (excludes.excluded(rel)) continue;
-        const e = await load(rel);
+        const e = await load(rel, disk);
         if (e) {
           entries.set(rel, e);
           count++;
         }
       } else if (!excludes.excluded(rel)) {
-        skipped.push(rel);
+        skipped.push({ path: raw, reason: "not a regular file, symbolic link or directory" });
       }
     }
     return count;
   };
-  await visit(root, "");
-  return { entries, dirs, skipped };
+  await visit(root, "", "");
+  return { entries, dirs, skipped, disk };
+}
+
+/**
+ * For each NFC name shared by several of `names` (one directory's listing, sorted): the name
+ * that is synced, the one already in NFC, else the first. Names without a twin are not in it.
+ */
+function keptTwins(names: readonly string[]): Map<string, string> {
+  const groups = new Map<string, string[]>();
+  for (const n of names) {
+    const k = n.normalize("NFC");
+    const g = groups.get(k);
+    if (g) g.push(n);
+    else groups.set(k, [n]);
+  }
+  const kept = new Map<string, string>();
+  for (const [k, g] of groups) if (g.length > 1) kept.set(k, g.includes(k) ? k : (g[0] as string));
+  return kept;
 }

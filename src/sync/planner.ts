@@ -19,6 +19,11 @@
  * - Renames: a path deleted on one side (the other side unchanged) and a new path on that same
  *   side holding the same version are a rename: `rename_remote` (local rename, propagated) or
  *   `move_local` (remote rename, applied as a local move, no download).
+ * - A remote rename of a file edited here (the base's version gone from its path and found at a
+ *   new remote path, the local file changed): the edit follows the rename, `move_local` with
+ *   `edited`: the file moves, then its content is uploaded on the moved revision.
+ * - A file whose content and mode are unchanged but whose modification time moved (`touch`) is
+ *   changed: its attributes are uploaded as a new revision (docs/attributes.md).
  */
 import type { RemoteFileEntry } from "../client/api-types.ts";
 import { bytesEqual, toHex } from "../client/hash.ts";
@@ -103,7 +108,15 @@ export type SyncAction =
   | { op: "delete_remote"; path: string; remote: RemoteVersion }
   | { op: "delete_local"; path: string; local: LocalEntry }
   | { op: "rename_remote"; path: string; from: string; local: LocalEntry; remote: RemoteVersion }
-  | { op: "move_local"; path: string; from: string; local: LocalEntry; remote: RemoteVersion }
+  | {
+      op: "move_local";
+      path: string;
+      from: string;
+      local: LocalEntry;
+      remote: RemoteVersion;
+      /** The local file was edited since the base: after the move, it is uploaded on `remote`. */
+      edited?: boolean;
+    }
   | { op: "conflict"; path: string; copyPath: string; local: LocalEntry; remote: RemoteVersion }
   | { op: "record"; path: string; local: LocalEntry; remote: RemoteVersion }
   | { op: "forget"; path: string };
@@ -136,6 +149,15 @@ export function sameVersion(a: Version, b: Version): boolean {
 
 function versionKey(v: Version): string {
   return `${v.kind}:${v.hash}`;
+}
+
+/**
+ * True when local entry `l` differs from base `b` (same path): another version, or a regular
+ * file whose modification time moved (attributes only, as `touch` does).
+ */
+export function changedSinceBase(l: LocalEntry, b: BaseEntry): boolean {
+  if (!sameVersion(l, b)) return true;
+  return l.kind === "file" && b.kind === "file" && Math.abs(l.mtimeMs - b.mtimeMs) >= 1;
 }
 
 /**
@@ -174,6 +196,7 @@ export function planSync(input: PlanInput): SyncAction[] {
   const remoteGone = new Map<string, string[]>();
   const localNew = new Map<string, string[]>(); // version key -> paths created locally only
   const remoteNew = new Map<string, string[]>();
+  const remoteGoneEdited = new Map<string, string[]>(); // base version key -> paths gone remotely, edited here
   const push = (m: Map<string, string[]>, k: string, p: string) => {
     const list = m.get(k);
     if (list) list.push(p);
@@ -187,6 +210,7 @@ export function planSync(input: PlanInput): SyncAction[] {
     if ((b ?? l ?? r)?.kind === "dir") continue;
     if (b && !l && r && r.revisionId === b.revisionId) push(localGone, versionKey(b), p);
     if (b && l && !r && sameVersion(l, b)) push(remoteGone, versionKey(b), p);
+    if (b && l && !r && !sameVersion(l, b) && l.kind === b.kind) push(remoteGoneEdited, versionKey(b), p);
     if (!b && l && !r) push(localNew, versionKey(l), p);
     if (!b && !l && r) push(remoteNew, versionKey(r), p);
   }
@@ -213,13 +237,24 @@ export function planSync(input: PlanInput): SyncAction[] {
       handled.add(from).add(to);
     }
   }
+  for (const [key, gone] of remoteGoneEdited) {
+    const created = remoteNew.get(key) ?? [];
+    for (const from of gone) {
+      const to = created.shift();
+      if (to === undefined) break;
+      const r = remote.get(to) as RemoteVersion;
+      const l = local.get(from) as LocalEntry;
+      actions.push({ op: "move_local", path: to, from, local: l, remote: r, edited: true });
+      handled.add(from).add(to);
+    }
+  }
 
   for (const p of [...paths].sort()) {
     if (handled.has(p)) continue;
     const b = base.get(p);
     const l = local.get(p);
     const r = remote.get(p);
-    const localChanged = b ? !l || !sameVersion(l, b) : l !== undefined;
+    const localChanged = b ? !l || changedSinceBase(l, b) : l !== undefined;
     const remoteChanged = b ? !r || r.revisionId !== b.revisionId : r !== undefined;
     if (!localChanged && !remoteChanged) {
       if (

@@ -35,6 +35,8 @@ export interface BaseEntry extends Fingerprint {
 export interface StateBinding {
   address: string;
   folderHash: string;
+  /** The folder's label, recorded (not compared) so that a refusal can name it. */
+  label?: string;
 }
 
 /** The directory was synced with another folder or account; refusing protects both. */
@@ -92,13 +94,23 @@ export class SyncState {
     })) {
       const have = db.query<{ value: string }, [string]>("SELECT value FROM meta WHERE key = ?").get(key);
       if (have && have.value !== value) {
+        const label = db.query<{ value: string }, []>("SELECT value FROM meta WHERE key = 'label'").get();
         db.close();
+        const other =
+          key === "address"
+            ? "another account"
+            : label
+              ? `folder ${JSON.stringify(label.value)}`
+              : "another folder";
+        const wanted = binding.label === undefined ? "" : `, not ${JSON.stringify(binding.label)}`;
         throw new StateBindingError(
-          `${root} is synced with ${key} ${have.value}, not ${value}; sync another directory (or remove ${path})`,
+          `${root} is synced with ${other}${wanted}; check the label, or sync another directory`,
         );
       }
       if (!have) db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(key, value);
     }
+    if (binding.label !== undefined)
+      db.query("INSERT OR IGNORE INTO meta (key, value) VALUES ('label', ?)").run(binding.label);
     return state;
   }
 

@@ -373,7 +373,7 @@ describe("esync push / pull of a real directory tree", () => {
     expect(listTree(dest).has("new note.txt")).toBe(false);
     const again = await runCli(cfg, ["rm", "--folder", "backup", "new note.txt"]);
     expect(again.code).toBe(2);
-    expect(again.stderr.trim()).toBe("esync: new note.txt: not found (a directory needs -r)");
+    expect(again.stderr.trim()).toBe("esync: new note.txt: not found");
   });
 });
 
@@ -386,8 +386,17 @@ describe("exit codes", () => {
     expect((await runCli(cfg, ["push", join(work, "nope"), "--folder", "x"])).code).toBe(1);
   });
 
-  test("an unreachable server exits 2 with one line naming its URL, then the hint that a rerun resumes", async () => {
-    const r = await runCli(cfg, ["folder", "list", "--server", "http://127.0.0.1:9", "--retry-for", "0"]);
+  test("an unreachable server fails a transfer with exit 2, one line naming its URL, then the hint that a rerun resumes", async () => {
+    const r = await runCli(cfg, [
+      "pull",
+      "--folder",
+      "backup",
+      join(work, "unreachable"),
+      "--server",
+      "http://127.0.0.1:9",
+      "--retry-for",
+      "0",
+    ]);
     expect(r.code).toBe(2);
     const lines = r.stderr.trim().split("\n");
     expect(lines).toHaveLength(2);

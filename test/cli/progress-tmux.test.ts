@@ -45,7 +45,14 @@ async function captureRun(
     `'${process.execPath}' '${CLI}' ${args.map((a) => `'${a}'`).join(" ")};`,
     "echo ESYNC_EXIT=$?; sleep 60",
   ].join(" ");
-  tmux("new-session", "-d", "-s", name, "-x", String(COLS), "-y", "40", `env ${command}`);
+  const start = () => tmux("new-session", "-d", "-s", name, "-x", String(COLS), "-y", "40", `env ${command}`);
+  try {
+    start();
+  } catch {
+    // The tmux server of the previous run may still be exiting (its last session was killed).
+    await Bun.sleep(500);
+    start();
+  }
   const screens: string[] = [];
   const deadline = Date.now() + 120_000;
   try {
@@ -108,6 +115,33 @@ afterAll(async () => {
   Bun.spawnSync(["tmux", "-L", socket, "kill-server"], { stdout: "ignore", stderr: "ignore" });
   await server?.kill().catch(() => {});
   rmSync(work, { recursive: true, force: true });
+});
+
+// Runs before the push tests: their last one kills the server.
+describe("esync sync in an 80-column terminal (tmux)", () => {
+  test("shows push's progress while it uploads: an overall line with bytes, ETA, rate and files, every line within 80 columns", async () => {
+    const dir = join(work, "sync-src");
+    mkdirSync(join(dir, "sub"), { recursive: true });
+    await copyHead(process.execPath, join(dir, "big file of 48 MiB.bin"), 48 * MiB);
+    await copyHead(process.execPath, join(dir, "sub", "second big file.bin"), 40 * MiB);
+    for (let i = 0; i < 6; i++) writeFileSync(join(dir, "sub", `note ${i}.txt`), `note ${i}\n`.repeat(100));
+    const { screens, exit } = await captureRun("sync", ["sync", dir, "--folder", "tmux-sync", "--create"]);
+    const last = screens.at(-1) as string;
+    expect(exit).toBe(0);
+    let overall = 0;
+    let fileLines = 0;
+    for (const screen of screens)
+      for (const line of screen.split("\n")) {
+        if (line.length > COLS) throw new Error(`line of ${line.length} columns:\n${line}\n${screen}`);
+        checkPercentages(line);
+        if (/^sync tmux-sync .*\d+%.*MiB\/.*MiB.*ETA .*\/s.*\d+\/8 files/.test(line)) overall++;
+        if (/^ {2}(big|sub\/).*\d+%\s+(encrypting|uploading) /.test(line)) fileLines++;
+      }
+    expect(overall).toBeGreaterThan(0);
+    expect(fileLines).toBeGreaterThan(0);
+    expect(last).toContain("uploaded    big file of 48 MiB.bin");
+    expect(last).toContain('synced "tmux-sync": 8 uploaded');
+  }, 150_000);
 });
 
 describe("esync push in an 80-column terminal (tmux)", () => {

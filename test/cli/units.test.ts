@@ -88,6 +88,19 @@ describe("formatting", () => {
     expect(m.rate(1600)).toBeCloseTo(20_000 / 1.1, 3);
   });
 
+  test("the rate drops to 0 and stays there while nothing moves for 3 s (a stalled transfer does not tick)", () => {
+    const m = new RateMeter(10_000);
+    m.add(0, 0);
+    m.add(10_000, 1000);
+    expect(m.rate(1000)).toBe(10_000);
+    m.add(10_000, 2000); // progress reported again, nothing new moved
+    expect(m.rate(3_999)).toBeGreaterThan(0);
+    expect(m.rate(4_000)).toBe(0);
+    expect(m.rate(9_000)).toBe(0);
+    m.add(20_000, 9_500);
+    expect(m.rate(9_500)).toBeGreaterThan(0);
+  });
+
   test("a percentage is bytes over the phase's total: 0 B of 30 MiB is 0%, an empty file 100% once done", () => {
     expect(percent(0, 30 * 1024 ** 2)).toBe(0);
     expect(percent(15, 30)).toBe(50);
@@ -326,5 +339,40 @@ describe("pull destinations", () => {
       expect(await hashLocalFile(file, ss58)).toEqual(scanned.entries.get(rel) as LocalEntry);
     }
     rmSync(root, { recursive: true, force: true });
+  });
+});
+
+describe("notices and network errors", () => {
+  test("a retry notice goes above the progress display while one is drawn, to stderr otherwise", async () => {
+    const { notice, setNoticeSink } = await import("../../src/cli/output.ts");
+    const seen: string[] = [];
+    setNoticeSink((l) => seen.push(l));
+    try {
+      notice("esync: cannot reach X; retrying");
+    } finally {
+      setNoticeSink(null);
+    }
+    expect(seen).toEqual(["esync: cannot reach X; retrying"]);
+  });
+
+  test("a download that cannot reach the server names the file's path, not its hex id", async () => {
+    const { EsyncApi } = await import("../../src/client/api.ts");
+    const api = new EsyncApi({
+      baseUrl: "http://127.0.0.1:9",
+      token: "t",
+      fetch: (async () => {
+        throw Object.assign(new Error("Unable to connect. Is the computer able to access the url?"), {
+          code: "ECONNREFUSED",
+        });
+      }) as unknown as typeof fetch,
+    });
+    const id = "ab".repeat(32);
+    const e = await api.download("addr", "cd".repeat(32), id, { label: "photos/cat.jpg" }).catch((x) => x);
+    expect(e).toBeInstanceOf(ApiError);
+    expect(e.message).toBe(
+      "photos/cat.jpg: ECONNREFUSED: Unable to connect. Is the computer able to access the url?",
+    );
+    expect(e.message).not.toContain(id);
+    expect(e.extra.request).toContain(id);
   });
 });

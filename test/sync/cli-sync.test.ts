@@ -124,7 +124,7 @@ describe("two devices with esync sync", () => {
     writeFileSync(join(a, "old-name.txt"), "moving");
     writeFileSync(join(a, "gone.txt"), "bye");
     expect((await runCli(cfgA, ["sync", a, "--folder", "two", "--create"])).code).toBe(0);
-    expect((await runCli(cfgB, ["sync", b, "--folder", "two"])).code).toBe(0);
+    expect((await runCli(cfgB, ["sync", b, "--folder", "two", "--create-dir"])).code).toBe(0);
     expect(readFileSync(join(b, "notes.txt"), "utf8")).toBe("first");
 
     writeFileSync(join(a, "notes.txt"), "edited on A");

@@ -57,7 +57,7 @@ export function registerFolder(program: Command): void {
     .alias("ls")
     .description("list registered folders with file counts and sizes")
     .action(async (_opts: unknown, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       const { folders } = await ctx.api.listFolders(ctx.address);
       if (ctx.json) return printJson(folders);
       if (folders.length === 0) return println("no folders (add one with `esync folder add LABEL`)");

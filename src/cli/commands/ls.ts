@@ -2,13 +2,14 @@
  * @module cli/commands/ls
  * `esync ls [PATH] --folder LABEL`: the subfolders and files of one directory of a folder on
  * the server (`/browse`, extensions "New query parameters on GET /browse"), every page, as a
- * listing (directories first, with their file counts and sizes) or as JSON.
+ * listing (directories first, with their file counts and sizes) or as JSON. A PATH that is
+ * neither a directory with files nor a directory entry exits 1.
  */
 import type { Command } from "commander";
 import type { BrowseFolderEntry, RemoteFileEntry } from "../../client/api-types.ts";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
-import { formatDate, formatSize, printJson, println, table } from "../output.ts";
+import { CliError, EXIT, formatDate, formatSize, printJson, println, table } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 
 /** The largest page `/browse` serves (extensions: larger values are lowered to 200). */
@@ -34,7 +35,7 @@ Examples:
   esync ls reports/2026 --folder documents --json`,
     )
     .action(async (path: string | undefined, opts: { folder: string }, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       const { keys } = await resolveFolder(ctx, opts.folder);
       const dir = browsePath(path);
       const folders: BrowseFolderEntry[] = [];
@@ -52,11 +53,15 @@ Examples:
         offset += page.files.length + page.folders.length;
         if (!page.has_more || page.files.length + page.folders.length === 0) break;
       }
+      if (folders.length + files.length === 0 && dir !== "") {
+        // Nothing listed: an empty directory (a folder entry), or no such path at all.
+        const { relative_paths } = await ctx.api.listFolderEntries(ctx.address, keys.folderHash);
+        if (!relative_paths.includes(dir))
+          throw new CliError(`no directory "${dir}" in folder "${opts.folder}"`, EXIT.usage);
+      }
       if (ctx.json) return printJson({ folder: opts.folder, path: dir, folders, files });
       if (folders.length + files.length === 0)
-        return println(
-          dir === "" ? `folder "${opts.folder}" is empty` : `nothing at "${dir}" in "${opts.folder}"`,
-        );
+        return println(dir === "" ? `folder "${opts.folder}" is empty` : `"${dir}" is empty`);
       println(
         table(
           [

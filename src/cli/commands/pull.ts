@@ -23,7 +23,8 @@ import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { ciphertextSize } from "../../client/frame.ts";
 import { sha256, toHex } from "../../client/hash.ts";
 import { applyAttributes, materializeAt, recordRemoteIn } from "../../sync/engine.ts";
-import { readLocalEntry } from "../../sync/local-tree.ts";
+import { excludesFrom } from "../../sync/excludes.ts";
+import { readLocalEntry, walkLocalTree } from "../../sync/local-tree.ts";
 import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.ts";
 import { SyncState, statePath } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
@@ -106,7 +107,7 @@ Example:
   esync pull --folder documents ~/restore/documents`,
     )
     .action(async (dest: string, opts: PullOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await pull(ctx, dest, opts);
     });
 }
@@ -133,6 +134,8 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     await pullStatePath(ctx, dest),
   );
   const base = state.entries();
+  // Names already in DEST are used as they are on disk (a decomposed name is not written twice).
+  const names = (await walkLocalTree(dest, excludesFrom([]))).disk;
   const results: PullFileResult[] = [];
   const todo: PlannedDownload[] = [];
   for (const entry of tree.unplaceable) {
@@ -155,11 +158,11 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     ctx.signal.throwIfAborted();
     const { rel, entry } = remote;
     try {
-      await safeDestination(dest, rel);
-      const local = await readLocalEntry(dest, rel, ctx.address, (r) => base.get(r));
+      await safeDestination(dest, rel, names);
+      const local = await readLocalEntry(dest, rel, ctx.address, (r) => base.get(r), names);
       if (local && sameVersion(local, { ...remote, mode: null })) {
         await applyAttributes(local.abs, remote);
-        await recordRemoteIn(state, dest, remote);
+        await recordRemoteIn(state, dest, remote, names);
         results.push({ path: rel, action: "up_to_date", size: entry.size_bytes });
         if (opts.verbose) say(`up to date ${rel}`);
         continue;
@@ -186,7 +189,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
   let directoriesCreated = 0;
   for (const dir of dirEntries) {
     try {
-      const abs = await safeDestination(dest, dir);
+      const abs = await safeDestination(dest, dir, names);
       const existing = await stat(abs).catch(() => null);
       if (existing?.isDirectory()) continue;
       await mkdir(abs, { recursive: true });
@@ -212,13 +215,22 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
     const ctSize = ciphertextSize(p.entry.size_bytes);
     let fileDone = 0;
     try {
-      await materializeAt(ctx.api, ctx.address, keys, dest, p.remote, ctx.signal, (n, total) => {
-        doneTotal += n - fileDone;
-        fileDone = n;
-        bar.update("receiving", n, total ?? ctSize);
-        progress.overall(doneTotal, filesDone);
-      });
-      await recordRemoteIn(state, dest, p.remote);
+      await materializeAt(
+        ctx.api,
+        ctx.address,
+        keys,
+        dest,
+        p.remote,
+        ctx.signal,
+        (n, total) => {
+          doneTotal += n - fileDone;
+          fileDone = n;
+          bar.update("receiving", n, total ?? ctSize);
+          progress.overall(doneTotal, filesDone);
+        },
+        names,
+      );
+      await recordRemoteIn(state, dest, p.remote, names);
       filesDone++;
       progress.overall(doneTotal, filesDone);
       results.push({

@@ -32,7 +32,13 @@ import { UploadStateFile, uploadKey } from "../../client/upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
-import { hashLocalFile, type LocalFile, markerPath, walkLocalTree } from "../../sync/local-tree.ts";
+import {
+  hashLocalFile,
+  type LocalFile,
+  markerPath,
+  type SkippedPath,
+  walkLocalTree,
+} from "../../sync/local-tree.ts";
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
@@ -50,6 +56,7 @@ import {
   parseSize,
   printJson,
   println,
+  reportUnsyncable,
   usageError,
 } from "../output.ts";
 import { progressMode, transferProgress } from "../progress.ts";
@@ -163,7 +170,7 @@ Examples:
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await push(ctx, dir, opts);
     });
 }
@@ -191,7 +198,11 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
 
   // The server's side is read while the tree is walked.
   const remoteSide = (async () => {
-    const folder = await resolveFolder(ctx, label, { create: opts.create === true, dryRun: opts.dryRun });
+    const folder = await resolveFolder(ctx, label, {
+      create: opts.create === true,
+      dryRun: opts.dryRun,
+      createFlag: true,
+    });
     const entries: RemoteFileEntry[] = [];
     for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) entries.push(e);
     const dirEntries = folder.entry
@@ -202,7 +213,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   remoteSide.catch(() => {}); // awaited below; a walk failure must not leave it unhandled
   const tree = await walkLocalTree(root, await loadExcludes(root, opts.exclude));
   const walk = { files: [...tree.entries.values()], skipped: tree.skipped };
-  for (const s of walk.skipped) say(`skipping ${s} (not a regular file or link)`);
+  const unsyncable = reportUnsyncable(walk.skipped);
 
   const { folder, entries, dirEntries } = await remoteSide;
   const registered = folder.registered;
@@ -267,6 +278,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
       println(
         `dry run: ${todo.length} file(s), ${formatSize(bytes)} to upload; ${results.filter((r) => r.action === "unchanged").length} unchanged`,
       );
+    if (unsyncable) throw unsyncable;
     return;
   }
   await dropStalePending(ctx, state, keys.folderHash, new Set(todo.map((p) => p.id)));
@@ -279,6 +291,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
           ? `created ${newDirs.length} directory(ies); nothing else to upload in "${label}"`
           : `everything up to date: ${results.length} file(s) unchanged in "${label}"`,
       );
+    if (unsyncable) throw unsyncable;
     return;
   }
 
@@ -438,13 +451,14 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     const code = failed.some((r) => r.exit_code === EXIT.local) ? EXIT.local : EXIT.server;
     throw new CliError(`${failed.length} file(s) failed to upload`, code);
   }
+  if (unsyncable) throw unsyncable;
 }
 
 /** The `--json` summary of a push. */
 function summary(
   label: string,
   folderHash: string,
-  walk: { files: LocalFile[]; skipped: string[] },
+  walk: { files: LocalFile[]; skipped: SkippedPath[] },
   results: PushFileResult[],
   registered: boolean,
   sendMs: number,
@@ -470,7 +484,8 @@ function summary(
     bytes_resumed: uploaded.reduce((n, r) => n + (r.bytes_resumed ?? 0), 0),
     elapsed_ms: Math.round(performance.now() - started),
     rate_bytes_per_sec: sendMs > 0 ? Math.round(bytesSent / (sendMs / 1000)) : 0,
-    not_regular: walk.skipped,
+    /** Local paths that cannot be synced, with the reason (the exit status is then 3). */
+    skipped: walk.skipped,
     files: results.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
   };
 }

@@ -107,7 +107,7 @@ Examples:
   esync restore "notes/todo.txt" --folder documents --force`,
     )
     .action(async (paths: string[], opts: RestoreOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
       await restore(ctx, paths, opts);
     });
 }
@@ -118,7 +118,22 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
   const { keys, label } = await resolveFolder(ctx, opts.folder);
   const all: RemoteFileEntry[] = [];
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) all.push(e);
-  const { selected, unmatched } = selectEntries(all, paths);
+  const selection = selectEntries(all, paths);
+  const { selected } = selection;
+  // A path with no file under it may still be a directory (a folder entry, empty ones too).
+  const { relative_paths: entries } = await ctx.api.listFolderEntries(ctx.address, keys.folderHash);
+  const dirs = new Set<string>();
+  const unmatched = selection.unmatched.filter((raw) => {
+    const p = browsePath(raw);
+    const under = entries.filter((d) => p === "" || d === p || d.startsWith(`${p}/`));
+    for (const d of under) dirs.add(d);
+    return under.length === 0;
+  });
+  for (const e of selected) {
+    // Directories under the paths named come back too, empty ones included.
+    const rel = e.relative_path ?? "";
+    for (const d of entries) if (rel.startsWith(`${d}/`)) dirs.add(d);
+  }
   if (unmatched.length > 0)
     throw usageError(
       `not in folder "${label}": ${unmatched.map((p) => JSON.stringify(p)).join(", ")} (see \`esync ls --folder ${label}\`)`,
@@ -128,6 +143,13 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
   if (st && !st.isDirectory()) throw usageError(`${opts.to}: exists and is not a directory`);
   await mkdir(dest, { recursive: true });
   const started = performance.now();
+  let directoriesCreated = 0;
+  for (const d of [...dirs].sort()) {
+    const abs = await safeDestination(dest, d);
+    if ((await stat(abs).catch(() => null))?.isDirectory()) continue;
+    await mkdir(abs, { recursive: true });
+    directoriesCreated++;
+  }
 
   const tree = remoteTree(selected, keys.key);
   const results: RestoreFileResult[] = [];
@@ -224,6 +246,7 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
     folder: label,
     dest,
     selected: selected.length,
+    directories_created: directoriesCreated,
     restored: restored.length,
     up_to_date: count("up_to_date"),
     kept: count("exists"),
@@ -236,7 +259,7 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
   if (ctx.json) printJson(summary);
   else {
     const parts = [
-      `restored ${summary.restored} file(s) (${formatSize(summary.bytes_restored)}) from "${label}" into ${dest} in ${formatDuration(summary.elapsed_ms)}`,
+      `restored ${summary.restored} file(s) (${formatSize(summary.bytes_restored)})${directoriesCreated > 0 ? ` and ${directoriesCreated} directory(ies)` : ""} from "${label}" into ${dest} in ${formatDuration(summary.elapsed_ms)}`,
       `${summary.up_to_date} up to date`,
     ];
     if (summary.kept > 0) parts.push(`${summary.kept} kept (differ locally)`);

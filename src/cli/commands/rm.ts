@@ -80,7 +80,7 @@ export function registerRm(program: Command): void {
         const r = ids.get(d.file_id);
         if (r?.kind === "file" && d.status === "already_deleted") {
           r.deleted = false;
-          r.error = opts.recursive ? "not found" : "not found (a directory needs -r)";
+          r.error = "not found";
         }
       }
       for (const e of out.errors) {
@@ -89,6 +89,15 @@ export function registerRm(program: Command): void {
           r.deleted = false;
           r.error = e.error;
         }
+      }
+      const missing = results.filter((r) => !r.deleted && r.kind === "file");
+      if (!opts.recursive && missing.length > 0) {
+        // Say which of the paths not found are directories, and how to delete them.
+        const listing = await listRemote(f);
+        for (const r of missing)
+          if (kindAt(listing, r.path) === "dir")
+            r.error = "is a directory (use -r to delete it with everything under it)";
+          else r.error = "not found";
       }
       dirEntries = [...new Set(dirEntries)];
       if (dirEntries.length > 0) await unregisterEntries(f, dirEntries);

@@ -94,7 +94,7 @@ Examples:
   esync search .jpg --json`,
     )
     .action(async (query: string | undefined, opts: SearchOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       const filters = searchFilters(query, opts);
       const r = await ctx.api.searchFiles(ctx.address, filters);
       if (ctx.json) return printJson(r);

@@ -16,7 +16,7 @@ import { isChange, type SyncAction } from "../../sync/planner.ts";
 import { SyncState, statePath } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { printJson, println, usageError } from "../output.ts";
+import { printJson, println, reportUnsyncable, usageError } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { collect } from "./sync.ts";
 
@@ -31,7 +31,7 @@ export interface StatusItem {
   path: string;
   /** The old path of a rename or move. */
   from?: string;
-  /** `new` or `changed` for uploads and downloads. */
+  /** `new` or `changed` for uploads and downloads; `changed` for a move of a file edited here (uploaded after it). */
   reason?: "new" | "changed";
   /** Where a conflict keeps the local version. */
   copy_path?: string;
@@ -45,6 +45,7 @@ export function statusItems(actions: SyncAction[]): StatusItem[] {
     const item: StatusItem = { op: a.op, path: a.path };
     if (a.op === "upload" || a.op === "download") item.reason = a.reason;
     if (a.op === "rename_remote" || a.op === "move_local") item.from = a.from;
+    if (a.op === "move_local" && a.edited) item.reason = "changed";
     if (a.op === "conflict") item.copy_path = a.copyPath;
     out.push(item);
   }
@@ -95,7 +96,7 @@ Example:
   esync status ~/Documents --folder documents`,
     )
     .action(async (dir: string, opts: StatusOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       await status(ctx, dir, opts);
     });
 }
@@ -120,21 +121,28 @@ async function status(ctx: CommandContext, dir: string, opts: StatusOptions): Pr
       signal: ctx.signal,
     });
     const items = statusItems(plan.actions);
+    const skipped = plan.local.skipped;
+    const unsyncable = reportUnsyncable(skipped);
     if (ctx.json) {
       printJson({
         folder: label,
         dir: root,
         synced_before: synced,
-        in_sync: items.length === 0,
+        in_sync: items.length === 0 && skipped.length === 0,
         actions: items,
+        skipped,
       });
-      return;
+    } else {
+      if (!synced)
+        println(`${root} has not been synced with "${label}" yet: compared with nothing in common`);
+      if (items.length === 0 && skipped.length === 0) println(`${root} and "${label}" are in sync`);
+      else if (items.length > 0) {
+        println(`a sync of ${root} with "${label}" would:`);
+        for (const i of items) println(describeItem(i));
+        println(`${items.length} change(s); run \`esync sync ${dir} --folder ${label}\` to apply them`);
+      }
     }
-    if (!synced) println(`${root} has not been synced with "${label}" yet: compared with nothing in common`);
-    if (items.length === 0) return println(`${root} and "${label}" are in sync`);
-    println(`a sync of ${root} with "${label}" would:`);
-    for (const i of items) println(describeItem(i));
-    println(`${items.length} change(s); run \`esync sync ${dir} --folder ${label}\` to apply them`);
+    if (unsyncable) throw unsyncable;
   } finally {
     state.close();
   }

@@ -11,6 +11,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { ciphertextSize } from "../../client/frame.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
 import {
   DEFAULT_SYNC_JOBS,
@@ -21,10 +22,20 @@ import {
 } from "../../sync/engine.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import type { SyncAction } from "../../sync/planner.ts";
-import { SyncState } from "../../sync/state-db.ts";
+import { StateBindingError, SyncState } from "../../sync/state-db.ts";
 import { configDir, configPaths, type GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
-import { CliError, describeError, EXIT, eprintln, printJson, println, usageError } from "../output.ts";
+import {
+  CliError,
+  describeError,
+  EXIT,
+  eprintln,
+  printJson,
+  println,
+  reportUnsyncable,
+  usageError,
+} from "../output.ts";
+import { type FileProgress, type ProgressMode, progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { configuredPairs, syncAll } from "../sync-pairs.ts";
 import { limitRate } from "../throttle.ts";
@@ -36,6 +47,7 @@ interface SyncOptions {
   all?: boolean;
   limitRate?: string;
   create?: boolean;
+  createDir?: boolean;
   watch?: boolean;
   exclude: string[];
   interval: string;
@@ -62,7 +74,7 @@ export function describeAction(a: SyncAction): string {
     case "rename_remote":
       return `renamed     ${a.from} -> ${a.path} on the server`;
     case "move_local":
-      return `renamed     ${a.from} -> ${a.path} locally`;
+      return `renamed     ${a.from} -> ${a.path} locally${a.edited ? " (your edit uploaded there)" : ""}`;
     case "conflict":
       return `conflict    ${a.path}: both changed; yours kept as ${a.copyPath}`;
     case "record":
@@ -84,15 +96,74 @@ function summaryLine(label: string, r: SyncReport): string {
   return parts.length === 0 ? `"${label}" is in sync` : `synced "${label}": ${parts.join(", ")}`;
 }
 
+/** The progress display of one round of a pass: push's bars, one per transfer. */
+interface SyncDisplay {
+  update(a: SyncAction, phase: string, done: number, total: number, skipped?: number): void;
+  /** Transfer (or other action) `a` ended: its bar goes, `line` (when not null) is printed. */
+  settled(a: SyncAction, line: string | null): void;
+  log(line: string): void;
+  stop(): void;
+}
+
+/**
+ * A display for `transfers` (uploads and downloads of one round): an overall line of their
+ * ciphertext bytes and files, and a line per file in flight (`cli/progress.ts`).
+ */
+function syncDisplay(mode: ProgressMode, label: string, transfers: readonly SyncAction[]): SyncDisplay {
+  const size = (a: SyncAction) =>
+    a.op === "upload" ? a.local.size : a.op === "download" ? a.remote.entry.size_bytes : 0;
+  const total = transfers.reduce((n, a) => n + ciphertextSize(size(a)), 0);
+  const progress = transferProgress(mode, `sync ${label}`, total, transfers.length);
+  const bars = new Map<SyncAction, { bar: FileProgress; done: number; skipped: number }>();
+  let done = 0;
+  let skipped = 0;
+  let files = 0;
+  let stopped = false;
+  return {
+    update(a, phase, n, t, s = 0) {
+      let f = bars.get(a);
+      if (!f) {
+        f = { bar: progress.file(a.path, size(a)), done: 0, skipped: 0 };
+        bars.set(a, f);
+      }
+      f.bar.update(phase, n, t, s);
+      if (phase === "encrypting") return; // overall progress counts ciphertext moved
+      done += n - f.done;
+      skipped += s - f.skipped;
+      f.done = n;
+      f.skipped = s;
+      progress.overall(done, files, skipped);
+    },
+    settled(a, line) {
+      const f = bars.get(a);
+      if (transfers.includes(a)) {
+        files++;
+        progress.overall(done, files, skipped);
+      }
+      if (f) {
+        bars.delete(a);
+        f.bar.done(line ?? `skipped     ${a.path}`);
+      } else if (line !== null) progress.log(line);
+    },
+    log: (line) => progress.log(line),
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      progress.stop();
+    },
+  };
+}
+
 /** Registers `esync sync` on `program` and returns it (`registerSyncPairs` adds its subcommands). */
 export function registerSync(program: Command): Command {
   return program
     .command("sync")
     .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
-    .argument("[dir]", "local directory to sync (created if missing)")
+    .argument("[dir]", "local directory to sync (must exist unless --create-dir)")
     .option("-f, --folder <label>", "folder label (must exist unless --create)")
     .option("--all", "sync every pair configured with `esync sync add` (no DIR or --folder)")
     .option("--create", "register the folder on the server if it does not exist yet")
+    .option("--create-dir", "create DIR if it does not exist (then the folder is downloaded into it)")
     .option("-w, --watch", "keep running: sync on local changes and poll the server")
     .option(
       "-x, --exclude <pattern>",
@@ -133,13 +204,13 @@ Examples:
       if (!opts.all) {
         if (dir === undefined || opts.folder === undefined)
           throw usageError("give DIR and --folder LABEL (or --all for the pairs of `esync sync list`)");
-        const ctx = limitRate(await loadContext(g), opts.limitRate);
+        const ctx = limitRate(await loadContext(g, "transfer"), opts.limitRate);
         return sync(ctx, dir, { ...opts, folder: opts.folder });
       }
       if (dir !== undefined || opts.folder !== undefined)
         throw usageError("--all syncs the configured pairs: give no DIR or --folder");
       const pairs = await configuredPairs(configPaths(configDir(g.configDir)));
-      const ctx = limitRate(await loadContext(g), opts.limitRate);
+      const ctx = limitRate(await loadContext(g, "transfer"), opts.limitRate);
       await syncAll(pairs, opts.watch === true, ctx.signal, (p) =>
         sync(ctx, p.dir, { ...opts, folder: p.folder, exclude: [...p.exclude, ...opts.exclude] }),
       );
@@ -168,11 +239,29 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
   const root = resolve(dir);
   const st = await stat(root).catch(() => null);
   if (st && !st.isDirectory()) throw usageError(`${dir}: exists and is not a directory`);
-  await mkdir(root, { recursive: true });
+  // A typo in DIR must not create a directory and download the whole folder into it.
+  if (!st && !opts.createDir)
+    throw usageError(`${dir}: no such directory (pass --create-dir to create it and download the folder)`);
   const folder = await ctx.identity.folderKeys(label);
-  const say = (line: string) => (ctx.json ? undefined : println(line));
+  // While transfers run, lines go through the progress display (above its bars).
+  let display: SyncDisplay | null = null;
+  const say = (line: string) => {
+    if (ctx.json) return;
+    if (display) display.log(line);
+    else println(line);
+  };
+  // The label is checked before anything local is touched: a typo is named as the label.
+  const resolved = await resolveFolder(ctx, label, { create: opts.create === true, createFlag: true });
+  if (resolved.registered) say(`registered folder "${label}"`);
+  await mkdir(root, { recursive: true });
 
-  const state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash });
+  let state: SyncState;
+  try {
+    state = SyncState.open(root, { address: ctx.address, folderHash: folder.folderHash, label });
+  } catch (e) {
+    if (e instanceof StateBindingError) throw usageError(e.message);
+    throw e;
+  }
   try {
     await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
     const base: Omit<SyncContext, "excludes"> = {
@@ -187,20 +276,35 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
       signal: ctx.signal,
       jobs,
       onAction: (a, outcome, detail) => {
-        if (outcome === "done") say(describeAction(a));
-        else if (outcome === "failed") say(`FAILED      ${a.path}: ${detail ?? ""}`);
+        const line =
+          outcome === "done"
+            ? describeAction(a)
+            : outcome === "failed"
+              ? `FAILED      ${a.path}: ${detail ?? ""}`
+              : null;
+        if (display) display.settled(a, line);
+        else if (line !== null) say(line);
+      },
+      progress: {
+        round(transfers) {
+          display?.stop();
+          display = transfers.length > 0 ? syncDisplay(progressMode(ctx.json), label, transfers) : null;
+        },
+        update(a, phase, done, total, skipped) {
+          display?.update(a, phase, done, total, skipped);
+        },
       },
     };
-    let registered = false;
     const pass = async (): Promise<SyncReport> => {
-      if (!registered) {
-        if ((await resolveFolder(ctx, label, { create: opts.create === true })).registered)
-          say(`registered folder "${label}"`);
-        registered = true;
-      }
       // The ignore file is read again each pass, so editing it takes effect without a restart.
       const excludes = await loadExcludes(root, opts.exclude);
-      const report = await runSyncPass({ ...base, excludes });
+      let report: SyncReport;
+      try {
+        report = await runSyncPass({ ...base, excludes });
+      } finally {
+        display?.stop();
+        display = null;
+      }
       if (ctx.json) printJson({ folder: label, folder_hash: folder.folderHash, dir: root, ...report });
       return report;
     };
@@ -208,13 +312,16 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
     if (!opts.watch) {
       const report = await pass();
       say(summaryLine(label, report));
+      const unsyncable = reportUnsyncable(report.skipped);
       if (report.failures.length > 0)
         throw new CliError(`${report.failures.length} path(s) failed to sync`, EXIT.local);
+      if (unsyncable) throw unsyncable;
       return;
     }
     say(`watching ${root} <-> "${label}" (Ctrl-C to stop)`);
     // The file watcher (chokidar) is loaded only by `--watch`, not on every start of the CLI.
     const { watchLoop } = await import("../../sync/watch.ts");
+    const named = new Set<string>();
     await watchLoop({
       root,
       excludes: await loadExcludes(root, opts.exclude),
@@ -225,6 +332,10 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
         const report = await pass();
         const line = summaryLine(label, report);
         if (!line.endsWith("is in sync")) say(`${new Date().toISOString().slice(11, 19)} ${line}`);
+        // Each path that cannot be synced is named once per run, not on every pass.
+        const fresh = report.skipped.filter((s) => !named.has(s.path));
+        for (const s of fresh) named.add(s.path);
+        reportUnsyncable(fresh);
       },
       onRetry: (e, delay) =>
         eprintln(`esync: ${describeError(e)}; retrying in ${Math.round(delay / 1000)} s`),

@@ -36,7 +36,7 @@ export function registerUsage(program: Command): void {
     .command("quota")
     .description("storage used by the account and the room left in its allowance")
     .action(async (_opts: unknown, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       const user = await ctx.api.userSummary(ctx.address);
       const free = await roomLeft(ctx.api, ctx.address);
       if (ctx.json)
@@ -61,7 +61,7 @@ export function registerUsage(program: Command): void {
     .description("storage used, by file type and by client family (whole account, or one folder)")
     .option("-f, --folder <label>", "only this folder")
     .action(async (opts: { folder?: string }, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
       const folderHash = opts.folder ? (await resolveFolder(ctx, opts.folder)).keys.folderHash : undefined;
       const [user, types, sources] = await Promise.all([
         ctx.api.userSummary(ctx.address, folderHash),
