@@ -21,6 +21,7 @@
  * `KiB`, `MiB`, `MiB/s`.
  */
 import { MultiBar, type MultiBar as MultiBarType, type SingleBar } from "cli-progress";
+import { logEvent } from "./log.ts";
 import { formatDuration, formatRate, formatSize, setNoticeSink, wrapWords } from "./output.ts";
 
 export { wrapWords };
@@ -200,12 +201,16 @@ export function transferProgress(
   };
 
   if (mode === "lines") {
+    const output = (l: string) => {
+      logEvent("info", "output", { text: l });
+      out.write(`${l}\n`);
+    };
     let lastLine = performance.now();
     const line = () =>
       `${label}: ${percent(done, totalBytes)}% ${formatSize(done)}/${formatSize(totalBytes)}, ` +
       `${files}/${totalFiles} files, ${formatRate(meter.rate())}, ETA ${eta()}`;
     return {
-      file: () => ({ update() {}, done: (l) => out.write(`${l}\n`) }),
+      file: () => ({ update() {}, done: (l) => output(l) }),
       overall(bytesDone, filesDone, bytesSkipped = 0) {
         record(bytesDone, filesDone, bytesSkipped);
         const now = performance.now();
@@ -214,7 +219,7 @@ export function transferProgress(
           out.write(`${line()}\n`);
         }
       },
-      log: (l) => out.write(`${l}\n`),
+      log: output,
       stop() {},
     };
   }
@@ -259,6 +264,11 @@ export function transferProgress(
   };
   // Notices (retries) go above the bars while they are drawn, not over them.
   setNoticeSink(log);
+  /** A line of the command's own output (a finished file): shown above the bars and logged. */
+  const output = (l: string) => {
+    logEvent("info", "output", { text: l });
+    log(l);
+  };
   return {
     file(name, size) {
       const fm = { meter: new RateMeter(5000), phase: "", bytes: 0, total: size };
@@ -298,7 +308,7 @@ export function transferProgress(
         },
         done(l) {
           waiting.delete(key);
-          log(l); // flushed by the next redraw: at once when a bar is removed, else the next frame
+          output(l); // flushed by the next redraw: at once when a bar is removed, else the next frame
           if (b) multi.remove(b);
         },
       };
@@ -307,7 +317,7 @@ export function transferProgress(
       record(bytesDone, filesDone, bytesSkipped);
       overall.update(0, { line: overallLine });
     },
-    log,
+    log: output,
     stop() {
       clearInterval(tick);
       setNoticeSink(null);
