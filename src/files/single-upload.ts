@@ -21,7 +21,8 @@ import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
 import { MaxPartsExceededError, parseMultipart } from "@remix-run/multipart-parser";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
-import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { ciphertextSizeFor } from "../manifest/framing.ts";
+import { checkFraming, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { blobTarget, chunkKey, deleteBlob, newOneObjectBlobId } from "../storage/layout.ts";
 import { blake3Hex, createBlake3 } from "../util/blake3.ts";
@@ -115,8 +116,8 @@ export class SingleUploadService {
       const { manifest, size, hash, bytes } =
         spool === null
           ? this.receiveHeld(caller, await readAll(body), boundary)
-          : await this.receive(caller, body, boundary, spool);
-      checkPlaintextSize(manifest, size);
+          : await this.receive(caller, body, boundary, spool, declaredBytes);
+      checkFraming(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
           owner: caller,
@@ -251,17 +252,22 @@ export class SingleUploadService {
 
   /**
    * Parses a streamed multipart body with busboy: manifest first (validated, owner checked),
-   * then the ciphertext, hashed and spooled to `spool`.
+   * then the ciphertext, hashed and spooled to `spool`. The ciphertext part is read only once the
+   * manifest is known, and no further than the size its `size_bytes` encrypts to
+   * (docs/framing.md): a body whose `declaredBytes` cannot hold that much is refused before it.
    */
   private receive(
     caller: string,
     body: ReadableStream<Uint8Array>,
     boundary: string,
     spool: string,
+    declaredBytes: number | null,
   ): Promise<{ manifest: Manifest } & ReceivedCiphertext> {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
       let ciphertext: Promise<ReceivedCiphertext> | null = null;
+      /** The spool write, once started (an abort waits for its file to be closed). */
+      let spooling: Promise<ReceivedCiphertext> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
       const source = Readable.fromWeb(body as never);
@@ -289,8 +295,9 @@ export class SingleUploadService {
         // Stop a spool write in progress and reject only once its file is closed, so that the
         // caller's removal of the spool file cannot run before the file is created.
         ciphertextPart?.destroy();
-        if (ciphertext)
-          ciphertext.then(
+        const pending = spooling;
+        if (pending)
+          pending.then(
             () => reject(err),
             () => reject(err),
           );
@@ -312,7 +319,18 @@ export class SingleUploadService {
             );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
-          ciphertext = this.spool(stream, spool);
+          ciphertext = manifest.then((m) => {
+            if (failed) throw fail("invalid_manifest", "The multipart body was aborted");
+            const expected = ciphertextSizeFor(m.sizeBytes);
+            // A ciphertext over the cap is left to reach it: that is 413, whatever it declares.
+            if (declaredBytes !== null && declaredBytes < expected && expected <= this.opts.maxBytes)
+              throw fail(
+                "invalid_manifest",
+                `Content-Length ${declaredBytes} cannot hold the ${expected} bytes of ciphertext that manifest.size_bytes ${m.sizeBytes} encrypts to`,
+              );
+            spooling = this.spool(stream, spool, expected);
+            return spooling;
+          });
           ciphertext.catch(abort);
         } else {
           stream.resume();
@@ -365,10 +383,11 @@ export class SingleUploadService {
   }
 
   /**
-   * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. A failure of the
+   * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413, over `expected`
+   * (the size the manifest's `size_bytes` encrypts to) 400 `invalid_manifest`. A failure of the
    * spool file itself (full disk, I/O error) is the server's: 507 `storage_full` or 503.
    */
-  private async spool(stream: Readable, path: string): Promise<ReceivedCiphertext> {
+  private async spool(stream: Readable, path: string, expected: number): Promise<ReceivedCiphertext> {
     try {
       await mkdir(this.opts.spoolDir, { recursive: true });
     } catch (e) {
@@ -384,6 +403,13 @@ export class SingleUploadService {
         size += chunk.length;
         if (size > max)
           return cb(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
+        if (size > expected)
+          return cb(
+            fail(
+              "invalid_manifest",
+              `the ciphertext part is over the ${expected} bytes that manifest.size_bytes encrypts to`,
+            ),
+          );
         hasher.update(chunk);
         cb(null, chunk);
       },

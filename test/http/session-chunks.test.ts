@@ -348,7 +348,7 @@ describe("DELETE /upload/session/{id}", () => {
 
   test("returns 404 not_found for a second DELETE of the same session", async () => {
     const u = newUser();
-    const s = await openSession(t, u, randomCiphertext(10), { chunkSize: 10 });
+    const s = await openSession(t, u, randomCiphertext(100), { chunkSize: 100 });
     expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
     expectError(await abort(t, s.auth, s.sessionId), 404, "not_found");
   });
