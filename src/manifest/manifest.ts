@@ -111,6 +111,37 @@ export function relativePathProblem(path: string): string | null {
   return null;
 }
 
+/** The field of a path write that breaks the path rule (`pathRuleViolation`), and why. */
+export interface PathRuleViolation {
+  field: "relative_path" | "path_hash" | "file_name";
+  why: string;
+}
+
+/**
+ * The rule every write of a plaintext path obeys, on upload, rename and path back-fill
+ * (docs/paths.md): `relativePath` is a clean relative path (`relativePathProblem`) of at most
+ * `MAX_NAME_CHARS` characters, `pathHash` (32 bytes) is `BLAKE3(utf8(NFC(relativePath)))` (so one
+ * path has one row, whatever its Unicode form), and `fileName`, when not null, is its last
+ * segment (compared in NFC).
+ * @returns the first violation, or null when the write obeys the rule.
+ */
+export function pathRuleViolation(
+  relativePath: string,
+  pathHash: Uint8Array,
+  fileName: string | null,
+): PathRuleViolation | null {
+  if (relativePath.length > MAX_NAME_CHARS)
+    return { field: "relative_path", why: `must be at most ${MAX_NAME_CHARS} characters` };
+  const problem = relativePathProblem(relativePath);
+  if (problem) return { field: "relative_path", why: problem };
+  const nfc = relativePath.normalize("NFC");
+  if (Buffer.from(pathHash).toString("hex") !== blake3Hex(new TextEncoder().encode(nfc)))
+    return { field: "path_hash", why: "must be BLAKE3(utf8(NFC(relative_path)))" };
+  if (fileName !== null && fileName.normalize("NFC") !== nfc.slice(nfc.lastIndexOf("/") + 1))
+    return { field: "file_name", why: "must be the last segment of relative_path" };
+  return null;
+}
+
 /**
  * Holds `size_bytes` to the framing of the ciphertext format (docs/framing.md): a plaintext of
  * `size_bytes` bytes encrypts to exactly `ciphertextSizeFor(size_bytes)` bytes, so the quota,
@@ -181,11 +212,8 @@ export function parseManifest(raw: unknown): Manifest {
         : readBytes(m.attributes, "attributes", [1, MAX_ATTRIBUTES_BYTES]),
   };
   if (manifest.relativePath !== null) {
-    const problem = relativePathProblem(manifest.relativePath);
-    if (problem) bad("relative_path", problem);
-    const expected = blake3Hex(new TextEncoder().encode(manifest.relativePath.normalize("NFC")));
-    if (Buffer.from(manifest.pathHash).toString("hex") !== expected)
-      bad("path_hash", "must be BLAKE3(utf8(NFC(relative_path))) (complement §1)");
+    const v = pathRuleViolation(manifest.relativePath, manifest.pathHash, manifest.fileName);
+    if (v) bad(v.field, v.why);
   }
   const ok = ed25519Valid(
     new TextEncoder().encode(signedSentence(manifest.ciphertextHash)),

@@ -58,6 +58,30 @@ describe("path_hash against relative_path", () => {
     await expectRefused(u, m, ct, "path_hash");
   });
 
+  test("returns 400 invalid_manifest naming file_name when it is not the relative_path's last segment", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(500);
+    const m = makeManifest({
+      owner: u.address,
+      ciphertext: ct,
+      path: "docs/report.pdf",
+      fileName: "evil.exe",
+    });
+    await expectRefused(u, m, ct, "file_name");
+  });
+
+  test("accepts a file_name that is the last segment in another Unicode form (200)", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(500);
+    const m = makeManifest({
+      owner: u.address,
+      ciphertext: ct,
+      path: "p/Caf\u00e9.txt",
+      fileName: "Cafe\u0301.txt",
+    });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
+  });
+
   test("accepts an NFD relative_path whose path_hash is of its NFC form (macOS names)", async () => {
     const u = newUser();
     const ct = randomCiphertext(500);

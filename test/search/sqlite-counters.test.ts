@@ -94,7 +94,7 @@ describe("every write path keeps the SQLite search index exact", () => {
       async () => {
         a = await upload(u, "photos/2024/summer/beach.jpg", { size: 5000 });
         b = await upload(u, "docs/report-final.pdf", { size: 120 });
-        nameless = await upload(u, "opaque", { named: false });
+        nameless = await upload(u, "found/later/readme", { named: false });
         c = await upload(u, "docs/old notes.txt");
       },
     ]);
