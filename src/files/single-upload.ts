@@ -45,6 +45,11 @@ export interface SingleUploadOptions {
   maxBytes: number;
   /** Opens a spool file for writing (default `createWriteStream`; tests inject disk faults). */
   openSpoolFile?: (path: string) => Writable;
+  /**
+   * This process as the holder of its write intents (`LeaseHolders.self`), so that a crash's
+   * intents fall due as soon as a sweeper proves it dead; null or absent when unknown.
+   */
+  intentHolder?: string | null;
   /** Bodies declaring at most this many bytes are read into memory instead of spooled (default 1 MiB). */
   memoryBodyBytes?: number;
   /** Most bytes of in-memory bodies held at once; a body past it is spooled (default 64 MiB). */
@@ -134,7 +139,11 @@ export class SingleUploadService {
       // A one-object blob (src/storage/layout.ts): its object lands without a directory of its own.
       const blobId = newOneObjectBlobId();
       const key = chunkKey(blobId, 0, "");
-      const intent = await this.deletions.reserve(blobTarget(blobId), this.clock.now());
+      const intent = await this.deletions.reserve(
+        blobTarget(blobId),
+        this.clock.now(),
+        this.opts.intentHolder ?? null,
+      );
       const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);

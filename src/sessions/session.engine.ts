@@ -287,7 +287,7 @@ export class SessionEngine {
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
     const deletions = this.store.repos.deletionQueue;
-    const intent = await deletions.reserve(key, this.clock.now());
+    const intent = await deletions.reserve(key, this.clock.now(), this.opts.leaseHolders.self);
     const tap = this.ingest.tap(sessionId, index, length);
     try {
       const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });

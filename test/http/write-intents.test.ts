@@ -17,6 +17,7 @@ import {
   isPersistable,
   type PutOptions,
 } from "../../src/storage/blob-store.ts";
+import { blobTarget, chunkKey, newOneObjectBlobId } from "../../src/storage/layout.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
@@ -172,6 +173,41 @@ describe("write intents (a crash at any point leaves nothing unreclaimed)", () =
     expect(await blobFiles(t)).toEqual([]);
     expect(await rowsOf(t, "blob_deletions")).toEqual([]);
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+  });
+});
+
+describe("write intents of a dead process", () => {
+  /** Stores a one-object blob and reserves its write intent for `holder`; returns its key. */
+  async function strand(holder: string | null): Promise<string> {
+    const blobId = newOneObjectBlobId();
+    const key = chunkKey(blobId, 0, "");
+    await t.services.deletions.reserve(blobTarget(blobId), t.clock.now(), holder);
+    const bytes = randomCiphertext(100);
+    await t.blobs.put(key, new Blob([new Uint8Array(bytes)]).stream(), bytes.byteLength);
+    return key;
+  }
+
+  test("the sweeper deletes at once what a provably dead process was writing; a live process's intent, and on PostgreSQL another machine's, wait for their lease", async () => {
+    app();
+    const self = t.services.leaseHolders.self;
+    expect(self).not.toBeNull();
+    const [boot, pidNs, , start] = self!.split(":");
+    const gone = Bun.spawnSync(["true"]).pid; // exited and reaped: no such process any more
+    const dead = await strand(`${boot}:${pidNs}:${gone}:${start}`);
+    const live = await strand(self);
+    const otherMachine = await strand(`00000000-0000-4000-8000-000000000000:${pidNs}:1:1`);
+    const unknown = await strand(null);
+    await t.sweeper.runOnce();
+    const left = await blobFiles(t);
+    expect(left).not.toContain(dead);
+    expect(left).toContain(live);
+    expect(left).toContain(unknown);
+    // SQLite is a file of this machine: another boot id is an earlier boot, whose processes are dead.
+    if (t.store.dialect === "sqlite") expect(left).not.toContain(otherMachine);
+    else expect(left).toContain(otherMachine);
+    const rows = await rowsOf(t, "blob_deletions");
+    expect(rows).toHaveLength(t.store.dialect === "sqlite" ? 2 : 3);
+    for (const r of rows) expect(Number(r.not_before)).toBeGreaterThan(t.clock.now());
   });
 });
 
