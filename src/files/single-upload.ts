@@ -262,7 +262,8 @@ export class SingleUploadService {
   /**
    * Parses a streamed multipart body with busboy: manifest first (validated, owner checked),
    * then the ciphertext, hashed and spooled to `spool`. The ciphertext part is read only once the
-   * manifest is known, and no further than the size its `size_bytes` encrypts to
+   * manifest is known and its revision precondition holds (`FilesService.precheck`: a 409 comes
+   * before the body), and no further than the size its `size_bytes` encrypts to
    * (docs/framing.md): a body whose `declaredBytes` cannot hold that much is refused before it.
    */
   private receive(
@@ -328,7 +329,10 @@ export class SingleUploadService {
             );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
-          ciphertext = manifest.then((m) => {
+          ciphertext = manifest.then(async (m) => {
+            // The revision precondition first: a conflict is answered before any ciphertext byte
+            // is read (the commit checks it again).
+            await this.files.precheck(m);
             if (failed) throw fail("invalid_manifest", "The multipart body was aborted");
             const expected = ciphertextSizeFor(m.sizeBytes);
             // A ciphertext over the cap is left to reach it: that is 413, whatever it declares.

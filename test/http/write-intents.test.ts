@@ -10,6 +10,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { SingleUploadService } from "../../src/files/single-upload.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import {
   type BlobStore,
@@ -398,6 +399,42 @@ describe("a full disk is the server's fault (507 storage_full)", () => {
 });
 
 describe("single-shot /upload refused by its revision precondition", () => {
+  test("answers 409 conflict as soon as the manifest part is parsed, without waiting for the ciphertext part", async () => {
+    app();
+    const u = newUser();
+    const first = randomCiphertext(900);
+    const path = "early/conflict.bin";
+    const m1 = makeManifest({ owner: u.address, ciphertext: first, path });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m1, first), UPLOAD_RESULT_KEYS);
+    const ct = randomCiphertext(ciphertextSizeFor(64 * 1024 * 1024));
+    const m2 = makeManifest({ owner: u.address, ciphertext: ct, path });
+    const boundary = "early409";
+    const head = new TextEncoder().encode(
+      `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m2)}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`,
+    );
+    // The manifest and the start of the ciphertext part, then a client that has not sent the rest.
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(head);
+        c.enqueue(ct.subarray(0, 1024));
+        sent = head.byteLength + 1024;
+      },
+    });
+    const answer = t.json("/upload", {
+      method: "POST",
+      headers: { authorization: authAt(t, u), "content-type": `multipart/form-data; boundary=${boundary}` },
+      body,
+    });
+    const r = await Promise.race([answer, Bun.sleep(5000).then(() => null)]);
+    expect(r).not.toBeNull();
+    expect(r!.status).toBe(409);
+    expect(r!.body.Conflict.error).toBe("conflict");
+    expect(sent).toBeLessThan(ct.byteLength);
+    expect(store.puts).toBe(1);
+  });
+
   test("returns 409 conflict for a new file over an existing one without storing any byte", async () => {
     app();
     const u = newUser();
