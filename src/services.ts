@@ -54,6 +54,8 @@ export interface Services {
   sessions: SessionEngine;
   singleUpload: SingleUploadService;
   deletions: DeletionQueueRepository;
+  /** This process as a lease holder, and which holders are provably dead (write intents, finalizes). */
+  leaseHolders: LeaseHolders;
   search: SearchService;
   browse: BrowseService;
   readiness: Readiness;
@@ -84,6 +86,8 @@ export function buildServices(appDeps: AppDeps): Services {
   const searchIndex = deps.searchIndex ?? searchIndexOf(store);
   const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
   const profile = profileRules(config.apiProfile);
+  // SQLite is a file on this machine: a holder of an earlier boot of it is dead.
+  const leaseHolders = new LeaseHolders({ localDatabase: store.dialect === "sqlite" });
   return {
     deps,
     profile,
@@ -106,14 +110,15 @@ export function buildServices(appDeps: AppDeps): Services {
         minBytesPerSecond: config.bodyMinBytesPerSecond,
       },
       finalizeLeaseSeconds: config.finalizeLeaseSeconds,
-      // SQLite is a file on this machine: a holder of an earlier boot of it is dead.
-      leaseHolders: new LeaseHolders({ localDatabase: store.dialect === "sqlite" }),
+      leaseHolders,
     }),
     singleUpload: new SingleUploadService(files, deletions, blobs, clock, log, {
       spoolDir: join(config.dataDir, "spool"),
       maxBytes: config.maxSingleUploadBytes,
+      intentHolder: leaseHolders.self,
     }),
     deletions,
+    leaseHolders,
     search: new SearchService(
       searchIndex,
       log,

@@ -21,18 +21,19 @@
  * Neither direction ever holds more than a frame or two in memory.
  */
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
+import {
+  ciphertextSizeFor,
+  FRAME_PLAINTEXT_BYTES,
+  frameCountFor,
+  HEADER_BYTES,
+  plaintextSizeFor,
+} from "../manifest/framing.ts";
 import { ExactReader } from "./byte-stream.ts";
 
-/** Plaintext bytes per frame: 256 KiB. */
-export const FRAME_PLAINTEXT_SIZE = 256 * 1024;
 /** Bytes of the base nonce at the start of the blob. */
 export const BASE_NONCE_SIZE = 24;
 /** Bytes of the Poly1305 tag ending each frame. */
 export const TAG_SIZE = 16;
-/** Bytes of the header: base nonce and frame count. */
-export const HEADER_SIZE = BASE_NONCE_SIZE + 4;
-/** Bytes each frame adds to its plaintext: length prefix and tag. */
-export const FRAME_OVERHEAD = 4 + TAG_SIZE;
 /** Bytes of the XChaCha20-Poly1305 key. */
 export const KEY_SIZE = 32;
 
@@ -69,26 +70,10 @@ function checkSize(n: number, what: string): void {
     throw new RangeError(`${what} must be a non-negative integer, got ${n}`);
 }
 
-/** `max(1, ceil(plaintextSize / 256 KiB))`. */
-export function frameCount(plaintextSize: number): number {
-  checkSize(plaintextSize, "plaintext size");
-  return Math.max(1, Math.ceil(plaintextSize / FRAME_PLAINTEXT_SIZE));
-}
-
-/** `28 + 20 × frameCount + plaintextSize`: bytes of the blob of a plaintext of this size. */
-export function ciphertextSize(plaintextSize: number): number {
-  return HEADER_SIZE + FRAME_OVERHEAD * frameCount(plaintextSize) + plaintextSize;
-}
-
 /** The plaintext size of a blob of `size` bytes; throws `CiphertextError` when no plaintext gives it. */
 export function plaintextSizeOf(size: number): number {
-  checkSize(size, "ciphertext size");
-  const body = size - HEADER_SIZE;
-  const frames = Math.max(1, Math.ceil((body - FRAME_OVERHEAD) / (FRAME_PLAINTEXT_SIZE + FRAME_OVERHEAD)));
-  const plain = body - FRAME_OVERHEAD * frames;
-  if (plain < 0 || ciphertextSize(plain) !== size) {
-    throw new CiphertextError("size_mismatch", `no plaintext encrypts to ${size} bytes`);
-  }
+  const plain = plaintextSizeFor(size);
+  if (plain === null) throw new CiphertextError("size_mismatch", `no plaintext encrypts to ${size} bytes`);
   return plain;
 }
 
@@ -108,7 +93,7 @@ export function frameNonce(baseNonce: Uint8Array, index: number): Uint8Array {
 /** The 28-byte header. */
 export function encodeHeader(baseNonce: Uint8Array, frames: number): Uint8Array {
   checkNonce(baseNonce);
-  const header = new Uint8Array(HEADER_SIZE);
+  const header = new Uint8Array(HEADER_BYTES);
   header.set(baseNonce, 0);
   new DataView(header.buffer).setUint32(BASE_NONCE_SIZE, frames, true);
   return header;
@@ -133,8 +118,8 @@ export function encryptFrame(
   index: number,
   plaintext: Uint8Array,
 ): Uint8Array {
-  if (plaintext.byteLength > FRAME_PLAINTEXT_SIZE) {
-    throw new RangeError(`a frame holds at most ${FRAME_PLAINTEXT_SIZE} bytes, got ${plaintext.byteLength}`);
+  if (plaintext.byteLength > FRAME_PLAINTEXT_BYTES) {
+    throw new RangeError(`a frame holds at most ${FRAME_PLAINTEXT_BYTES} bytes, got ${plaintext.byteLength}`);
   }
   const out = new Uint8Array(4 + plaintext.byteLength + TAG_SIZE);
   new DataView(out.buffer).setUint32(0, plaintext.byteLength + TAG_SIZE, true);
@@ -195,7 +180,7 @@ export function encryptStream(
 ): ReadableStream<Uint8Array> {
   const baseNonce = options.baseNonce ?? randomBaseNonce();
   checkKeyAndNonce(key, baseNonce);
-  const frames = frameCount(plaintextSize);
+  const frames = frameCountFor(plaintextSize);
   const reader = new ExactReader(plaintext);
   const pool = options.pool;
   const depth = pool ? 2 * pool.size : 1;
@@ -205,7 +190,7 @@ export function encryptStream(
   let remaining = plaintextSize;
 
   const readFrame = async (): Promise<Uint8Array> => {
-    const want = Math.min(FRAME_PLAINTEXT_SIZE, remaining);
+    const want = Math.min(FRAME_PLAINTEXT_BYTES, remaining);
     const chunk = await reader.read(want);
     if (chunk.byteLength < want) {
       const got = plaintextSize - remaining + chunk.byteLength;
@@ -262,7 +247,7 @@ export function encryptFileStream(
   return {
     stream: encryptStream(key, file.stream(), plaintextSize, options),
     plaintextSize,
-    ciphertextSize: ciphertextSize(plaintextSize),
+    ciphertextSize: ciphertextSizeFor(plaintextSize),
   };
 }
 
@@ -274,16 +259,16 @@ export function encryptBytes(
 ): Uint8Array {
   const baseNonce = options.baseNonce ?? randomBaseNonce();
   checkKeyAndNonce(key, baseNonce);
-  const frames = frameCount(plaintext.byteLength);
-  const out = new Uint8Array(ciphertextSize(plaintext.byteLength));
+  const frames = frameCountFor(plaintext.byteLength);
+  const out = new Uint8Array(ciphertextSizeFor(plaintext.byteLength));
   out.set(encodeHeader(baseNonce, frames), 0);
-  let at = HEADER_SIZE;
+  let at = HEADER_BYTES;
   for (let i = 0; i < frames; i++) {
     const frame = encryptFrame(
       key,
       baseNonce,
       i,
-      plaintext.subarray(i * FRAME_PLAINTEXT_SIZE, (i + 1) * FRAME_PLAINTEXT_SIZE),
+      plaintext.subarray(i * FRAME_PLAINTEXT_BYTES, (i + 1) * FRAME_PLAINTEXT_BYTES),
     );
     out.set(frame, at);
     at += frame.byteLength;
@@ -327,19 +312,19 @@ export function decryptStream(
   /** Reads the header or one frame; true once it enqueued plaintext or closed the stream. */
   const step = async (controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
     if (baseNonce === null) {
-      const header = await reader.read(HEADER_SIZE);
-      if (header.byteLength < HEADER_SIZE) {
+      const header = await reader.read(HEADER_BYTES);
+      if (header.byteLength < HEADER_BYTES) {
         return fail(
           "truncated",
-          `ciphertext is ${header.byteLength} bytes, shorter than its ${HEADER_SIZE}-byte header`,
+          `ciphertext is ${header.byteLength} bytes, shorter than its ${HEADER_BYTES}-byte header`,
         );
       }
-      frames = new DataView(header.buffer, header.byteOffset, HEADER_SIZE).getUint32(BASE_NONCE_SIZE, true);
+      frames = new DataView(header.buffer, header.byteOffset, HEADER_BYTES).getUint32(BASE_NONCE_SIZE, true);
       if (frames === 0) return fail("bad_header", "header declares 0 frames; every blob has at least one");
-      if (expected !== undefined && frames !== frameCount(expected)) {
+      if (expected !== undefined && frames !== frameCountFor(expected)) {
         return fail(
           "size_mismatch",
-          `header declares ${frames} frames but a ${expected}-byte plaintext has ${frameCount(expected)}`,
+          `header declares ${frames} frames but a ${expected}-byte plaintext has ${frameCountFor(expected)}`,
         );
       }
       baseNonce = header.slice(0, BASE_NONCE_SIZE);
@@ -360,7 +345,7 @@ export function decryptStream(
     }
     const len = new DataView(lenBytes.buffer, lenBytes.byteOffset, 4).getUint32(0, true);
     const last = index === frames - 1;
-    const full = FRAME_PLAINTEXT_SIZE + TAG_SIZE;
+    const full = FRAME_PLAINTEXT_BYTES + TAG_SIZE;
     if (len < TAG_SIZE || len > full) {
       return fail(
         "bad_frame_length",

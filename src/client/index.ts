@@ -6,6 +6,14 @@
  */
 
 export { RENAME_DECLARATION_PREFIX, renameDeclaration } from "../files/rename.ts";
+export {
+  ciphertextSizeFor,
+  FRAME_OVERHEAD_BYTES,
+  FRAME_PLAINTEXT_BYTES,
+  frameCountFor,
+  HEADER_BYTES,
+  plaintextSizeFor,
+} from "../manifest/framing.ts";
 export * from "./api.ts";
 export * from "./api-error.ts";
 export type * from "./api-types.ts";

@@ -19,14 +19,9 @@ import { readFileSync, statSync } from "node:fs";
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { ciphertextSizeFor } from "../manifest/framing.ts";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
-import {
-  ciphertextSize,
-  encryptBytes,
-  encryptStream,
-  type FrameEncryptor,
-  randomBaseNonce,
-} from "./frame.ts";
+import { encryptBytes, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
 import { Blake3, blake3FileHex, blake3Hex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher, saltedHash } from "./manifest.ts";
 
@@ -133,14 +128,14 @@ export const WHOLE_READ_BYTES = 1024 * 1024;
 export async function sealFile(path: string, options: SealOptions): Promise<SealedBlob> {
   const baseNonce = options.baseNonce ?? randomBaseNonce();
   const small = (n: number) =>
-    n <= WHOLE_READ_BYTES && ciphertextSize(n) <= (options.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
+    n <= WHOLE_READ_BYTES && ciphertextSizeFor(n) <= (options.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
   if (options.before && small(options.before.size)) {
     const sealed = sealSmallFile(path, options.before, baseNonce, options);
     if (sealed) return sealed;
   }
   const before = await stat(path);
   const plaintextSize = before.size;
-  const size = ciphertextSize(plaintextSize);
+  const size = ciphertextSizeFor(plaintextSize);
   if (small(plaintextSize)) {
     const sealed = sealSmallFile(path, before, baseNonce, options);
     if (!sealed) throw new FileChangedError(path);
@@ -259,7 +254,7 @@ export function sealedFileRecord(blob: SealedBlob): SealedFileRecord | null {
  */
 export async function openSealedFile(record: SealedFileRecord): Promise<SealedBlob | null> {
   const file = Bun.file(record.spillPath);
-  const size = ciphertextSize(record.plaintextSize);
+  const size = ciphertextSizeFor(record.plaintextSize);
   if (!(await file.exists()) || file.size !== size) return null;
   if ((await blake3FileHex(record.spillPath)) !== record.ciphertextHash) return null;
   return fileBlob(

@@ -4,6 +4,7 @@
  * Byte arrays (`path_hash`, `salted_hash`, `revision_id`, `encrypted_path`) are BLOBs.
  * Migrations are generated from this file into `drizzle/sqlite/` by `bun run db:generate`.
  */
+import { sql } from "drizzle-orm";
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const bytes = (name: string) => blob(name, { mode: "buffer" });
@@ -154,8 +155,17 @@ export const blobDeletions = sqliteTable(
      * sweeper claims it before then); null when unclaimed.
      */
     leasedUntil: integer("leased_until"),
+    /**
+     * The process that reserved this write intent (`LeaseHolders.self` string, see
+     * src/sessions/lease-holder.ts), so that the intent falls due at once when that process is
+     * provably dead; null for deletions, released intents, and where the holder is unknown.
+     */
+    holder: text("holder"),
   },
-  (t) => [index("blob_deletions_due").on(t.notBefore)],
+  (t) => [
+    index("blob_deletions_due").on(t.notBefore),
+    index("blob_deletions_holder").on(t.holder).where(sql`${t.holder} IS NOT NULL`),
+  ],
 );
 
 /** Issued API tokens (complement §3.2), stored only as SHA-256 hex. */

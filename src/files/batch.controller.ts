@@ -11,6 +11,7 @@ import { Elysia } from "elysia";
 import { fail } from "../errors/errors.ts";
 import { authenticated, bodyAddress, doc, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
+import { pathRuleViolation } from "../manifest/manifest.ts";
 import type { Services } from "../services.ts";
 import {
   DeleteFilesBody,
@@ -24,7 +25,6 @@ import {
   RenameFilesResult,
 } from "../wire/schemas.ts";
 import { checkDeleteBatch, checkRelativePathsBatch } from "./files.service.ts";
-import { isUploadPath } from "./paths.ts";
 import { verifyRenameSignature } from "./rename.ts";
 
 /** Largest `/rename_files` body, bytes: 1000 entries with encrypted paths fit. */
@@ -72,14 +72,17 @@ export function batchController(s: Services) {
           );
         const entries = body.renames.map((r, i) => {
           const relativePath = r.new_relative_path ?? null;
-          if (relativePath !== null && !isUploadPath(relativePath))
-            throw fail("invalid_manifest", `renames[${i}].new_relative_path is not a valid relative path`);
+          const newPathHash = Uint8Array.from(r.new_path_hash);
+          const fileName = r.new_file_name ?? null;
+          // The upload's path rule (docs/paths.md), when the new plaintext path is given.
+          const v = relativePath === null ? null : pathRuleViolation(relativePath, newPathHash, fileName);
+          if (v) throw fail("invalid_manifest", `renames[${i}].new_${v.field} ${v.why}`);
           return {
             oldPathHash: Uint8Array.from(r.old_path_hash),
-            newPathHash: Uint8Array.from(r.new_path_hash),
+            newPathHash,
             baseRevisionId: Uint8Array.from(r.base_revision_id),
             encryptedPath: Uint8Array.from(r.new_encrypted_path ?? []),
-            fileName: r.new_file_name ?? null,
+            fileName,
             relativePath,
           };
         });

@@ -195,8 +195,10 @@ async function download(
     return new Response(null, { status: 304, headers: { etag, "accept-ranges": "bytes" } });
   const range = outcome === "full" ? null : resolveRange(parseRangeHeader(headers.range), size);
   if (range === "unsatisfiable") {
+    // The current ETag too: a resume (`Range: bytes=N-`) past the end of a file overwritten by a
+    // shorter revision learns that the revision changed (docs/internals.md, deletion queue).
     throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
-      headers: { "content-range": `bytes */${size}` },
+      headers: { "content-range": `bytes */${size}`, etag },
     });
   }
   const [start, end] = range ?? [0, size];

@@ -8,7 +8,7 @@
 import type { MetadataStore, Repositories } from "../db/store.ts";
 import type { DriveAccessService } from "../drives/drive-access.service.ts";
 import { AppError, type ConflictDetails, fail } from "../errors/errors.ts";
-import type { Manifest } from "../manifest/manifest.ts";
+import { type Manifest, pathRuleViolation } from "../manifest/manifest.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
 import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
@@ -18,7 +18,7 @@ import { yieldToEventLoop } from "../util/yield.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
-import { isUploadPath, lastSegment } from "./paths.ts";
+import { lastSegment } from "./paths.ts";
 
 /**
  * Entries of a `/delete_files` or `/rename_files` batch between two yields to the event loop: the
@@ -390,8 +390,10 @@ export class FilesService {
    * Back-fills the plaintext `relative_path` of rows that have none (`POST
    * /register_relative_paths`, extensions §1.6, §9 item 8), in one transaction: a row whose path
    * is null gets it (and its last segment as `file_name` when that is null too): `updated`; a row
-   * already holding exactly that path: `skipped`; errors per entry: `invalid_path`, `not_found`,
-   * `path_mismatch` (a different path is never overwritten), `database_error`. Runs under the
+   * already holding exactly that path: `skipped`; errors per entry: `invalid_path` (not a clean
+   * path, or `path_hash` is not its hash: docs/paths.md), `not_found`, `path_mismatch` (a
+   * different path, or a `file_name` that is not its last segment; never overwritten),
+   * `database_error`. Runs under the
    * owner's lock, so that a commit of the same file between its read and its write cannot have
    * set another path that it would overwrite.
    * @throws AppError `batch_too_large` (400) over `MAX_PATH_BATCH` entries.
@@ -408,17 +410,20 @@ export class FilesService {
       for (const e of entries) {
         const failed = (reason: RelativePathsOutcome["errors"][number]["reason"]) =>
           out.errors.push({ path_hash: e.path_hash, reason });
-        if (!isUploadPath(e.relative_path)) {
+        const pathHash = Buffer.from(e.path_hash, "hex");
+        // The upload's path rule (docs/paths.md): a path is only ever set on the row of its hash.
+        if (pathRuleViolation(e.relative_path, pathHash, null)) {
           failed("invalid_path");
           continue;
         }
         try {
-          const pathHash = Buffer.from(e.path_hash, "hex");
           const outcome = await tx.savepoint(async (sp) => {
             const row = await sp.files.get(owner, folderHash, pathHash);
             if (!row) return "not_found";
             if (row.relativePath === e.relative_path) return "skipped";
             if (row.relativePath !== null) return "path_mismatch";
+            // A row named otherwise than the path's last segment does not hold this path.
+            if (pathRuleViolation(e.relative_path, pathHash, row.fileName)) return "path_mismatch";
             const fileName = row.fileName ?? lastSegment(e.relative_path);
             const searchName = searchNameOf(fileName, e.relative_path);
             await sp.files.setPath(owner, folderHash, pathHash, {

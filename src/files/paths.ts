@@ -1,10 +1,9 @@
 /**
  * @module files/paths
- * Plaintext relative paths of the product extensions: an upload's rules (`relativePathProblem`:
+ * Plaintext relative paths of directory entries: an upload's path rules (`relativePathProblem`:
  * folder-relative, no leading or trailing `/`, no empty, `.` or `..` segment, no backslash, NUL or
- * other control character; at most `MAX_NAME_CHARS` characters) for the paths of
- * `/register_relative_paths` and `/rename_files` (extensions §1.6, §9 item 6), and in NFC as
- * well for directory entries (§1.5).
+ * other control character; at most `MAX_NAME_CHARS` characters), in NFC as well. Paths written on
+ * file rows also agree with their hash and name (`pathRuleViolation`, docs/paths.md).
  */
 import { MAX_NAME_CHARS, relativePathProblem } from "../manifest/manifest.ts";
 
@@ -12,7 +11,7 @@ import { MAX_NAME_CHARS, relativePathProblem } from "../manifest/manifest.ts";
  * True when `p` passes the checks of an upload's `relative_path` (complement §1): "validated like
  * upload paths" (extensions §1.6).
  */
-export function isUploadPath(p: string): boolean {
+function isUploadPath(p: string): boolean {
   return p.length <= MAX_NAME_CHARS && relativePathProblem(p) === null;
 }
 

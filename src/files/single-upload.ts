@@ -21,7 +21,8 @@ import { pipeline } from "node:stream/promises";
 import Busboy from "@fastify/busboy";
 import { MaxPartsExceededError, parseMultipart } from "@remix-run/multipart-parser";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
-import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { ciphertextSizeFor } from "../manifest/framing.ts";
+import { checkFraming, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { blobTarget, chunkKey, deleteBlob, newOneObjectBlobId } from "../storage/layout.ts";
 import { blake3Hex, createBlake3 } from "../util/blake3.ts";
@@ -45,6 +46,11 @@ export interface SingleUploadOptions {
   maxBytes: number;
   /** Opens a spool file for writing (default `createWriteStream`; tests inject disk faults). */
   openSpoolFile?: (path: string) => Writable;
+  /**
+   * This process as the holder of its write intents (`LeaseHolders.self`), so that a crash's
+   * intents fall due as soon as a sweeper proves it dead; null or absent when unknown.
+   */
+  intentHolder?: string | null;
   /** Bodies declaring at most this many bytes are read into memory instead of spooled (default 1 MiB). */
   memoryBodyBytes?: number;
   /** Most bytes of in-memory bodies held at once; a body past it is spooled (default 64 MiB). */
@@ -116,8 +122,8 @@ export class SingleUploadService {
       const { manifest, size, hash, bytes } =
         spool === null
           ? this.receiveHeld(await readAll(body), boundary)
-          : await this.receive(body, boundary, spool);
-      checkPlaintextSize(manifest, size);
+          : await this.receive(caller, body, boundary, spool, declaredBytes);
+      checkFraming(manifest, size);
       if (hash !== manifest.ciphertextHash) {
         this.log.warn("upload.hash_mismatch", {
           owner: caller,
@@ -135,7 +141,11 @@ export class SingleUploadService {
       // A one-object blob (src/storage/layout.ts): its object lands without a directory of its own.
       const blobId = newOneObjectBlobId();
       const key = chunkKey(blobId, 0, "");
-      const intent = await this.deletions.reserve(blobTarget(blobId), this.clock.now());
+      const intent = await this.deletions.reserve(
+        blobTarget(blobId),
+        this.clock.now(),
+        this.opts.intentHolder ?? null,
+      );
       const committing = this.files.expectCommit();
       try {
         const stored = bytes ? new Blob([bytes as Uint8Array<ArrayBuffer>]) : Bun.file(spool as string);
@@ -249,16 +259,23 @@ export class SingleUploadService {
 
   /**
    * Parses a streamed multipart body with busboy: manifest first (validated),
-   * then the ciphertext, hashed and spooled to `spool`.
+   * then the ciphertext, hashed and spooled to `spool`. The ciphertext part is read only once the
+   * manifest is known and its revision precondition holds (`FilesService.precheck`: a 409 comes
+   * before the body), and no further than the size its `size_bytes` encrypts to
+   * (docs/framing.md): a body whose `declaredBytes` cannot hold that much is refused before it.
    */
   private receive(
+    caller: string,
     body: ReadableStream<Uint8Array>,
     boundary: string,
     spool: string,
+    declaredBytes: number | null,
   ): Promise<{ manifest: Manifest } & ReceivedCiphertext> {
     return new Promise((resolve, reject) => {
       let manifest: Promise<Manifest> | null = null;
       let ciphertext: Promise<ReceivedCiphertext> | null = null;
+      /** The spool write, once started (an abort waits for its file to be closed). */
+      let spooling: Promise<ReceivedCiphertext> | null = null;
       let ciphertextPart: Readable | null = null;
       let failed = false;
       const source = Readable.fromWeb(body as never);
@@ -286,8 +303,9 @@ export class SingleUploadService {
         // Stop a spool write in progress and reject only once its file is closed, so that the
         // caller's removal of the spool file cannot run before the file is created.
         ciphertextPart?.destroy();
-        if (ciphertext)
-          ciphertext.then(
+        const pending = spooling;
+        if (pending)
+          pending.then(
             () => reject(err),
             () => reject(err),
           );
@@ -309,7 +327,22 @@ export class SingleUploadService {
             );
           if (ciphertext) return abort(fail("invalid_manifest", "Only one 'ciphertext' part is allowed"));
           ciphertextPart = stream;
-          ciphertext = this.spool(stream, spool);
+          ciphertext = manifest.then(async (m) => {
+            // Who may write, then the revision precondition: a refusal or a conflict is answered
+            // before any ciphertext byte is read (both are checked again before the commit).
+            await this.files.admitWrite(caller, m);
+            await this.files.precheck(m);
+            if (failed) throw fail("invalid_manifest", "The multipart body was aborted");
+            const expected = ciphertextSizeFor(m.sizeBytes);
+            // A ciphertext over the cap is left to reach it: that is 413, whatever it declares.
+            if (declaredBytes !== null && declaredBytes < expected && expected <= this.opts.maxBytes)
+              throw fail(
+                "invalid_manifest",
+                `Content-Length ${declaredBytes} cannot hold the ${expected} bytes of ciphertext that manifest.size_bytes ${m.sizeBytes} encrypts to`,
+              );
+            spooling = this.spool(stream, spool, expected);
+            return spooling;
+          });
           ciphertext.catch(abort);
         } else {
           stream.resume();
@@ -362,10 +395,11 @@ export class SingleUploadService {
   }
 
   /**
-   * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413. A failure of the
+   * Streams a part to `path`, hashing and counting it; over `maxBytes` is 413, over `expected`
+   * (the size the manifest's `size_bytes` encrypts to) 400 `invalid_manifest`. A failure of the
    * spool file itself (full disk, I/O error) is the server's: 507 `storage_full` or 503.
    */
-  private async spool(stream: Readable, path: string): Promise<ReceivedCiphertext> {
+  private async spool(stream: Readable, path: string, expected: number): Promise<ReceivedCiphertext> {
     try {
       await mkdir(this.opts.spoolDir, { recursive: true });
     } catch (e) {
@@ -381,6 +415,13 @@ export class SingleUploadService {
         size += chunk.length;
         if (size > max)
           return cb(fail("payload_too_large", `ciphertext over ${max} bytes; use an upload session`));
+        if (size > expected)
+          return cb(
+            fail(
+              "invalid_manifest",
+              `the ciphertext part is over the ${expected} bytes that manifest.size_bytes encrypts to`,
+            ),
+          );
         hasher.update(chunk);
         cb(null, chunk);
       },

@@ -4,14 +4,15 @@
  * checked for type and size; the Ed25519 signature over the fixed ToS sentence is verified.
  * Fields are also checked against each other: `path_hash` must be
  * `BLAKE3(utf8(NFC(relative_path)))` when `relative_path` is given, `relative_path` must be a
- * clean relative path, and (once the ciphertext size is known) `size_bytes` must fit in what the
- * ciphertext's framing (complement §2) can hold. Any failure is 400 `invalid_manifest` with a
+ * clean relative path, and (once the ciphertext size is known) `size_bytes` must be exactly the
+ * plaintext size of that ciphertext under its framing (`checkFraming`, docs/framing.md). Any failure is 400 `invalid_manifest` with a
  * message naming the field.
  */
 import { ed25519Valid } from "../auth/ed25519.ts";
 import { isSs58 } from "../auth/ss58.ts";
 import { fail } from "../errors/errors.ts";
 import { blake3Hex } from "../util/blake3.ts";
+import { ciphertextSizeFor } from "./framing.ts";
 
 /** A validated manifest. Byte fields are `Uint8Array`; sizes in bytes; times Unix seconds. */
 export interface Manifest {
@@ -110,22 +111,50 @@ export function relativePathProblem(path: string): string | null {
   return null;
 }
 
-/** Ciphertext bytes every plaintext costs at least: header 28 + one frame's length and tag 20. */
-export const MIN_FRAMING_BYTES = 48;
+/** The field of a path write that breaks the path rule (`pathRuleViolation`), and why. */
+export interface PathRuleViolation {
+  field: "relative_path" | "path_hash" | "file_name";
+  why: string;
+}
 
 /**
- * Checks `size_bytes` against the ciphertext size. Every ciphertext of complement §2 carries at
- * least 48 bytes of framing (`28 + 20 × frames`), so a plaintext of `size_bytes` needs at
- * least `size_bytes + 48` bytes: a larger claim is refused. A claim of 0 is always accepted, and
- * the check is a bound rather than the exact frame count, so that no client whose ciphertext the
- * server cannot decode anyway is refused for arithmetic it never sees.
- * @throws AppError `invalid_manifest` naming both sizes.
+ * The rule every write of a plaintext path obeys, on upload, rename and path back-fill
+ * (docs/paths.md): `relativePath` is a clean relative path (`relativePathProblem`) of at most
+ * `MAX_NAME_CHARS` characters, `pathHash` (32 bytes) is `BLAKE3(utf8(NFC(relativePath)))` (so one
+ * path has one row, whatever its Unicode form), and `fileName`, when not null, is its last
+ * segment (compared in NFC).
+ * @returns the first violation, or null when the write obeys the rule.
  */
-export function checkPlaintextSize(m: Manifest, ciphertextSize: number): void {
-  if (m.sizeBytes > 0 && m.sizeBytes + MIN_FRAMING_BYTES > ciphertextSize) {
+export function pathRuleViolation(
+  relativePath: string,
+  pathHash: Uint8Array,
+  fileName: string | null,
+): PathRuleViolation | null {
+  if (relativePath.length > MAX_NAME_CHARS)
+    return { field: "relative_path", why: `must be at most ${MAX_NAME_CHARS} characters` };
+  const problem = relativePathProblem(relativePath);
+  if (problem) return { field: "relative_path", why: problem };
+  const nfc = relativePath.normalize("NFC");
+  if (Buffer.from(pathHash).toString("hex") !== blake3Hex(new TextEncoder().encode(nfc)))
+    return { field: "path_hash", why: "must be BLAKE3(utf8(NFC(relative_path)))" };
+  if (fileName !== null && fileName.normalize("NFC") !== nfc.slice(nfc.lastIndexOf("/") + 1))
+    return { field: "file_name", why: "must be the last segment of relative_path" };
+  return null;
+}
+
+/**
+ * Holds `size_bytes` to the framing of the ciphertext format (docs/framing.md): a plaintext of
+ * `size_bytes` bytes encrypts to exactly `ciphertextSizeFor(size_bytes)` bytes, so the quota,
+ * which counts `size_bytes`, counts what is stored. `ciphertextBytes` is the ciphertext's size
+ * in bytes (received, or declared as `field`).
+ * @throws AppError `invalid_manifest` naming `field` and both sizes when they disagree.
+ */
+export function checkFraming(m: Manifest, ciphertextBytes: number, field = "the ciphertext part"): void {
+  const expected = ciphertextSizeFor(m.sizeBytes);
+  if (expected !== ciphertextBytes) {
     throw fail(
       "invalid_manifest",
-      `manifest.size_bytes ${m.sizeBytes} cannot fit in ${ciphertextSize} bytes of ciphertext (the framing of complement §2 adds at least ${MIN_FRAMING_BYTES} bytes)`,
+      `${field} is ${ciphertextBytes} bytes but manifest.size_bytes ${m.sizeBytes} encrypts to exactly ${expected} bytes (28 + 20 × frames + size_bytes, 256 KiB frames)`,
     );
   }
 }
@@ -183,11 +212,8 @@ export function parseManifest(raw: unknown): Manifest {
         : readBytes(m.attributes, "attributes", [1, MAX_ATTRIBUTES_BYTES]),
   };
   if (manifest.relativePath !== null) {
-    const problem = relativePathProblem(manifest.relativePath);
-    if (problem) bad("relative_path", problem);
-    const expected = blake3Hex(new TextEncoder().encode(manifest.relativePath.normalize("NFC")));
-    if (Buffer.from(manifest.pathHash).toString("hex") !== expected)
-      bad("path_hash", "must be BLAKE3(utf8(NFC(relative_path))) (complement §1)");
+    const v = pathRuleViolation(manifest.relativePath, manifest.pathHash, manifest.fileName);
+    if (v) bad(v.field, v.why);
   }
   const ok = ed25519Valid(
     new TextEncoder().encode(signedSentence(manifest.ciphertextHash)),

@@ -30,7 +30,7 @@
 import type { MetadataStore, Repositories } from "../db/store.ts";
 import { AppError, fail, isOutOfSpace, storageFailure } from "../errors/errors.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
-import { checkPlaintextSize, type Manifest, parseManifest } from "../manifest/manifest.ts";
+import { checkFraming, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import {
   type BlobLayout,
@@ -160,7 +160,7 @@ export class SessionEngine {
     }
     if (count > this.opts.maxChunkCount)
       throw fail("invalid_manifest", `chunk_count over the limit of ${this.opts.maxChunkCount}`);
-    checkPlaintextSize(manifest, total);
+    checkFraming(manifest, total, "ciphertext_size");
     await this.files.admitWrite(caller, manifest);
 
     return this.store.transaction(async (tx) => {
@@ -302,7 +302,7 @@ export class SessionEngine {
     const gen = randomHex(6);
     const key = chunkKey(s.blobId, index, gen);
     const deletions = this.store.repos.deletionQueue;
-    const intent = await deletions.reserve(key, this.clock.now());
+    const intent = await deletions.reserve(key, this.clock.now(), this.opts.leaseHolders.self);
     const tap = this.ingest.tap(sessionId, index, length);
     try {
       const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
@@ -442,6 +442,9 @@ export class SessionEngine {
     // A finalize refused for missing chunks changes nothing (not even expires_at).
     const received = await sessions.chunkIndices(sessionId);
     if (received.length !== s.chunkCount) throw missingChunks(s.chunkCount, received);
+    // Sessions opened before the framing rule held (docs/framing.md) are held to it here.
+    const manifest = admitted;
+    checkFraming(manifest, s.ciphertextSize, "ciphertext_size");
     const now = this.clock.now();
     const lease = new FinalizeLease(
       sessions,
@@ -478,7 +481,6 @@ export class SessionEngine {
           s.chunkCount,
           chunks.map((c) => c.chunkIndex),
         );
-      const manifest = admitted;
       const layout: BlobLayout = {
         blobId: s.blobId,
         chunkSize: s.chunkSize,

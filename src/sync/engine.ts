@@ -48,12 +48,13 @@ import type { EsyncApi } from "../client/api.ts";
 import { ApiError } from "../client/api-error.ts";
 import { deleteMany, parentDirs, registerEntries, renameMany, unregisterEntries } from "../client/batch.ts";
 import { downloadFile, IntegrityError, RevisionChangedError } from "../client/downloader.ts";
-import { ciphertextSize, PlaintextSizeError } from "../client/frame.ts";
+import { PlaintextSizeError } from "../client/frame.ts";
 import { fromHex, toHex } from "../client/hash.ts";
 import type { FolderKeys } from "../client/keys.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../client/manifest.ts";
 import type { UploadStateFile } from "../client/upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../client/uploader.ts";
+import { ciphertextSizeFor } from "../manifest/framing.ts";
 import { markerDir, sealAttributes } from "./attributes.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
@@ -464,7 +465,7 @@ async function execute(
         await applyAttributes(absOf(ctx, a.path), a.remote);
       } else {
         await materialize(ctx, a.remote, (n, total) =>
-          ctx.progress?.update(a, "receiving", n, total ?? ciphertextSize(a.remote.entry.size_bytes)),
+          ctx.progress?.update(a, "receiving", n, total ?? ciphertextSizeFor(a.remote.entry.size_bytes)),
         );
       }
       await recordRemote(ctx, a.remote);

@@ -12,7 +12,10 @@
  *   a row queuing the object's deletion one lease ahead. The transaction that starts referencing
  *   the object cancels the row (`claim`); a failed write `release`s it (due now). A crash at any
  *   instruction therefore leaves every stored byte either referenced by a committed row or queued
- *   for deletion, and a sweeper reclaims it once the lease ends.
+ *   for deletion, and a sweeper reclaims it once the lease ends, or as soon as the process that
+ *   reserved it (`holder`, see src/sessions/lease-holder.ts) is provably dead: a crashed
+ *   server's writes are reclaimed at its restart, not hours later (docs/internals.md, "Write
+ *   intents").
  * - Sweepers (one per node) take due rows with `claimDue`, which leases them for a while so that
  *   no other sweeper takes the same row; then delete the objects, then the row (`done`), or
  *   postpone it (`failed`). A sweeper that dies leaves its rows to be claimed again after the lease.
@@ -37,11 +40,22 @@ export interface DeletionQueueRepository {
   enqueue(targets: string[], notBefore: number): Promise<void>;
 
   /**
-   * Records the intent to write `target` (an object key or a blob prefix): queues its deletion
-   * at `now + WRITE_INTENT_LEASE_SECONDS`. Call (committed) before the first byte is stored.
+   * Records the intent to write `target` (an object key or a blob prefix) by process `holder`
+   * (`LeaseHolders.self`; null or absent when unknown): queues its deletion at
+   * `now + WRITE_INTENT_LEASE_SECONDS`. Call (committed) before the first byte is stored.
    * @returns the intent id for `claim`/`release`/`done`.
    */
-  reserve(target: string, now: number): Promise<number>;
+  reserve(target: string, now: number, holder?: string | null): Promise<number>;
+
+  /** The distinct holders of intents still within their lease at `now` and unclaimed by a sweeper. */
+  intentHolders(now: number): Promise<string[]>;
+
+  /**
+   * Makes every intent of `holder` still within its lease at `now` due now, and forgets its
+   * holder (a sweeper then deletes its objects): call only for a provably dead holder.
+   * @returns how many intents fell due.
+   */
+  releaseHolder(holder: string, now: number): Promise<number>;
 
   /**
    * Cancels the intent `id` because the objects are now referenced; call inside the transaction

@@ -1,7 +1,7 @@
 /**
  * @module workers/sweeper
- * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1) and
- * the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
+ * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1), write
+ * intents of dead processes and the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
  * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with
  * a lease (`claimDue`), so each object is deleted by one sweeper.
  */
@@ -27,6 +27,7 @@ export class Sweeper {
   async runOnce(): Promise<{ sessions: number; deletions: number }> {
     const { blobs, clock, log } = this.s.deps;
     const sessions = await this.s.sessions.sweepExpired();
+    await this.releaseDeadIntents();
     let deletions = 0;
     for (;;) {
       const now = clock.now();
@@ -57,6 +58,21 @@ export class Sweeper {
     }
     if (deletions > 0) log.info("blob.deleted", { count: deletions });
     return { sessions, deletions };
+  }
+
+  /**
+   * Makes the write intents of provably dead processes due now (a server killed mid-write and
+   * restarted, or another node's process on this machine that died; see lease-holder.ts), so
+   * that their objects are deleted in this pass instead of when the intents' leases end. A live
+   * holder's intents, and those of a holder not provably dead (another machine), are left alone.
+   */
+  private async releaseDeadIntents(): Promise<void> {
+    const { clock, log } = this.s.deps;
+    for (const holder of await this.s.deletions.intentHolders(clock.now())) {
+      if (!this.s.leaseHolders.isDead(holder)) continue;
+      const count = await this.s.deletions.releaseHolder(holder, clock.now());
+      if (count > 0) log.warn("blob.intent_holder_dead", { holder, count });
+    }
   }
 
   /** Runs a pass unless one is running; resolves when it ends. */

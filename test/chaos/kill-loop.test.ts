@@ -16,6 +16,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { newUser } from "../support/fixtures.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import {
@@ -139,7 +140,7 @@ test(
     /** Creates or replaces the file of `slot` through a session or a single-shot upload. */
     const write = async (slot: Slot) => {
       const cur = slot.versions[0] ?? null;
-      const ciphertext = rng.bytes(rng.int(1 * KiB, 1536 * KiB));
+      const ciphertext = rng.bytes(ciphertextSizeFor(rng.int(1 * KiB, 1536 * KiB)));
       const next: Version = { hash: blake3Hex(ciphertext), size: ciphertext.length };
       const spec = {
         folder: slot.folder,
@@ -184,7 +185,7 @@ test(
 
     /** Opens a session, sends some chunks and aborts it: its objects must be swept, not orphaned. */
     const abortedSession = async (slot: Slot) => {
-      const ciphertext = rng.bytes(rng.int(64 * KiB, 1024 * KiB));
+      const ciphertext = rng.bytes(ciphertextSizeFor(rng.int(64 * KiB, 1024 * KiB)));
       const chunkSize = rng.pick(CHUNK_SIZES);
       const sid = await slot.client.openSession(
         {

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ciphertextSize } from "../../src/client/frame.ts";
 import { folderHash, identityFromMnemonic } from "../../src/client/keys.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { buildRealTree, expectSameTree, listTree, runCli } from "./helpers.ts";
 
@@ -164,7 +164,7 @@ describe("esync push / pull of a real directory tree", () => {
       mode: "single",
     });
     expect(s.files.some((f) => f.path === "deep/Résumé final.json")).toBe(true);
-    const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSize(statSync(p).size), 0);
+    const total = [...listTree(tree).values()].reduce((n, p) => n + ciphertextSizeFor(statSync(p).size), 0);
     expect(s.bytes_sent).toBe(total);
   });
 

@@ -13,10 +13,10 @@ import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EsyncApi } from "../../src/client/api.ts";
-import { ciphertextSize } from "../../src/client/frame.ts";
 import { identityFromMnemonic } from "../../src/client/keys.ts";
 import { WalletTokenSource } from "../../src/client/token.ts";
 import type { PendingUpload } from "../../src/client/upload-state.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
 import { copyHead, expectSameTree, realFileOver8MiB, runCli, spawnCli } from "./helpers.ts";
 
@@ -80,7 +80,7 @@ describe("esync push resumes after being killed mid-upload", () => {
     mkdirSync(src, { recursive: true });
     const file = join(src, "real-40MiB.bin");
     await copyHead(process.execPath, file, 40 * MiB); // real bytes: the head of the Bun binary
-    const total = ciphertextSize(40 * MiB); // 5 chunks of 8 MiB
+    const total = ciphertextSizeFor(40 * MiB); // 5 chunks of 8 MiB
 
     // Throttled to ~16 MiB/s so the upload is in flight long enough to be killed mid-way.
     const first = spawnCli(cfg, [
@@ -129,7 +129,7 @@ describe("esync push after Ctrl-C", () => {
     const src = join(work, "ctrl-c");
     mkdirSync(src, { recursive: true });
     await copyHead(process.execPath, join(src, "real-32MiB.bin"), 32 * MiB);
-    const total = ciphertextSize(32 * MiB);
+    const total = ciphertextSizeFor(32 * MiB);
     const proc = spawnCli(cfg, [
       "push",
       src,
@@ -178,7 +178,7 @@ describe("esync pull detects ciphertext tampered with on the server", () => {
     one[0] = (one[0] as number) ^ 0x01;
     await fh.write(one, 0, 1, 100);
     await fh.close();
-    expect(statSync(path).size).toBe(ciphertextSize(8 * MiB + 4096) - 8 * MiB);
+    expect(statSync(path).size).toBe(ciphertextSizeFor(8 * MiB + 4096) - 8 * MiB);
 
     const dest = join(work, "tamper-restored");
     const r = await runCli(cfg, ["pull", "--folder", "tamper", dest]);

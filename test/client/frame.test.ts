@@ -2,17 +2,17 @@
 import { describe, expect, test } from "bun:test";
 import {
   CiphertextError,
-  ciphertextSize,
+  ciphertextSizeFor,
   decryptBytes,
   decryptStream,
   encryptBytes,
   encryptFileStream,
   encryptStream,
-  FRAME_PLAINTEXT_SIZE,
-  frameCount,
+  FRAME_PLAINTEXT_BYTES,
+  frameCountFor,
   frameNonce,
   fromHex,
-  HEADER_SIZE,
+  HEADER_BYTES,
   PlaintextSizeError,
   plaintextSizeOf,
   readAll,
@@ -96,13 +96,13 @@ describe("complement §2 test vectors", () => {
 
 describe("sizes", () => {
   test("frameCount and ciphertextSize follow max(1, ceil(n / 256 KiB)) and 28 + 20 × frames + n", () => {
-    expect(frameCount(0)).toBe(1);
-    expect(frameCount(1)).toBe(1);
-    expect(frameCount(FRAME_PLAINTEXT_SIZE)).toBe(1);
-    expect(frameCount(FRAME_PLAINTEXT_SIZE + 1)).toBe(2);
-    expect(ciphertextSize(0)).toBe(48);
-    expect(ciphertextSize(8 * MiB)).toBe(28 + 20 * 32 + 8 * MiB);
-    expect(() => frameCount(-1)).toThrow(RangeError);
+    expect(frameCountFor(0)).toBe(1);
+    expect(frameCountFor(1)).toBe(1);
+    expect(frameCountFor(FRAME_PLAINTEXT_BYTES)).toBe(1);
+    expect(frameCountFor(FRAME_PLAINTEXT_BYTES + 1)).toBe(2);
+    expect(ciphertextSizeFor(0)).toBe(48);
+    expect(ciphertextSizeFor(8 * MiB)).toBe(28 + 20 * 32 + 8 * MiB);
+    expect(() => frameCountFor(-1)).toThrow(RangeError);
   });
 
   test("plaintextSizeOf inverts ciphertextSize and rejects impossible sizes", () => {
@@ -110,14 +110,14 @@ describe("sizes", () => {
       0,
       1,
       35,
-      FRAME_PLAINTEXT_SIZE - 1,
-      FRAME_PLAINTEXT_SIZE,
-      FRAME_PLAINTEXT_SIZE + 1,
+      FRAME_PLAINTEXT_BYTES - 1,
+      FRAME_PLAINTEXT_BYTES,
+      FRAME_PLAINTEXT_BYTES + 1,
       3 * 8 * MiB + 5,
     ]) {
-      expect(plaintextSizeOf(ciphertextSize(n))).toBe(n);
+      expect(plaintextSizeOf(ciphertextSizeFor(n))).toBe(n);
     }
-    for (const bad of [0, 47, 28 + 20 + FRAME_PLAINTEXT_SIZE + 1, 28 + 20 + FRAME_PLAINTEXT_SIZE + 20]) {
+    for (const bad of [0, 47, 28 + 20 + FRAME_PLAINTEXT_BYTES + 1, 28 + 20 + FRAME_PLAINTEXT_BYTES + 20]) {
       expect(() => plaintextSizeOf(bad)).toThrow(CiphertextError);
     }
   });
@@ -127,9 +127,9 @@ describe("round trips", () => {
   const sizes = [
     0,
     1,
-    FRAME_PLAINTEXT_SIZE - 1,
-    FRAME_PLAINTEXT_SIZE,
-    FRAME_PLAINTEXT_SIZE + 1,
+    FRAME_PLAINTEXT_BYTES - 1,
+    FRAME_PLAINTEXT_BYTES,
+    FRAME_PLAINTEXT_BYTES + 1,
     8 * MiB - 1,
     8 * MiB,
     8 * MiB + 1,
@@ -139,8 +139,8 @@ describe("round trips", () => {
     test(`${size} bytes: streamed encryption has 28 + 20 × frames + n bytes and decrypts back`, async () => {
       const plain = testBytes(size, size + 7);
       const blob = await readAll(encryptStream(KEY, chunkedStream(plain), size));
-      expect(blob.byteLength).toBe(HEADER_SIZE + 20 * frameCount(size) + size);
-      expect(blob.byteLength).toBe(ciphertextSize(size));
+      expect(blob.byteLength).toBe(HEADER_BYTES + 20 * frameCountFor(size) + size);
+      expect(blob.byteLength).toBe(ciphertextSizeFor(size));
       const back = await decryptAll(KEY, blob, size);
       expect(back.byteLength).toBe(size);
       expect(Buffer.compare(back, plain)).toBe(0);
@@ -148,7 +148,7 @@ describe("round trips", () => {
   }
 
   test("streamed and in-memory encryption give the same blob for the same base nonce", async () => {
-    const plain = testBytes(FRAME_PLAINTEXT_SIZE * 2 + 3);
+    const plain = testBytes(FRAME_PLAINTEXT_BYTES * 2 + 3);
     const baseNonce = crypto.getRandomValues(new Uint8Array(24));
     const streamed = await readAll(encryptStream(KEY, chunkedStream(plain), plain.byteLength, { baseNonce }));
     expect(toHex(streamed)).toBe(toHex(encryptBytes(KEY, plain, { baseNonce })));
@@ -156,7 +156,7 @@ describe("round trips", () => {
 
   test("a file encrypts through encryptFileStream with its size taken from the file system", async () => {
     const path = `${process.env.TMPDIR ?? "/tmp"}/esync-frame-${process.pid}.bin`;
-    const plain = testBytes(FRAME_PLAINTEXT_SIZE + 999);
+    const plain = testBytes(FRAME_PLAINTEXT_BYTES + 999);
     await Bun.write(path, plain);
     try {
       const { stream, plaintextSize, ciphertextSize: size } = encryptFileStream(KEY, path);
@@ -181,14 +181,14 @@ describe("round trips", () => {
 });
 
 describe("decryptor rejections", () => {
-  const size = 3 * FRAME_PLAINTEXT_SIZE + 100; // four frames
+  const size = 3 * FRAME_PLAINTEXT_BYTES + 100; // four frames
   const plain = testBytes(size, 99);
   const blob = encryptBytes(KEY, plain);
-  const frameLen = 4 + FRAME_PLAINTEXT_SIZE + 16;
+  const frameLen = 4 + FRAME_PLAINTEXT_BYTES + 16;
 
   test("rejects truncation inside a frame, at a frame boundary and inside the header", async () => {
     expect((await rejection(decryptAll(KEY, blob.slice(0, blob.byteLength - 1)))).reason).toBe("truncated");
-    expect((await rejection(decryptAll(KEY, blob.slice(0, HEADER_SIZE + 2 * frameLen)))).reason).toBe(
+    expect((await rejection(decryptAll(KEY, blob.slice(0, HEADER_BYTES + 2 * frameLen)))).reason).toBe(
       "truncated",
     );
     expect((await rejection(decryptAll(KEY, blob.slice(0, 20)))).reason).toBe("truncated");
@@ -196,16 +196,16 @@ describe("decryptor rejections", () => {
   });
 
   test("rejects a blob cut at a frame boundary with its frame count rewritten, given the expected size", async () => {
-    const cut = blob.slice(0, HEADER_SIZE + 2 * frameLen);
+    const cut = blob.slice(0, HEADER_BYTES + 2 * frameLen);
     new DataView(cut.buffer).setUint32(24, 2, true);
-    expect((await decryptAll(KEY, cut)).byteLength).toBe(2 * FRAME_PLAINTEXT_SIZE); // the format alone cannot tell
+    expect((await decryptAll(KEY, cut)).byteLength).toBe(2 * FRAME_PLAINTEXT_BYTES); // the format alone cannot tell
     expect((await rejection(decryptAll(KEY, cut, size))).reason).toBe("size_mismatch");
   });
 
   test("rejects two swapped frames: each frame's nonce is bound to its index", async () => {
     const swapped = blob.slice();
-    const a = HEADER_SIZE;
-    const b = HEADER_SIZE + frameLen;
+    const a = HEADER_BYTES;
+    const b = HEADER_BYTES + frameLen;
     swapped.set(blob.subarray(b, b + frameLen), a);
     swapped.set(blob.subarray(a, a + frameLen), b);
     const e = await rejection(decryptAll(KEY, swapped));
@@ -214,7 +214,7 @@ describe("decryptor rejections", () => {
   });
 
   test("rejects a single flipped bit in a ciphertext, a tag and the base nonce", async () => {
-    for (const at of [HEADER_SIZE + 4 + 1000, HEADER_SIZE + frameLen - 1, 3]) {
+    for (const at of [HEADER_BYTES + 4 + 1000, HEADER_BYTES + frameLen - 1, 3]) {
       const bad = blob.slice();
       bad[at] = (bad[at] as number) ^ 0x01;
       expect((await rejection(decryptAll(KEY, bad))).reason).toBe("authentication_failed");
@@ -238,15 +238,15 @@ describe("decryptor rejections", () => {
     new DataView(zero.buffer).setUint32(24, 0, true);
     expect((await rejection(decryptAll(KEY, zero))).reason).toBe("bad_header");
     const short = blob.slice();
-    new DataView(short.buffer).setUint32(HEADER_SIZE, 1000, true);
+    new DataView(short.buffer).setUint32(HEADER_BYTES, 1000, true);
     expect((await rejection(decryptAll(KEY, short))).reason).toBe("bad_frame_length");
     const huge = blob.slice();
-    new DataView(huge.buffer).setUint32(HEADER_SIZE, 0xffffffff, true);
+    new DataView(huge.buffer).setUint32(HEADER_BYTES, 0xffffffff, true);
     expect((await rejection(decryptAll(KEY, huge))).reason).toBe("bad_frame_length");
   });
 
   test("rejects a header whose frame count disagrees with the expected plaintext size", async () => {
-    expect((await rejection(decryptAll(KEY, blob, size + FRAME_PLAINTEXT_SIZE))).reason).toBe(
+    expect((await rejection(decryptAll(KEY, blob, size + FRAME_PLAINTEXT_BYTES))).reason).toBe(
       "size_mismatch",
     );
     expect((await rejection(decryptAll(KEY, blob, size - 1))).reason).toBe("size_mismatch");

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import {
   blake3FileHex,
   blake3Hex,
-  ciphertextSize,
+  ciphertextSizeFor,
   decryptBytes,
   openSealedFile,
   saltedHash,
@@ -35,7 +35,7 @@ describe("sealFile", () => {
     const { path, data } = await fileOf("small.bin", 300_000);
     const sealed = await sealFile(path, { key: KEY, ss58Address: SS58 });
     expect(sealed.spillPath).toBeNull();
-    expect(sealed.ciphertextSize).toBe(ciphertextSize(data.byteLength));
+    expect(sealed.ciphertextSize).toBe(ciphertextSizeFor(data.byteLength));
     const blob = await sealed.slice().bytes();
     expect(blob.byteLength).toBe(sealed.ciphertextSize);
     expect(sealed.ciphertextHash).toBe(blake3Hex(blob));

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   ApiError,
-  ciphertextSize,
+  ciphertextSizeFor,
   decryptBytes,
   EsyncApi,
   fileId,
@@ -100,9 +100,9 @@ describe("sessions", () => {
     const before = server.requests(/^PUT /).length;
     const events: UploadProgress[] = [];
     const out = await uploadFile(options(f, { parallelism: 3, onProgress: (p) => events.push(p) }));
-    const chunks = Math.ceil(ciphertextSize(f.data.byteLength) / CHUNK);
+    const chunks = Math.ceil(ciphertextSizeFor(f.data.byteLength) / CHUNK);
     expect(out.mode).toBe("session");
-    expect(out.bytesSent).toBe(ciphertextSize(f.data.byteLength));
+    expect(out.bytesSent).toBe(ciphertextSizeFor(f.data.byteLength));
     expect(server.requests(/^PUT /).length - before).toBe(chunks);
     expect(server.maxInFlightChunks).toBe(3);
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
@@ -212,7 +212,7 @@ describe("resume", () => {
     expect(server.sessions.get(pending.sessionId)?.chunks.size ?? 0).toBeGreaterThanOrEqual(4);
 
     const out = await uploadFile(options(f, { stateFile: state }));
-    const total = ciphertextSize(f.data.byteLength);
+    const total = ciphertextSizeFor(f.data.byteLength);
     expect(out.resumed).toBe(true);
     expect(out.sessionId).toBe(pending.sessionId);
     expect(out.bytesSkipped).toBeGreaterThanOrEqual(4 * CHUNK);
@@ -238,7 +238,7 @@ describe("resume", () => {
     server.sessions.delete(pending.sessionId);
     const out = await uploadFile(options(f, { stateFile: state }));
     expect(out.sessionId).not.toBe(pending.sessionId);
-    expect(out.bytesSent).toBe(ciphertextSize(f.data.byteLength));
+    expect(out.bytesSent).toBe(ciphertextSizeFor(f.data.byteLength));
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
   });
 

@@ -247,7 +247,7 @@ describe("body limits hold while streaming", () => {
     const boundary = "b0undary";
     const ct = randomCiphertext(16);
     const manifest = JSON.stringify(
-      makeManifest({ owner: user.address, ciphertext: ct, path: "hostile/up" }),
+      makeManifest({ owner: user.address, ciphertext: ct, path: "hostile/up", sizeBytes: 1024 * MiB }),
     );
     const head =
       `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${manifest}\r\n` +
@@ -282,7 +282,7 @@ describe("body limits hold while streaming", () => {
         const boundary = "b0undary";
         const ct = randomCiphertext(16);
         const manifest = JSON.stringify(
-          makeManifest({ owner: user.address, ciphertext: ct, path: "hostile/quiet" }),
+          makeManifest({ owner: user.address, ciphertext: ct, path: "hostile/quiet", sizeBytes: 1024 * MiB }),
         );
         const head =
           `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${manifest}\r\n` +

@@ -16,8 +16,9 @@ import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
-import { ciphertextSize, decryptStream, encryptFileStream, frameNonce } from "../../src/client/frame.ts";
+import { decryptStream, encryptFileStream, frameNonce } from "../../src/client/frame.ts";
 import { loadConfig } from "../../src/config/config.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { createBlobStore } from "../../src/storage/index.ts";
 import { createBlake3 } from "../../src/util/blake3.ts";
 import type { Json } from "../http/helpers.ts";
@@ -265,7 +266,7 @@ async function verifyDownload(
 describe("a 100+ MiB encrypted file through the real server", () => {
   test("the source is a real file of at least 100 MiB and its ciphertext has the complement §2 size and framing", async () => {
     expect(plainSize).toBeGreaterThanOrEqual(100 * MiB);
-    expect(ctSize).toBe(ciphertextSize(plainSize));
+    expect(ctSize).toBe(ciphertextSizeFor(plainSize));
     expect(ctSize).toBe(28 + 20 * Math.ceil(plainSize / (256 * 1024)) + plainSize);
     // Independent of frame.ts's decryptor: frame 0 opens with the documented nonce derivation.
     const head = new Uint8Array(

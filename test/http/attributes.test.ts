@@ -57,7 +57,7 @@ describe("manifest attributes", () => {
 
   test("a file uploaded without attributes has exactly the spec's entry fields", async () => {
     const user = newUser();
-    const ct = randomCiphertext(10);
+    const ct = randomCiphertext(100);
     const m = makeManifest({ owner: user.address, ciphertext: ct });
     expectSuccess(await uploadSingle(t, authAt(t, user), m, ct), UPLOAD_RESULT_KEYS);
     const state = await stateOf(t, user);
@@ -66,7 +66,7 @@ describe("manifest attributes", () => {
 
   test("returns 400 invalid_manifest for attributes over 4096 bytes and stores nothing", async () => {
     const user = newUser();
-    const ct = randomCiphertext(10);
+    const ct = randomCiphertext(100);
     const before = await snapshot(t);
     const m = {
       ...makeManifest({ owner: user.address, ciphertext: ct }),
@@ -80,7 +80,7 @@ describe("manifest attributes", () => {
 
   test("returns 400 invalid_manifest for attributes that are not a byte array", async () => {
     const user = newUser();
-    const ct = randomCiphertext(10);
+    const ct = randomCiphertext(100);
     for (const bad of ["AQID", [1, 256], []]) {
       const m = { ...makeManifest({ owner: user.address, ciphertext: ct }), attributes: bad };
       expectError(await uploadSingle(t, authAt(t, user), m, ct), 400, "invalid_manifest");

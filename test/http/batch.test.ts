@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { ed25519Sign } from "@polkadot/util-crypto";
 import { RENAME_DECLARATION_PREFIX, renameDeclaration } from "../../src/files/rename.ts";
+import { blake3Hex } from "../../src/util/blake3.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import {
   folderKey,
@@ -263,6 +264,62 @@ describe("POST /rename_files", () => {
       },
     ]);
     expect(expectSuccess(await post("/rename_files", ok), RENAME_KEYS).renamed_count).toBe(1);
+  });
+
+  test("a new_path_hash that is not BLAKE3(NFC(new_relative_path)), or a new_file_name that is not its last segment, is 400 invalid_manifest naming the field, and no route shows a duplicate row", async () => {
+    const path = "docs/dup\u00e9.txt";
+    const nfd = path.normalize("NFD");
+    const dupe = await put(path);
+    const other = await put("docs/other.txt");
+    const report = await put("docs/report.pdf");
+    const nfdBytesHash = Array.from(Buffer.from(blake3Hex(new TextEncoder().encode(nfd)), "hex"));
+    const onto = (newPathHash: number[], newRelativePath: string) => ({
+      old_path_hash: other.pathHash,
+      new_path_hash: newPathHash,
+      new_relative_path: newRelativePath,
+      base_revision_id: other.revisionId,
+    });
+    const cases: [Json, string][] = [
+      // The hash of the path's NFD bytes, under either spelling of the path.
+      [onto(nfdBytesHash, path), "renames[0].new_path_hash"],
+      [onto(nfdBytesHash, nfd), "renames[0].new_path_hash"],
+      // Another row's path under a hash of no path.
+      [onto(Array.from(randomBytes(32)), path), "renames[0].new_path_hash"],
+      [
+        {
+          old_path_hash: report.pathHash,
+          new_path_hash: pathHashOf("docs/report2.pdf"),
+          new_relative_path: "docs/report2.pdf",
+          new_file_name: "evil.exe",
+          base_revision_id: report.revisionId,
+        },
+        "renames[0].new_file_name",
+      ],
+    ];
+    for (const [entry, field] of cases) {
+      const r = await post("/rename_files", renameBody([entry]));
+      expectError(r, 400, "invalid_manifest");
+      expect(r.body.Error.message).toContain(field);
+    }
+    // The right hash of a taken path is the existing row's: target_exists, not a second row.
+    const taken = await post("/rename_files", renameBody([onto(dupe.pathHash, nfd)]));
+    expect(expectSuccess(taken, RENAME_KEYS).failures).toEqual([
+      { old_path_hash: other.pathHash, reason: "target_exists" },
+    ]);
+    const auth = { headers: { authorization: authAt(t, u) } };
+    const names = (files: Json[]) => files.map((f: Json) => f.relative_path.normalize("NFC")).sort();
+    const expected = [path, "docs/other.txt", "docs/report.pdf"].sort();
+    expect(names((await stateOf(t, u)).files)).toEqual(expected);
+    for (const [q, hits] of [
+      ["dup", [path]],
+      ["other", ["docs/other.txt"]],
+      ["report", ["docs/report.pdf"]],
+    ] as const) {
+      const search = await t.json(`/search_files/${u.address}?q=${q}`, auth);
+      expect(names(search.body.Success.files)).toEqual([...hits]);
+    }
+    const browse = await t.json(`/browse/${u.address}/${FOLDER}?path=docs`, auth);
+    expect(names(browse.body.Success.files)).toEqual(expected);
   });
 
   test("a new_file_name holding U+0000 is 400 invalid_manifest on every database, and nothing is renamed", async () => {

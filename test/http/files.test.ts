@@ -364,11 +364,29 @@ describe("GET /download/{ss58}/{folder_hash}/{file_id}", () => {
       const r = await get(header);
       expect(r.status).toBe(416);
       expect(r.headers.get("content-range")).toBe(`bytes */${SIZE}`);
+      expect(r.headers.get("etag")).toBe(`"${Buffer.from(revision).toString("hex")}"`);
       const body = await r.json();
       expect(Object.keys(body)).toEqual(["Error"]);
       expect(Object.keys(body.Error).sort()).toEqual(["error", "message"]);
     });
   }
+
+  test("a resume (Range: bytes=N-) past the end after an overwrite by a shorter revision answers 416 with the new ETag", async () => {
+    const shorter = randomCiphertext(1048);
+    const m = makeManifest({
+      owner: u.address,
+      ciphertext: shorter,
+      path: "docs/file.bin",
+      revisionSeq: 2,
+      baseRevisionId: revision,
+    });
+    const up = await uploadSingle(t, authAt(t, u), m, shorter);
+    expect(up.status).toBe(200);
+    const r = await get("bytes=2000-");
+    expect(r.status).toBe(416);
+    expect(r.headers.get("content-range")).toBe("bytes */1048");
+    expect(r.headers.get("etag")).toBe(`"${Buffer.from(up.body.Success.revision_id).toString("hex")}"`);
+  });
 
   for (const header of ["bytes=5-2", "bytes=0-1,5-6", "items=0-5", "bytes=abc"]) {
     test(`ignores the invalid or multi-range header '${header}' and returns the whole body (200)`, async () => {

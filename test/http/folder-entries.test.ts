@@ -5,8 +5,17 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
-import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
-import { authAt, expectError, expectSuccess, FOLDER, type Json, stateOf, uploadSingle } from "./helpers.ts";
+import { makeManifest, newUser, pathHashOf, randomCiphertext, type TestUser } from "../support/fixtures.ts";
+import {
+  authAt,
+  expectError,
+  expectSuccess,
+  FOLDER,
+  type Json,
+  rowsOf,
+  stateOf,
+  uploadSingle,
+} from "./helpers.ts";
 
 let t: TestApp;
 let u: TestUser;
@@ -159,16 +168,17 @@ describe("POST /register_relative_paths", () => {
   const hex = (b: number[]) => Buffer.from(b).toString("hex");
 
   test("fills a null path (and file_name), skips the same path, never overwrites another (200)", async () => {
-    const a = await put("x", { relative_path: null, file_name: null });
-    const b = await put("y/b.txt");
-    const missing = randomBytes(32).toString("hex");
+    const a = await put("photos/cat.png", { relative_path: null, file_name: null });
+    const b = await put("y/Caf\u00e9.txt");
+    const missing = pathHashOf("m.txt");
     const r = await call("POST", url(), {
       entries: [
         { path_hash: hex(a.path_hash), relative_path: "photos/cat.png" },
-        { path_hash: hex(b.path_hash), relative_path: "y/b.txt" },
-        { path_hash: hex(b.path_hash), relative_path: "other/b.txt" },
-        { path_hash: missing, relative_path: "m.txt" },
-        { path_hash: missing, relative_path: "../m.txt" },
+        { path_hash: hex(b.path_hash), relative_path: "y/Caf\u00e9.txt" },
+        // The same path in NFD: same hash, another spelling of the row's path.
+        { path_hash: hex(b.path_hash), relative_path: "y/Cafe\u0301.txt" },
+        { path_hash: hex(missing), relative_path: "m.txt" },
+        { path_hash: hex(missing), relative_path: "../m.txt" },
       ],
     });
     const s = expectSuccess(r, ["updated", "skipped", "errors"]);
@@ -176,8 +186,8 @@ describe("POST /register_relative_paths", () => {
     expect(s.skipped).toBe(1);
     expect(s.errors).toEqual([
       { path_hash: hex(b.path_hash), reason: "path_mismatch" },
-      { path_hash: missing, reason: "not_found" },
-      { path_hash: missing, reason: "invalid_path" },
+      { path_hash: hex(missing), reason: "not_found" },
+      { path_hash: hex(missing), reason: "invalid_path" },
     ]);
     const files = (await stateOf(t, u)).files;
     const filled = files.find((f: Json) => hex(f.path_hash) === hex(a.path_hash));
@@ -194,6 +204,31 @@ describe("POST /register_relative_paths", () => {
       ["updated", "skipped", "errors"],
     );
     expect({ u: again.updated, s: again.skipped }).toEqual({ u: 0, s: 1 });
+  });
+
+  test("refuses a path whose hash is another row's (invalid_path) or whose last segment is not the row's file_name (path_mismatch), changing nothing", async () => {
+    const one = await put("docs/1.txt", { relative_path: null, file_name: null });
+    const two = await put("docs/2.txt", { relative_path: null, file_name: null });
+    // Written without a plaintext path, under a name that is not its path's last segment.
+    const named = await put("docs/report.pdf", { relative_path: null, file_name: "evil.exe" });
+    const before = await rowsOf(t, "files");
+    const r = await call("POST", url(), {
+      entries: [
+        { path_hash: hex(two.path_hash), relative_path: "docs/1.txt" },
+        { path_hash: hex(one.path_hash), relative_path: "docs/2.txt" },
+        { path_hash: hex(named.path_hash), relative_path: "docs/evil.exe" },
+        { path_hash: hex(named.path_hash), relative_path: "docs/report.pdf" },
+      ],
+    });
+    const s = expectSuccess(r, ["updated", "skipped", "errors"]);
+    expect(s.updated).toBe(0);
+    expect(s.errors).toEqual([
+      { path_hash: hex(two.path_hash), reason: "invalid_path" },
+      { path_hash: hex(one.path_hash), reason: "invalid_path" },
+      { path_hash: hex(named.path_hash), reason: "invalid_path" },
+      { path_hash: hex(named.path_hash), reason: "path_mismatch" },
+    ]);
+    expect(await rowsOf(t, "files")).toEqual(before);
   });
 
   test("returns 400 batch_too_large over 500 entries or 4 MiB, 400 invalid_manifest for a malformed body, 403 for another account", async () => {
@@ -219,25 +254,23 @@ describe("POST /register_relative_paths", () => {
   });
 
   test("paths are validated like upload paths: control characters refused, NFD accepted as upload accepts it", async () => {
-    const rows = await Promise.all(
-      ["r1", "r2", "r3", "r4"].map((p) => put(p, { relative_path: null, file_name: null })),
-    );
     const nfd = "p/Cafe\u0301.txt";
+    const paths = ["c/a\u0001b.txt", "c/a\nb.txt", "c/a\u007fb.txt", nfd];
+    const rows = await Promise.all(
+      paths.map((p) => put(p, { relative_path: null, file_name: null, path_hash: pathHashOf(p) })),
+    );
     const r = await call("POST", url(), {
-      entries: [
-        { path_hash: hex(rows[0].path_hash), relative_path: "c/a\u0001b.txt" },
-        { path_hash: hex(rows[1].path_hash), relative_path: "c/a\nb.txt" },
-        { path_hash: hex(rows[2].path_hash), relative_path: "c/a\u007fb.txt" },
-        { path_hash: hex(rows[3].path_hash), relative_path: nfd },
-      ],
+      entries: paths.map((p, i) => ({ path_hash: hex(rows[i].path_hash), relative_path: p })),
     });
     const s = expectSuccess(r, ["updated", "skipped", "errors"]);
     expect(s.errors).toEqual(
       rows.slice(0, 3).map((row: Json) => ({ path_hash: hex(row.path_hash), reason: "invalid_path" })),
     );
     expect(s.updated).toBe(1);
-    // The same NFD path goes through /upload too.
-    await put(nfd);
+    // The same NFD path is one row: an upload of it without base revision is a conflict.
+    const again = randomCiphertext(60);
+    const m = makeManifest({ owner: u.address, ciphertext: again, path: nfd });
+    expect((await uploadSingle(t, authAt(t, u), m, again)).status).toBe(409);
   });
 });
 

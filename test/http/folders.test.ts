@@ -379,7 +379,7 @@ describe("folder counters file_count / total_bytes / updated_at", () => {
     expect(await counters()).toEqual({ n: 0, bytes: 0, updated: t0, created: t0 });
 
     t.clock.advance(10);
-    const a = randomCiphertext(2000);
+    const a = randomCiphertext(1548);
     const { result: ra } = await uploadViaSession(t, u, a, { path: "a.bin", sizeBytes: 1500 });
     expect(await counters()).toEqual({ n: 1, bytes: 1500, updated: t0 + 10, created: t0 });
 
@@ -390,7 +390,7 @@ describe("folder counters file_count / total_bytes / updated_at", () => {
     expect(await counters()).toEqual({ n: 2, bytes: 1852, updated: t0 + 20, created: t0 });
 
     t.clock.advance(10);
-    const a2 = randomCiphertext(700);
+    const a2 = randomCiphertext(648);
     await uploadViaSession(t, u, a2, {
       path: "a.bin",
       sizeBytes: 600,
@@ -417,10 +417,10 @@ describe("folder counters file_count / total_bytes / updated_at", () => {
   test("are not changed by a rejected upload (conflict)", async () => {
     const u = newUser();
     await register(u, { ss58_address: u.address, folder_hash: FOLDER, label: "c" });
-    await uploadViaSession(t, u, randomCiphertext(300), { path: "a.bin", sizeBytes: 100 });
+    await uploadViaSession(t, u, randomCiphertext(148), { path: "a.bin", sizeBytes: 100 });
     const before = await foldersOf(t, u);
     t.clock.advance(5);
-    const again = randomCiphertext(300);
+    const again = randomCiphertext(298);
     const m = makeManifest({ owner: u.address, ciphertext: again, path: "a.bin", sizeBytes: 250 });
     expect((await uploadSingle(t, authAt(t, u), m, again)).status).toBe(409);
     expect(await foldersOf(t, u)).toEqual(before);

@@ -2,9 +2,10 @@
  * Manifests whose fields contradict each other are refused with a clear 400 (issue 10 defect 8),
  * on both write paths (session create and single-shot /upload), and nothing is stored: path_hash
  * must be BLAKE3(utf8(NFC(relative_path))), relative_path a clean relative path, and size_bytes
- * must fit in the ciphertext's framing (complement §2). What real clients send still passes.
+ * must be exactly what the ciphertext's framing gives (complement §2). What real clients send still passes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, pathHashOf, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
@@ -55,6 +56,30 @@ describe("path_hash against relative_path", () => {
       path_hash: pathHashOf("a/c.txt"),
     };
     await expectRefused(u, m, ct, "path_hash");
+  });
+
+  test("returns 400 invalid_manifest naming file_name when it is not the relative_path's last segment", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(500);
+    const m = makeManifest({
+      owner: u.address,
+      ciphertext: ct,
+      path: "docs/report.pdf",
+      fileName: "evil.exe",
+    });
+    await expectRefused(u, m, ct, "file_name");
+  });
+
+  test("accepts a file_name that is the last segment in another Unicode form (200)", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(500);
+    const m = makeManifest({
+      owner: u.address,
+      ciphertext: ct,
+      path: "p/Caf\u00e9.txt",
+      fileName: "Cafe\u0301.txt",
+    });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
   });
 
   test("accepts an NFD relative_path whose path_hash is of its NFC form (macOS names)", async () => {
@@ -141,18 +166,31 @@ describe("size_bytes against the ciphertext size", () => {
     );
   });
 
-  test("accepts the exact complement §2 size (ciphertext_size - 48 for one frame) and 0", async () => {
+  test("returns 400 naming size_bytes for a claim below the framing (0, or ciphertext_size - 49)", async () => {
+    const u = newUser();
+    for (const size of [0, 951]) {
+      const ct = randomCiphertext(1000);
+      await expectRefused(
+        u,
+        makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: size }),
+        ct,
+        "size_bytes",
+      );
+    }
+  });
+
+  test("accepts exactly the size the framing gives (ciphertext_size - 48 for one frame, 20 more per frame)", async () => {
     const u = newUser();
     for (const [path, size] of [
       ["a", 952],
-      ["b", 0],
+      ["b", 300_000],
     ] as const) {
-      const ct = randomCiphertext(1000);
+      const ct = randomCiphertext(ciphertextSizeFor(size));
       const m = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: size, path });
       expectSuccess(await uploadSingle(t, authAt(t, u), m, ct), UPLOAD_RESULT_KEYS);
     }
     expect(await rowsOf(t, "folders")).toEqual([
-      expect.objectContaining({ file_count: 2, total_bytes: 952 }),
+      expect.objectContaining({ file_count: 2, total_bytes: 300_952 }),
     ]);
   });
 });

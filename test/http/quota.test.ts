@@ -4,6 +4,9 @@
  * replaced row, exact under concurrency, never half-written.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { pgDb } from "../../src/db/postgres/store.ts";
+import { sqliteDb } from "../../src/db/sqlite/store.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
@@ -19,6 +22,7 @@ import {
   rowsOf,
   snapshot,
   status,
+  UPLOAD_RESULT_KEYS,
   uploadSingle,
 } from "./helpers.ts";
 
@@ -143,13 +147,13 @@ describe("402 on the write paths", () => {
   });
 
   test("POST /upload/session over the allowance answers 402 and opens no session", async () => {
-    const ct = randomCiphertext(200);
+    const ct = randomCiphertext(149);
     const manifest = makeManifest({ owner: u.address, ciphertext: ct, sizeBytes: 101 });
     const r = await createSessionRaw(t, authAt(t, u), {
       manifest,
       chunk_count: 1,
       chunk_size: 1024,
-      ciphertext_size: 200,
+      ciphertext_size: 149,
     });
     expectQuota402(r);
     expect(await rowsOf(t, "upload_sessions")).toHaveLength(0);
@@ -192,5 +196,95 @@ describe("402 on the write paths", () => {
     const rs = await Promise.all(sessions.map((s) => finalize(t, s.auth, s.sessionId)));
     expect(rs.map((r) => r.status).sort()).toEqual([200, 402]);
     expect((await t.services.quota.info(u.address)).usedBytes).toBe(60);
+  });
+});
+
+describe("the quota counts stored bytes: size_bytes is held to the ciphertext's framing", () => {
+  const ALLOWANCE = 1_000_000;
+  let q: TestApp;
+  let owner: TestUser;
+  beforeEach(() => {
+    q = makeTestApp({ ESYNC_DEFAULT_QUOTA_BYTES: String(ALLOWANCE) });
+    owner = newUser();
+  });
+  afterEach(() => q.close());
+
+  /** Bytes of every object of the blob store. */
+  async function storedBytes(): Promise<number> {
+    let n = 0;
+    for (const key of await q.blobs.list("")) n += (await q.blobs.size(key)) ?? 0;
+    return n;
+  }
+
+  test("refuses 5 MiB uploads declaring size_bytes 0 with 400 invalid_manifest: 0 bytes stored beyond the allowance", async () => {
+    const full = randomCiphertext(ciphertextSizeFor(ALLOWANCE));
+    const m = makeManifest({ owner: owner.address, ciphertext: full, path: "full.bin" });
+    expect(m.size_bytes).toBe(ALLOWANCE);
+    expectSuccess(await uploadSingle(q, authAt(q, owner), m, full), UPLOAD_RESULT_KEYS);
+    const stored = await storedBytes();
+    expect(stored).toBe(ciphertextSizeFor(ALLOWANCE));
+    for (let i = 0; i < 5; i++) {
+      const ct = randomCiphertext(5 * 1024 * 1024);
+      const liar = makeManifest({ owner: owner.address, ciphertext: ct, path: `free/${i}`, sizeBytes: 0 });
+      for (const declare of [false, true]) {
+        const r = await uploadSingle(q, authAt(q, owner), liar, ct, declare);
+        expectError(r, 400, "invalid_manifest");
+        expect(r.body.Error.message).toContain("size_bytes");
+      }
+    }
+    expect(await storedBytes()).toBe(stored);
+    expect((await q.services.quota.info(owner.address)).usedBytes).toBe(ALLOWANCE);
+    expect(await rowsOf(q, "files")).toHaveLength(1);
+  });
+
+  test("refuses a held (small) upload whose size_bytes is below its ciphertext's plaintext (400 naming size_bytes)", async () => {
+    const ct = randomCiphertext(900);
+    const r = await uploadSingle(
+      q,
+      authAt(q, owner),
+      makeManifest({ owner: owner.address, ciphertext: ct, sizeBytes: 851 }),
+      ct,
+      true,
+    );
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain("size_bytes");
+    expect(await storedBytes()).toBe(0);
+  });
+
+  test("refuses a session whose ciphertext_size is not what size_bytes encrypts to (400 naming ciphertext_size), opening nothing", async () => {
+    const ct = randomCiphertext(5 * 1024 * 1024);
+    const r = await createSessionRaw(q, authAt(q, owner), {
+      manifest: makeManifest({ owner: owner.address, ciphertext: ct, sizeBytes: 0 }),
+      chunk_count: 1,
+      chunk_size: 8 * 1024 * 1024,
+      ciphertext_size: ct.byteLength,
+    });
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain("ciphertext_size");
+    expect(await rowsOf(q, "upload_sessions")).toHaveLength(0);
+  });
+
+  test("refuses at finalize (400 naming ciphertext_size) a session whose stored manifest disagrees with its chunks, committing nothing", async () => {
+    const ct = randomCiphertext(3000);
+    const s = await openSession(q, owner, ct, { chunkSize: 1024 });
+    await putChunks(q, s, ct);
+    // A session opened before the rule held: its stored manifest declares 0 bytes.
+    const [row] = await rowsOf(q, "upload_sessions");
+    const manifest = JSON.parse(String(row!.manifest));
+    manifest.size_bytes = 0;
+    const sqlite = sqliteDb(q.store);
+    if (sqlite)
+      sqlite.$client
+        .query("UPDATE upload_sessions SET manifest = ? WHERE session_id = ?")
+        .run(JSON.stringify(manifest), s.sessionId);
+    else
+      await pgDb(q.store)!.$client.unsafe("UPDATE upload_sessions SET manifest = $1 WHERE session_id = $2", [
+        JSON.stringify(manifest),
+        s.sessionId,
+      ]);
+    const r = await finalize(q, s.auth, s.sessionId);
+    expectError(r, 400, "invalid_manifest");
+    expect(r.body.Error.message).toContain("ciphertext_size");
+    expect(await rowsOf(q, "files")).toHaveLength(0);
   });
 });

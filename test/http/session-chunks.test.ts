@@ -281,6 +281,33 @@ describe("PUT /upload/session/{id}/chunk/{index}", () => {
   });
 });
 
+describe("a chunk PUT's token is checked when the request starts", () => {
+  test("accepts (200) a chunk whose token expires while its body streams, and refuses (401) the next request with it", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(2000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    const shortLived = authAt(t, u, 60);
+    const chunk = chunkOf(ct, 1000, 0);
+    let piece = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (piece === 0) c.enqueue(chunk.subarray(0, 500));
+        else {
+          // The token expires mid-body: the request was authenticated when it started.
+          t.clock.advance(120);
+          c.enqueue(chunk.subarray(500));
+          c.close();
+        }
+        piece++;
+      },
+    });
+    const r = await putChunk(t, shortLived, s.sessionId, 0, body, { "content-length": "1000" });
+    expectSuccess(r, ["chunk_index"]);
+    expect(piece).toBe(2);
+    expectError(await putChunk(t, shortLived, s.sessionId, 1, chunkOf(ct, 1000, 1)), 401, "unauthorized");
+  });
+});
+
 describe("GET /upload/session/{id}/status", () => {
   test("refreshes the expiry of a receiving session (expires_at = now + TTL)", async () => {
     const u = newUser();
@@ -348,7 +375,7 @@ describe("DELETE /upload/session/{id}", () => {
 
   test("returns 404 not_found for a second DELETE of the same session", async () => {
     const u = newUser();
-    const s = await openSession(t, u, randomCiphertext(10), { chunkSize: 10 });
+    const s = await openSession(t, u, randomCiphertext(100), { chunkSize: 100 });
     expect((await abort(t, s.auth, s.sessionId)).status).toBe(200);
     expectError(await abort(t, s.auth, s.sessionId), 404, "not_found");
   });

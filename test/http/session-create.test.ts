@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { ed25519PairFromSeed, ed25519Sign } from "@polkadot/util-crypto";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { signedSentence } from "../../src/manifest/manifest.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
@@ -52,9 +53,9 @@ describe("opening a session", () => {
 
   test("gives every session a distinct id", async () => {
     const u = newUser();
-    const ct = randomCiphertext(10);
-    const a = await openSession(t, u, ct, { chunkSize: 10 });
-    const b = await openSession(t, u, ct, { chunkSize: 10 });
+    const ct = randomCiphertext(100);
+    const a = await openSession(t, u, ct, { chunkSize: 100 });
+    const b = await openSession(t, u, ct, { chunkSize: 100 });
     expect(a.sessionId).not.toBe(b.sessionId);
   });
 
@@ -93,12 +94,13 @@ describe("opening a session", () => {
       owner: u.address,
       ciphertext: new Uint8Array(1),
       ciphertextHash: "ab".repeat(32),
+      sizeBytes: 16 * MiB,
     });
     const r = await createSessionRaw(t, authAt(t, u), {
       manifest: m,
       chunk_count: 2,
       chunk_size: 16 * MiB,
-      ciphertext_size: 16 * MiB + 1,
+      ciphertext_size: ciphertextSizeFor(16 * MiB),
     });
     expectSuccess(r, ["session_id", "expires_at"]);
   });
@@ -328,19 +330,19 @@ describe("chunk layout consistency: 400 invalid_manifest, nothing created", () =
 
 describe("session limit per user", () => {
   async function openOne(u: ReturnType<typeof newUser>) {
-    return openSession(t, u, randomCiphertext(10), { chunkSize: 10 });
+    return openSession(t, u, randomCiphertext(100), { chunkSize: 100 });
   }
 
   test("returns 429 session_limit with Retry-After once the user has the maximum live sessions", async () => {
     const u = newUser();
     for (let i = 0; i < 3; i++) await openOne(u);
-    const ct = randomCiphertext(10);
+    const ct = randomCiphertext(100);
     const before = await snapshot(t);
     const r = await createSessionRaw(t, authAt(t, u), {
       manifest: makeManifest({ owner: u.address, ciphertext: ct }),
       chunk_count: 1,
-      chunk_size: 10,
-      ciphertext_size: 10,
+      chunk_size: 100,
+      ciphertext_size: 100,
     });
     expectError(r, 429, "session_limit");
     const retry = Number(r.headers.get("retry-after"));
@@ -368,8 +370,8 @@ describe("session limit per user", () => {
 
   test("frees a slot when a session is finalized", async () => {
     const u = newUser();
-    const ct = randomCiphertext(10);
-    const s = await openSession(t, u, ct, { chunkSize: 10, path: "done.bin" });
+    const ct = randomCiphertext(100);
+    const s = await openSession(t, u, ct, { chunkSize: 100, path: "done.bin" });
     await openOne(u);
     await openOne(u);
     await putChunks(t, s, ct);

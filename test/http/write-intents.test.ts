@@ -10,6 +10,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { SingleUploadService } from "../../src/files/single-upload.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import {
   type BlobStore,
@@ -17,6 +18,7 @@ import {
   isPersistable,
   type PutOptions,
 } from "../../src/storage/blob-store.ts";
+import { blobTarget, chunkKey, newOneObjectBlobId } from "../../src/storage/layout.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
@@ -172,6 +174,41 @@ describe("write intents (a crash at any point leaves nothing unreclaimed)", () =
     expect(await blobFiles(t)).toEqual([]);
     expect(await rowsOf(t, "blob_deletions")).toEqual([]);
     expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
+  });
+});
+
+describe("write intents of a dead process", () => {
+  /** Stores a one-object blob and reserves its write intent for `holder`; returns its key. */
+  async function strand(holder: string | null): Promise<string> {
+    const blobId = newOneObjectBlobId();
+    const key = chunkKey(blobId, 0, "");
+    await t.services.deletions.reserve(blobTarget(blobId), t.clock.now(), holder);
+    const bytes = randomCiphertext(100);
+    await t.blobs.put(key, new Blob([new Uint8Array(bytes)]).stream(), bytes.byteLength);
+    return key;
+  }
+
+  test("the sweeper deletes at once what a provably dead process was writing; a live process's intent, and on PostgreSQL another machine's, wait for their lease", async () => {
+    app();
+    const self = t.services.leaseHolders.self;
+    expect(self).not.toBeNull();
+    const [boot, pidNs, , start] = self!.split(":");
+    const gone = Bun.spawnSync(["true"]).pid; // exited and reaped: no such process any more
+    const dead = await strand(`${boot}:${pidNs}:${gone}:${start}`);
+    const live = await strand(self);
+    const otherMachine = await strand(`00000000-0000-4000-8000-000000000000:${pidNs}:1:1`);
+    const unknown = await strand(null);
+    await t.sweeper.runOnce();
+    const left = await blobFiles(t);
+    expect(left).not.toContain(dead);
+    expect(left).toContain(live);
+    expect(left).toContain(unknown);
+    // SQLite is a file of this machine: another boot id is an earlier boot, whose processes are dead.
+    if (t.store.dialect === "sqlite") expect(left).not.toContain(otherMachine);
+    else expect(left).toContain(otherMachine);
+    const rows = await rowsOf(t, "blob_deletions");
+    expect(rows).toHaveLength(t.store.dialect === "sqlite" ? 2 : 3);
+    for (const r of rows) expect(Number(r.not_before)).toBeGreaterThan(t.clock.now());
   });
 });
 
@@ -362,6 +399,42 @@ describe("a full disk is the server's fault (507 storage_full)", () => {
 });
 
 describe("single-shot /upload refused by its revision precondition", () => {
+  test("answers 409 conflict as soon as the manifest part is parsed, without waiting for the ciphertext part", async () => {
+    app();
+    const u = newUser();
+    const first = randomCiphertext(900);
+    const path = "early/conflict.bin";
+    const m1 = makeManifest({ owner: u.address, ciphertext: first, path });
+    expectSuccess(await uploadSingle(t, authAt(t, u), m1, first), UPLOAD_RESULT_KEYS);
+    const ct = randomCiphertext(ciphertextSizeFor(64 * 1024 * 1024));
+    const m2 = makeManifest({ owner: u.address, ciphertext: ct, path });
+    const boundary = "early409";
+    const head = new TextEncoder().encode(
+      `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n${JSON.stringify(m2)}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\n\r\n`,
+    );
+    // The manifest and the start of the ciphertext part, then a client that has not sent the rest.
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(head);
+        c.enqueue(ct.subarray(0, 1024));
+        sent = head.byteLength + 1024;
+      },
+    });
+    const answer = t.json("/upload", {
+      method: "POST",
+      headers: { authorization: authAt(t, u), "content-type": `multipart/form-data; boundary=${boundary}` },
+      body,
+    });
+    const r = await Promise.race([answer, Bun.sleep(5000).then(() => null)]);
+    expect(r).not.toBeNull();
+    expect(r!.status).toBe(409);
+    expect(r!.body.Conflict.error).toBe("conflict");
+    expect(sent).toBeLessThan(ct.byteLength);
+    expect(store.puts).toBe(1);
+  });
+
   test("returns 409 conflict for a new file over an existing one without storing any byte", async () => {
     app();
     const u = newUser();

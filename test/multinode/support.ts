@@ -4,6 +4,7 @@
  * `test/http/helpers.ts`.
  */
 import { describe } from "bun:test";
+import { plaintextSizeFor } from "../../src/manifest/framing.ts";
 import { type JsonAnswer, multipart } from "../http/helpers.ts";
 import { makeManifest, type TestUser } from "../support/fixtures.ts";
 import { skipS3 } from "../support/s3-server.ts";
@@ -93,7 +94,7 @@ export async function openSession(
     owner: user.address,
     ciphertext: opts.ct ?? new Uint8Array(0),
     ciphertextHash: opts.hash,
-    sizeBytes: opts.sizeBytes ?? size - 48,
+    sizeBytes: opts.sizeBytes ?? plaintextSizeFor(size) ?? 0,
     path: opts.path,
     baseRevisionId: opts.baseRevisionId,
     revisionSeq: opts.revisionSeq,

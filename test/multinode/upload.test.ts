@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
-import { ciphertextSize } from "../../src/client/frame.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { createBlake3 } from "../../src/util/blake3.ts";
 import { type Cluster, scrape, startCluster, sumMetric } from "../support/cluster.ts";
 import { newUser } from "../support/fixtures.ts";
@@ -33,7 +33,7 @@ const MiB = 1024 * 1024;
 const PLAINTEXT = 200 * MiB;
 const CHUNK = 8 * MiB;
 const IN_FLIGHT = 4;
-const CT_SIZE = ciphertextSize(PLAINTEXT);
+const CT_SIZE = ciphertextSizeFor(PLAINTEXT);
 const CHUNKS = Math.ceil(CT_SIZE / CHUNK);
 
 const ctPath = join(tempDir("esync-mn-upload-"), "ciphertext.bin");

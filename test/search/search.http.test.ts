@@ -4,6 +4,7 @@
  * search index following the real write paths (upload, revision, delete, unregister).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import {
   ENTRY_KEYS,
   expectError,
@@ -36,7 +37,7 @@ async function upload(
     seq?: number;
   },
 ) {
-  const ct = randomCiphertext(64 + (opts.size ?? 0));
+  const ct = randomCiphertext(ciphertextSizeFor(opts.size ?? 16));
   const m = makeManifest({
     owner: user.address,
     ciphertext: ct,

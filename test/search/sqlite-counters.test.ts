@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { ed25519Sign } from "@polkadot/util-crypto";
 import { openSqliteStore } from "../../src/db/sqlite/store.ts";
 import { renameDeclaration } from "../../src/files/rename.ts";
+import { ciphertextSizeFor } from "../../src/manifest/framing.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { FOLD_AT, pendingCounterRows } from "../../src/search/sqlite-counters.ts";
 import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
@@ -43,7 +44,7 @@ async function upload(
   path: string,
   opts: { folderHash?: string; size?: number; base?: number[]; seq?: number; named?: boolean } = {},
 ) {
-  const ct = randomCiphertext(48 + (opts.size ?? 10));
+  const ct = randomCiphertext(ciphertextSizeFor(opts.size ?? 10));
   const m = makeManifest({
     owner: user.address,
     ciphertext: ct,
@@ -93,7 +94,7 @@ describe("every write path keeps the SQLite search index exact", () => {
       async () => {
         a = await upload(u, "photos/2024/summer/beach.jpg", { size: 5000 });
         b = await upload(u, "docs/report-final.pdf", { size: 120 });
-        nameless = await upload(u, "opaque", { named: false });
+        nameless = await upload(u, "found/later/readme", { named: false });
         c = await upload(u, "docs/old notes.txt");
       },
     ]);

@@ -12,6 +12,7 @@ import {
   sr25519PairFromSeed,
   sr25519Sign,
 } from "@polkadot/util-crypto";
+import { plaintextSizeFor } from "../../src/manifest/framing.ts";
 import { signedSentence } from "../../src/manifest/manifest.ts";
 import { blake3Hex } from "../../src/util/blake3.ts";
 
@@ -41,7 +42,11 @@ export function newUser(): TestUser {
 /** A folder key pair (Ed25519) used to sign manifests. */
 export const folderKey = ed25519PairFromSeed(new Uint8Array(32).fill(7));
 
-/** Random bytes as a Buffer. */
+/**
+ * Random bytes as a Buffer. A ciphertext of a manifest must have a size the framing gives some
+ * plaintext (docs/framing.md): 48 bytes or more, and not 1 to 20 bytes past a whole number of
+ * full frames; `makeManifest` then declares that plaintext size.
+ */
 export function randomCiphertext(n: number): Buffer {
   return randomBytes(n);
 }
@@ -76,7 +81,7 @@ export function makeManifest(o: ManifestOpts): Record<string, unknown> {
     ss58_address: o.owner,
     folder_hash: o.folderHash ?? "37a8eec1ce19687d",
     ciphertext_hash: hash,
-    size_bytes: o.sizeBytes ?? Math.max(0, o.ciphertext.length - 48),
+    size_bytes: o.sizeBytes ?? plaintextSizeFor(o.ciphertext.length) ?? 0,
     timestamp: Math.floor(Date.now() / 1000),
     signature: Array.from(sig),
     signing_key: Array.from(folderKey.publicKey),

@@ -20,8 +20,8 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
-import { ciphertextSize } from "../../client/frame.ts";
 import { sha256, toHex } from "../../client/hash.ts";
+import { ciphertextSizeFor } from "../../manifest/framing.ts";
 import { applyAttributes, materializeAt, recordRemoteIn } from "../../sync/engine.ts";
 import { excludesFrom } from "../../sync/excludes.ts";
 import { readLocalEntry, walkLocalTree } from "../../sync/local-tree.ts";
@@ -202,7 +202,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
   }
   if (entries.length === 0 && dirEntries.length === 0) say(`folder "${label}" has no files on the server`);
 
-  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.entry.size_bytes), 0);
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSizeFor(p.entry.size_bytes), 0);
   const progress = transferProgress(progressMode(ctx.json), `pull ${label}`, totalBytes, todo.length);
   const recvStart = performance.now();
   let doneTotal = 0;
@@ -212,7 +212,7 @@ async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Pr
 
   const downloadOne = async (p: PlannedDownload) => {
     const bar = progress.file(p.rel, p.entry.size_bytes);
-    const ctSize = ciphertextSize(p.entry.size_bytes);
+    const ctSize = ciphertextSizeFor(p.entry.size_bytes);
     let fileDone = 0;
     try {
       await materializeAt(

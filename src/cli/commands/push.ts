@@ -25,11 +25,11 @@ import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
 import { registerEntries } from "../../client/batch.ts";
 import { EncryptPool } from "../../client/encrypt-pool.ts";
-import { ciphertextSize } from "../../client/frame.ts";
 import { toHex } from "../../client/hash.ts";
 import { fileId, nextRevision, pathHash } from "../../client/manifest.ts";
 import { UploadStateFile, uploadKey } from "../../client/upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../../client/uploader.ts";
+import { ciphertextSizeFor } from "../../manifest/framing.ts";
 import { markerDir, sealAttributes } from "../../sync/attributes.ts";
 import { loadExcludes } from "../../sync/excludes.ts";
 import {
@@ -295,7 +295,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     return;
   }
 
-  const totalBytes = todo.reduce((n, p) => n + ciphertextSize(p.file.size), 0);
+  const totalBytes = todo.reduce((n, p) => n + ciphertextSizeFor(p.file.size), 0);
   const progress = transferProgress(progressMode(ctx.json), `push ${label}`, totalBytes, todo.length);
   const api: EsyncApi =
     limit === undefined
@@ -316,7 +316,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
   const pending = new Set(Object.keys(await state.all()));
   const uploadOne = async (p: PlannedFile) => {
     const { file } = p;
-    const singleShot = ciphertextSize(file.size) <= SINGLE_SHOT_LIMIT;
+    const singleShot = ciphertextSizeFor(file.size) <= SINGLE_SHOT_LIMIT;
     const bar = progress.file(file.rel, file.size);
     let fileDone = 0;
     let fileSkipped = 0;
@@ -374,7 +374,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
         onProgress,
       });
       filesDone++;
-      setDone(ciphertextSize(file.size), fileSkipped);
+      setDone(ciphertextSizeFor(file.size), fileSkipped);
       results.push({
         path: file.rel,
         action: "uploaded",
@@ -410,8 +410,8 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promis
     }
   };
 
-  const large = todo.filter((p) => ciphertextSize(p.file.size) > SINGLE_SHOT_LIMIT);
-  const small = todo.filter((p) => ciphertextSize(p.file.size) <= SINGLE_SHOT_LIMIT);
+  const large = todo.filter((p) => ciphertextSizeFor(p.file.size) > SINGLE_SHOT_LIMIT);
+  const small = todo.filter((p) => ciphertextSizeFor(p.file.size) <= SINGLE_SHOT_LIMIT);
   try {
     await runJobs(small, large, jobs, LARGE_JOBS, uploadOne, () => fatal || ctx.signal.aborted);
   } finally {

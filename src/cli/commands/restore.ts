@@ -16,7 +16,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { ApiError } from "../../client/api-error.ts";
 import type { RemoteFileEntry } from "../../client/api-types.ts";
-import { ciphertextSize } from "../../client/frame.ts";
+import { ciphertextSizeFor } from "../../manifest/framing.ts";
 import { applyAttributes, materializeAt } from "../../sync/engine.ts";
 import { readLocalEntry } from "../../sync/local-tree.ts";
 import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.ts";
@@ -190,14 +190,14 @@ async function restore(ctx: CommandContext, paths: string[], opts: RestoreOption
           : `FAILED    ${r.path}: ${r.error}`,
       );
 
-  const total = todo.reduce((n, p) => n + ciphertextSize(p.entry.size_bytes), 0);
+  const total = todo.reduce((n, p) => n + ciphertextSizeFor(p.entry.size_bytes), 0);
   const progress = transferProgress(progressMode(ctx.json), `restore ${label}`, total, todo.length);
   let doneTotal = 0;
   let filesDone = 0;
   let next = 0;
   let fatal = false;
   const one = async (p: RemoteVersion) => {
-    const ctSize = ciphertextSize(p.entry.size_bytes);
+    const ctSize = ciphertextSizeFor(p.entry.size_bytes);
     const bar = progress.file(p.rel, ctSize);
     let fileDone = 0;
     try {

@@ -11,8 +11,8 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { ciphertextSize } from "../../client/frame.ts";
 import { UploadStateFile } from "../../client/upload-state.ts";
+import { ciphertextSizeFor } from "../../manifest/framing.ts";
 import {
   DEFAULT_SYNC_JOBS,
   LARGE_TRANSFERS,
@@ -112,7 +112,7 @@ interface SyncDisplay {
 function syncDisplay(mode: ProgressMode, label: string, transfers: readonly SyncAction[]): SyncDisplay {
   const size = (a: SyncAction) =>
     a.op === "upload" ? a.local.size : a.op === "download" ? a.remote.entry.size_bytes : 0;
-  const total = transfers.reduce((n, a) => n + ciphertextSize(size(a)), 0);
+  const total = transfers.reduce((n, a) => n + ciphertextSizeFor(size(a)), 0);
   const progress = transferProgress(mode, `sync ${label}`, total, transfers.length);
   const bars = new Map<SyncAction, { bar: FileProgress; done: number; skipped: number }>();
   let done = 0;

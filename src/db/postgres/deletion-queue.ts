@@ -4,7 +4,7 @@
  * Sweepers on every node claim due rows with `FOR UPDATE SKIP LOCKED` and a lease
  * (`leased_until`), so that each row is processed by one sweeper at a time.
  */
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, eq, gt, isNotNull, isNull, sql } from "drizzle-orm";
 import {
   type DeletionQueueRepository,
   type DeletionRow,
@@ -22,10 +22,10 @@ export class PgDeletionQueueRepository implements DeletionQueueRepository {
     await this.db.insert(blobDeletions).values(targets.map((target) => ({ target, notBefore })));
   }
 
-  async reserve(target: string, now: number): Promise<number> {
+  async reserve(target: string, now: number, holder: string | null = null): Promise<number> {
     const [row] = await this.db
       .insert(blobDeletions)
-      .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS })
+      .values({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS, holder })
       .returning({ id: blobDeletions.id });
     if (!row) throw new Error("INSERT … RETURNING gave no row");
     return row.id;
@@ -44,10 +44,29 @@ export class PgDeletionQueueRepository implements DeletionQueueRepository {
   async release(id: number, target: string, now: number): Promise<void> {
     const rows = await this.db
       .update(blobDeletions)
-      .set({ notBefore: now })
+      .set({ notBefore: now, holder: null })
       .where(and(eq(blobDeletions.id, id), isNull(blobDeletions.leasedUntil)))
       .returning({ id: blobDeletions.id });
     if (rows.length === 0) await this.enqueue([target], now);
+  }
+
+  async intentHolders(now: number): Promise<string[]> {
+    const { holder, notBefore, leasedUntil } = blobDeletions;
+    const rows = await this.db
+      .selectDistinct({ holder })
+      .from(blobDeletions)
+      .where(and(isNotNull(holder), gt(notBefore, now), isNull(leasedUntil)));
+    return rows.map((r) => r.holder as string);
+  }
+
+  async releaseHolder(holder: string, now: number): Promise<number> {
+    const t = blobDeletions;
+    const rows = await this.db
+      .update(t)
+      .set({ notBefore: now, holder: null })
+      .where(and(eq(t.holder, holder), gt(t.notBefore, now), isNull(t.leasedUntil)))
+      .returning({ id: t.id });
+    return rows.length;
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DeletionRow[]> {
@@ -58,7 +77,7 @@ export class PgDeletionQueueRepository implements DeletionQueueRepository {
         SELECT id FROM ${t}
         WHERE ${t.notBefore} <= ${now} AND (${t.leasedUntil} IS NULL OR ${t.leasedUntil} <= ${now})
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-      RETURNING id, target, not_before, attempts, last_error, leased_until`);
+      RETURNING id, target, not_before, attempts, last_error, leased_until, holder`);
     return [...rows]
       .map((r) => ({
         id: Number(r.id),
@@ -67,6 +86,7 @@ export class PgDeletionQueueRepository implements DeletionQueueRepository {
         attempts: Number(r.attempts),
         lastError: r.last_error == null ? null : String(r.last_error),
         leasedUntil: r.leased_until == null ? null : Number(r.leased_until),
+        holder: r.holder == null ? null : String(r.holder),
       }))
       .sort((a, b) => a.id - b.id);
   }

@@ -190,8 +190,13 @@ export const blobDeletions = pgTable(
     lastError: text("last_error"),
     /** Unix second until which a sweeper that claimed the row holds it; null when unclaimed. */
     leasedUntil: int64("leased_until"),
+    /** The process that reserved this write intent (see `holder` in `src/db/schema.ts`). */
+    holder: text("holder"),
   },
-  (t) => [index("blob_deletions_due").on(t.notBefore)],
+  (t) => [
+    index("blob_deletions_due").on(t.notBefore),
+    index("blob_deletions_holder").on(t.holder).where(sql`${t.holder} IS NOT NULL`),
+  ],
 );
 
 /** Issued API tokens (see `api_tokens` in `src/db/schema.ts`). */

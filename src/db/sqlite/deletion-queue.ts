@@ -4,7 +4,7 @@
  * synchronously, so a call is atomic with respect to the store's gate; `claimDue` is one
  * `UPDATE … RETURNING`, so two sweepers (one writer at a time) never claim the same row.
  */
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, eq, gt, isNotNull, isNull, sql } from "drizzle-orm";
 import {
   type DeletionQueueRepository,
   type DeletionRow,
@@ -18,7 +18,11 @@ function prepareIntents(db: Db) {
   return {
     reserve: db
       .insert(blobDeletions)
-      .values({ target: sql.placeholder("target"), notBefore: sql.placeholder("notBefore") })
+      .values({
+        target: sql.placeholder("target"),
+        notBefore: sql.placeholder("notBefore"),
+        holder: sql.placeholder("holder"),
+      })
       .returning({ id: blobDeletions.id })
       .prepare(),
     claim: db
@@ -54,8 +58,8 @@ export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
       .run();
   }
 
-  async reserve(target: string, now: number): Promise<number> {
-    const row = this.intents.reserve.get({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS });
+  async reserve(target: string, now: number, holder: string | null = null): Promise<number> {
+    const row = this.intents.reserve.get({ target, notBefore: now + WRITE_INTENT_LEASE_SECONDS, holder });
     if (!row) throw new Error("write intent insert returned no row");
     return row.id;
   }
@@ -67,10 +71,30 @@ export class SqliteDeletionQueueRepository implements DeletionQueueRepository {
   async release(id: number, target: string, now: number): Promise<void> {
     const r = this.db
       .update(blobDeletions)
-      .set({ notBefore: now })
+      .set({ notBefore: now, holder: null })
       .where(and(eq(blobDeletions.id, id), isNull(blobDeletions.leasedUntil)))
       .run();
     if (changes(r) === 0) this.insert([target], now);
+  }
+
+  async intentHolders(now: number): Promise<string[]> {
+    const { holder, notBefore, leasedUntil } = blobDeletions;
+    return this.db
+      .selectDistinct({ holder })
+      .from(blobDeletions)
+      .where(and(isNotNull(holder), gt(notBefore, now), isNull(leasedUntil)))
+      .all()
+      .map((r) => r.holder as string);
+  }
+
+  async releaseHolder(holder: string, now: number): Promise<number> {
+    const t = blobDeletions;
+    const r = this.db
+      .update(t)
+      .set({ notBefore: now, holder: null })
+      .where(and(eq(t.holder, holder), gt(t.notBefore, now), isNull(t.leasedUntil)))
+      .run();
+    return changes(r);
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DeletionRow[]> {
