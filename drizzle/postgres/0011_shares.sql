@@ -11,15 +11,6 @@ CREATE TABLE "folder_shares" (
 	"owner_wrap" text
 );
 --> statement-breakpoint
-CREATE TABLE "share_accesses" (
-	"id" bigserial PRIMARY KEY NOT NULL,
-	"share_id" text NOT NULL,
-	"at" bigint NOT NULL,
-	"bytes_sent" bigint NOT NULL,
-	"completed" integer NOT NULL,
-	"client_address" text
-);
---> statement-breakpoint
 CREATE TABLE "share_chunks" (
 	"share_id" text NOT NULL,
 	"chunk_index" integer NOT NULL,
@@ -46,14 +37,11 @@ CREATE TABLE "shares" (
 	"updated_at" bigint NOT NULL,
 	"expires_at" bigint,
 	"revoked_at" bigint,
-	"owner_wrap" text,
-	"max_downloads" bigint,
-	"downloads" bigint DEFAULT 0 NOT NULL
+	"owner_wrap" text
 );
 --> statement-breakpoint
 CREATE INDEX "folder_shares_owner" ON "folder_shares" USING btree ("owner");--> statement-breakpoint
 CREATE INDEX "folder_shares_minter" ON "folder_shares" USING btree ("minted_by");--> statement-breakpoint
-CREATE INDEX "share_accesses_share" ON "share_accesses" USING btree ("share_id","at");--> statement-breakpoint
 CREATE UNIQUE INDEX "shares_token" ON "shares" USING btree ("token");--> statement-breakpoint
 CREATE INDEX "shares_owner" ON "shares" USING btree ("owner","state");--> statement-breakpoint
 CREATE INDEX "files_by_relative_path" ON "files" USING btree ("owner","folder_hash",md5("relative_path"));

@@ -13,16 +13,6 @@ CREATE TABLE `folder_shares` (
 --> statement-breakpoint
 CREATE INDEX `folder_shares_owner` ON `folder_shares` (`owner`);--> statement-breakpoint
 CREATE INDEX `folder_shares_minter` ON `folder_shares` (`minted_by`);--> statement-breakpoint
-CREATE TABLE `share_accesses` (
-	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
-	`share_id` text NOT NULL,
-	`at` integer NOT NULL,
-	`bytes_sent` integer NOT NULL,
-	`completed` integer NOT NULL,
-	`client_address` text
-);
---> statement-breakpoint
-CREATE INDEX `share_accesses_share` ON `share_accesses` (`share_id`,`at`);--> statement-breakpoint
 CREATE TABLE `share_chunks` (
 	`share_id` text NOT NULL,
 	`chunk_index` integer NOT NULL,
@@ -49,9 +39,7 @@ CREATE TABLE `shares` (
 	`updated_at` integer NOT NULL,
 	`expires_at` integer,
 	`revoked_at` integer,
-	`owner_wrap` text,
-	`max_downloads` integer,
-	`downloads` integer DEFAULT 0 NOT NULL
+	`owner_wrap` text
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `shares_token` ON `shares` (`token`);--> statement-breakpoint

@@ -266,10 +266,6 @@ export const shares = sqliteTable(
     revokedAt: integer("revoked_at"),
     /** Standard base64 of the owner wrap, or null. */
     ownerWrap: text("owner_wrap"),
-    /** Most complete downloads allowed (the `share_max_downloads` capability); null = unlimited. */
-    maxDownloads: integer("max_downloads"),
-    /** Complete downloads counted so far (and those in flight that hold a slot). */
-    downloads: integer("downloads").notNull().default(0),
   },
   (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
 );
@@ -307,21 +303,4 @@ export const folderShares = sqliteTable(
     ownerWrap: text("owner_wrap"),
   },
   (t) => [index("folder_shares_owner").on(t.owner), index("folder_shares_minter").on(t.mintedBy)],
-);
-
-/** Downloads of file shares, for their owner (the `share_access_log` capability). */
-export const shareAccesses = sqliteTable(
-  "share_accesses",
-  {
-    id: integer("id").primaryKey({ autoIncrement: true }),
-    shareId: text("share_id").notNull(),
-    /** When the download started, Unix seconds. */
-    at: integer("at").notNull(),
-    bytesSent: integer("bytes_sent").notNull(),
-    /** 1 when the whole requested body was sent. */
-    completed: integer("completed").notNull(),
-    /** The client's address, only when `ESYNC_SHARE_ACCESS_ADDRESSES` is on; else null. */
-    clientAddress: text("client_address"),
-  },
-  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );

@@ -241,7 +241,6 @@ function ownerRoutes(s: Services) {
             created_at: rfc3339(r.createdAt),
             expires_at: rfc3339(r.expiresAt),
             owner_wrap: r.ownerWrap,
-            ...(r.maxDownloads !== null ? { max_downloads: r.maxDownloads, downloads: r.downloads } : {}),
           })),
         ),
       {

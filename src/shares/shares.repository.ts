@@ -1,10 +1,10 @@
 /**
  * @module shares/shares.repository
- * The contract of the queries on file shares (`shares`, `share_chunks`, `share_accesses`) and
+ * The contract of the queries on file shares (`shares`, `share_chunks`) and
  * folder shares (`folder_shares`); the model is in docs/sharing.md. Implementations:
  * `src/db/sqlite/shares.ts`, `src/db/postgres/shares.ts`. Times are Unix seconds, sizes bytes.
  */
-import type { folderShares, shareAccesses, shareChunks, shares } from "../db/schema.ts";
+import type { folderShares, shareChunks, shares } from "../db/schema.ts";
 
 /** A `shares` row. */
 export type ShareRow = typeof shares.$inferSelect;
@@ -12,8 +12,6 @@ export type ShareRow = typeof shares.$inferSelect;
 export type ShareChunkRow = typeof shareChunks.$inferSelect;
 /** A `folder_shares` row. */
 export type FolderShareRow = typeof folderShares.$inferSelect;
-/** A `share_accesses` row without its id. */
-export type ShareAccessRow = Omit<typeof shareAccesses.$inferSelect, "id">;
 
 /** Columns of a file share that change after its mint. */
 export type ShareUpdate = Partial<
@@ -58,7 +56,7 @@ export interface SharesRepository {
   /** Deletes every chunk row of the share. */
   removeChunks(shareId: string): Promise<void>;
 
-  /** Deletes the file share, its chunk rows and its access log. */
+  /** Deletes the file share and its chunk rows. */
   remove(shareId: string): Promise<void>;
 
   /**
@@ -66,21 +64,6 @@ export interface SharesRepository {
    * uploads with no activity since `idleBefore`.
    */
   reapable(now: number, idleBefore: number, limit: number): Promise<ShareRow[]>;
-
-  /**
-   * Takes one download slot of a share limited to `maxDownloads`: increments `downloads` when it is
-   * below the limit. True when a slot was taken (always true for a share without a limit).
-   */
-  takeDownload(shareId: string): Promise<boolean>;
-
-  /** Gives a download slot back (the download did not send the whole blob). */
-  giveBackDownload(shareId: string): Promise<void>;
-
-  /** Appends a download to the share's access log. */
-  addAccess(row: ShareAccessRow): Promise<void>;
-
-  /** The share's access log, newest first, at most `limit` rows. */
-  accesses(shareId: string, limit: number): Promise<ShareAccessRow[]>;
 
   /** Inserts a new folder share. */
   insertFolderShare(row: FolderShareRow): Promise<void>;

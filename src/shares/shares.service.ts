@@ -195,8 +195,6 @@ export class FileSharesService {
       expiresAt: expiryOf(m.ttl as ShareTtl | undefined, now),
       revokedAt: null,
       ownerWrap: null,
-      maxDownloads: m.max_downloads ?? null,
-      downloads: 0,
     };
   }
 

@@ -762,8 +762,7 @@ export const TokenHashParams = t.Object({ token_hash: TokenHash });
 
 /**
  * The metadata of a file share: the JSON `metadata` part of `POST /v1/shares` and the body of
- * `POST /v1/shares/init` (with `total_chunks`). `max_downloads` needs capability
- * `share_max_downloads`.
+ * `POST /v1/shares/init` (with `total_chunks`).
  */
 export const ShareMetadata = t.Object({
   ciphertext_size: Size,
@@ -778,7 +777,6 @@ export const ShareMetadata = t.Object({
   mime_type: t.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" }),
   ttl: t.Optional(Ttl),
   total_chunks: t.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 32 - 1 })),
-  max_downloads: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
 });
 
 /** `POST /v1/shares`, `/v1/shares/init`, `/complete`, `PATCH /v1/shares/{token}`: 201/200. */
@@ -795,8 +793,6 @@ export const ShareSummary = t.Object({
   created_at: Rfc3339,
   expires_at: Rfc3339OrNever,
   owner_wrap: t.Union([t.String(), t.Null()]),
-  max_downloads: t.Optional(t.Union([Type.Integer(), t.Null()])),
-  downloads: t.Optional(Type.Integer({ minimum: 0 })),
 });
 /** `GET /v1/shares`: a bare array. */
 export const ShareList = t.Array(ShareSummary);

@@ -275,8 +275,6 @@ export const shares = pgTable(
     expiresAt: int64("expires_at"),
     revokedAt: int64("revoked_at"),
     ownerWrap: text("owner_wrap"),
-    maxDownloads: int64("max_downloads"),
-    downloads: int64("downloads").notNull().default(0),
   },
   (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
 );
@@ -310,18 +308,4 @@ export const folderShares = pgTable(
     ownerWrap: text("owner_wrap"),
   },
   (t) => [index("folder_shares_owner").on(t.owner), index("folder_shares_minter").on(t.mintedBy)],
-);
-
-/** Downloads of file shares (see `share_accesses` in `src/db/schema.ts`). */
-export const shareAccesses = pgTable(
-  "share_accesses",
-  {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
-    shareId: text("share_id").notNull(),
-    at: int64("at").notNull(),
-    bytesSent: int64("bytes_sent").notNull(),
-    completed: integer("completed").notNull(),
-    clientAddress: text("client_address"),
-  },
-  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );

@@ -4,18 +4,17 @@
  * `share_chunks`, `share_accesses` and `folder_shares`. Every method runs its statements
  * synchronously, so a call is atomic with respect to the store's gate.
  */
-import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
 import type {
   FolderShareRow,
   FolderShareUpdate,
-  ShareAccessRow,
   ShareChunkRow,
   ShareRow,
   SharesRepository,
   ShareUpdate,
 } from "../../shares/shares.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { folderShares, shareAccesses, shareChunks, shares } from "../schema.ts";
+import { folderShares, shareChunks, shares } from "../schema.ts";
 
 /** File and folder shares on SQLite. */
 export class SqliteSharesRepository implements SharesRepository {
@@ -96,7 +95,6 @@ export class SqliteSharesRepository implements SharesRepository {
 
   async remove(shareId: string): Promise<void> {
     this.db.delete(shareChunks).where(eq(shareChunks.shareId, shareId)).run();
-    this.db.delete(shareAccesses).where(eq(shareAccesses.shareId, shareId)).run();
     this.db.delete(shares).where(eq(shares.shareId, shareId)).run();
   }
 
@@ -111,48 +109,6 @@ export class SqliteSharesRepository implements SharesRepository {
           and(eq(shares.state, "uploading"), lt(shares.updatedAt, idleBefore)),
         ),
       )
-      .limit(limit)
-      .all();
-  }
-
-  async takeDownload(shareId: string): Promise<boolean> {
-    const r = this.db
-      .update(shares)
-      .set({ downloads: sql`${shares.downloads} + 1` })
-      .where(
-        and(
-          eq(shares.shareId, shareId),
-          or(isNull(shares.maxDownloads), lt(shares.downloads, shares.maxDownloads)),
-        ),
-      )
-      .run();
-    return changes(r) > 0;
-  }
-
-  async giveBackDownload(shareId: string): Promise<void> {
-    this.db
-      .update(shares)
-      .set({ downloads: sql`max(${shares.downloads} - 1, 0)` })
-      .where(eq(shares.shareId, shareId))
-      .run();
-  }
-
-  async addAccess(row: ShareAccessRow): Promise<void> {
-    this.db.insert(shareAccesses).values(row).run();
-  }
-
-  async accesses(shareId: string, limit: number): Promise<ShareAccessRow[]> {
-    return this.db
-      .select({
-        shareId: shareAccesses.shareId,
-        at: shareAccesses.at,
-        bytesSent: shareAccesses.bytesSent,
-        completed: shareAccesses.completed,
-        clientAddress: shareAccesses.clientAddress,
-      })
-      .from(shareAccesses)
-      .where(eq(shareAccesses.shareId, shareId))
-      .orderBy(desc(shareAccesses.at), desc(shareAccesses.id))
       .limit(limit)
       .all();
   }
