@@ -49,9 +49,9 @@ export const TOKEN_LOG_CHARS = 6;
 /** Path segments after which a share token follows (docs/sharing.md). */
 const TOKEN_PATHS: [RegExp, number][] = [
   // /v1/shares/{token}/…, /v1/folder-shares/{token}/…: the segment after the collection.
-  [/^\/v1\/(shares|folder-shares)\/(?!init$|owner-wraps$|by-hash$)([^/]+)/, 2],
+  [/^\/v1\/(shares|folder-shares)\/(?!(?:init|owner-wraps|by-hash)(?:\/|$))([^/]+)/, 2],
   // The recipient pages: /share/{token}, /share/folder/{token}.
-  [/^\/share\/(folder\/)?(?!folder$)([^/]+)/, 2],
+  [/^\/share\/(folder\/)?(?!folder(?:\/|$))([^/]+)/, 2],
 ];
 
 /** True when `pathname` is a sharing route, whose access-log line carries `redactedPath`. */

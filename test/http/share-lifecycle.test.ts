@@ -4,6 +4,7 @@
  * what the logs show of tokens.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { redactedPath } from "../../src/http/instrument.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import { SHARE_REAP_INTERVAL_SECONDS } from "../../src/shares/share-rules.ts";
 import { createLogger } from "../../src/util/log.ts";
@@ -215,5 +216,23 @@ describe("anonymous routes", () => {
     const unknown = await t.json(`/v1/shares/${"Q".repeat(43)}/meta`);
     expect(revoked.status).toBe(unknown.status);
     expect(revoked.body).toEqual(unknown.body);
+  });
+
+  test("redactedPath cuts tokens of every sharing path and leaves fixed segments and token hashes whole", () => {
+    const tok = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde";
+    expect(redactedPath(`/v1/shares/${tok}`)).toBe("/v1/shares/AbCdEf…");
+    expect(redactedPath(`/v1/shares/${tok}/chunks/3`)).toBe("/v1/shares/AbCdEf…/chunks/3");
+    expect(redactedPath(`/v1/folder-shares/${tok}/browse`)).toBe("/v1/folder-shares/AbCdEf…/browse");
+    expect(redactedPath(`/share/${tok}`)).toBe("/share/AbCdEf…");
+    expect(redactedPath(`/share/folder/${tok}`)).toBe("/share/folder/AbCdEf…");
+    for (const p of [
+      "/v1/shares",
+      "/v1/shares/init",
+      "/v1/shares/owner-wraps",
+      "/v1/folder-shares/owner-wraps",
+      `/v1/folder-shares/by-hash/${"a".repeat(64)}`,
+      "/upload",
+    ])
+      expect(redactedPath(p)).toBe(p);
   });
 });
