@@ -316,3 +316,37 @@ describe("PUT /v1/shares/owner-wraps", () => {
     );
   });
 });
+
+describe("streamed bodies and HEAD", () => {
+  test("a chunk body longer than the chunk, streamed without Content-Length, is refused with 400 and stores nothing", async () => {
+    const a = authAt(t, alice);
+    const { ciphertext, metadata } = shareBlob(100);
+    const init = await t.json("/v1/shares/init", jsonInit("POST", a, { ...metadata, total_chunks: 1 }));
+    const token = init.body.share_token as string;
+    const long = Buffer.concat([ciphertext, Buffer.alloc(10)]);
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(long.subarray(0, 50));
+        c.enqueue(long.subarray(50));
+        c.close();
+      },
+    });
+    const r = await t.json(`/v1/shares/${token}/chunks/0`, {
+      method: "PUT",
+      headers: { authorization: a, "content-type": "application/octet-stream" },
+      body,
+    });
+    expectFlat(r, 400, "bad_request");
+    const row = await t.store.repos.shares.byToken(token);
+    expect(await t.store.repos.shares.chunks(row?.shareId as string)).toEqual([]);
+  });
+
+  test("HEAD of a share blob answers the GET's status and headers without a body", async () => {
+    const { ciphertext, metadata } = shareBlob(300);
+    const m = await mintSingle(t, authAt(t, alice), metadata, ciphertext);
+    const r = await t.fetch(`/v1/shares/${m.body.share_token}/blob`, { method: "HEAD" });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-length")).toBe(String(ciphertext.byteLength));
+    expect((await r.arrayBuffer()).byteLength).toBe(0);
+  });
+});
