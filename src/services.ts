@@ -15,6 +15,7 @@ import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { Readiness } from "./health/readiness.ts";
+import { RateLimiter } from "./http/rate-limit.ts";
 import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { QuotaService } from "./quota/quota.service.ts";
@@ -23,6 +24,8 @@ import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
 import { LeaseHolders } from "./sessions/lease-holder.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
+import { FolderSharesService } from "./shares/folder-shares.service.ts";
+import { FileSharesService } from "./shares/shares.service.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
@@ -65,6 +68,12 @@ export interface Services {
   access: DriveAccessService;
   /** Shared-drive invites and membership. */
   drives: DrivesService;
+  /** File shares (docs/sharing.md). */
+  shares: FileSharesService;
+  /** Folder shares (docs/sharing.md). */
+  folderShares: FolderSharesService;
+  /** Request counts of the anonymous share routes per client address. */
+  shareLimiter: RateLimiter;
 }
 
 /**
@@ -131,5 +140,8 @@ export function buildServices(appDeps: AppDeps): Services {
     summaries: new SummariesService(store),
     access,
     drives: new DrivesService(store, clock),
+    shares: new FileSharesService(store, blobs, clock, quota, log, { graceSeconds: config.blobGraceSeconds }),
+    folderShares: new FolderSharesService(store, clock, searchIndex, log),
+    shareLimiter: new RateLimiter(config.shareRateLimit, clock),
   };
 }

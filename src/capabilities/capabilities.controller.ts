@@ -1,8 +1,8 @@
 /**
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
- * routes. Shared drives are built with folder invites, reader and writer (docs/drives.md), so
- * `folder_grants` and `folder_grant_writes` are true; the share flags stay false.
+ * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
+ * shared drives with folder invites, reader and writer (docs/drives.md).
  */
 import { Elysia } from "elysia";
 import { Capabilities } from "../wire/schemas.ts";
@@ -10,10 +10,10 @@ import type { Capabilities as CapabilitiesBody } from "../wire/types.ts";
 
 /** What this server advertises on `/v1/capabilities`. */
 export const V1_CAPABILITIES: CapabilitiesBody = {
-  shares: false,
-  folder_shares: false,
-  folder_share_revoke_by_hash: false,
-  share_owner_wrap: false,
+  shares: true,
+  folder_shares: true,
+  folder_share_revoke_by_hash: true,
+  share_owner_wrap: true,
   folder_grants: true,
   folder_grant_writes: true,
   member_folder_shares: false,

@@ -21,6 +21,7 @@ import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { OpsRepository } from "../ops/ops.repository.ts";
 import type { QuotaRepository } from "../quota/quota.repository.ts";
 import type { SessionsRepository } from "../sessions/sessions.repository.ts";
+import type { SharesRepository } from "../shares/shares.repository.ts";
 import type { SummariesRepository } from "../summaries/summaries.repository.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 
@@ -36,6 +37,8 @@ export interface Repositories {
   summaries: SummariesRepository;
   /** Shared drives: invites, members, folder grants, invite keys, frozen accounts. */
   drives: DrivesRepository;
+  /** File and folder shares. */
+  shares: SharesRepository;
   /** The operator tools' queries and repairs (fsck, stats). */
   ops: OpsRepository;
 }

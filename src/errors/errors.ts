@@ -1,8 +1,9 @@
 /**
  * @module errors
  * The one error catalogue of the service (spec §7 plus complement §1 and §4, extensions §8.1). Every failure a
- * client can see is an `AppError` carrying one of these codes; `toErrorResponse` in
- * `src/http/envelope.ts` turns it into the spec's envelope.
+ * client can see is an `AppError` carrying one of these codes; `errorResponse` in
+ * `src/http/envelope.ts` turns it into the spec's envelope, or into the flat `{"error", "message"}`
+ * body on the `/v1/` routes (docs/sharing.md).
  */
 
 /** Every error code with its HTTP status and a default message. */
@@ -23,13 +24,14 @@ export const ERRORS = {
   },
   forbidden: { status: 403, message: "The token does not grant access to this resource" },
   not_found: { status: 404, message: "Not found" },
+  folder_not_found: { status: 404, message: "No such folder, or no right to share it" },
   conflict: { status: 409, message: "Conflict with the current state" },
   already_member: { status: 409, message: "The account already has the whole drive" },
   overlapping_folder_grant: {
     status: 409,
     message: "The account already holds a folder grant on this folder, inside it or around it",
   },
-  gone: { status: 410, message: "The invite is revoked, expired or used up" },
+  gone: { status: 410, message: "The link or invite has expired or is no longer valid" },
   upload_conflict: { status: 409, message: "base_revision_id does not match the current revision" },
   request_timeout: { status: 408, message: "The request body arrived too slowly" },
   precondition_failed: { status: 412, message: "The file's current revision does not match If-Match" },

@@ -11,7 +11,7 @@ import { MAX_NAME_CHARS, relativePathProblem } from "../manifest/manifest.ts";
  * True when `p` passes the checks of an upload's `relative_path` (complement §1): "validated like
  * upload paths" (extensions §1.6).
  */
-function isUploadPath(p: string): boolean {
+export function isUploadPath(p: string): boolean {
   return p.length <= MAX_NAME_CHARS && relativePathProblem(p) === null;
 }
 

@@ -28,8 +28,8 @@ export function errorBody(code: ErrorCode, message: string): string {
 
 /**
  * Turns an `AppError` into its response (Error or Conflict envelope, the flat body of a 402,
- * Retry-After, extra headers). With `flat` (the v1 routes, docs/drives.md), every error body is
- * flat: `{"error", "message"}`.
+ * Retry-After, extra headers). With `flat` (the `/v1/` routes, docs/sharing.md and docs/drives.md),
+ * the body is `{"error", "message"}` (plus the code's extra fields) without a wrapper, whatever the status.
  */
 export function errorResponse(e: AppError, requestId?: string, flat = false): Response {
   const headers: Record<string, string> = { ...JSON_TYPE, ...(e.extra.headers ?? {}) };

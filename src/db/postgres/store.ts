@@ -26,6 +26,7 @@ import { PgFoldersRepository } from "./folders.ts";
 import { PgOpsRepository } from "./ops.ts";
 import { PgQuotaRepository } from "./quota.ts";
 import { PgSessionsRepository } from "./sessions.ts";
+import { PgSharesRepository } from "./shares.ts";
 import { PgSummariesRepository } from "./summaries.ts";
 
 /** Attempts of a transaction that keeps losing detected races (see the module comment). */
@@ -110,6 +111,7 @@ function reposOn(db: PgConn): Repositories {
     deletionQueue: new PgDeletionQueueRepository(db),
     summaries: new PgSummariesRepository(db),
     drives: new PgDrivesRepository(db),
+    shares: new PgSharesRepository(db),
     ops: new PgOpsRepository(db),
   };
   return Object.fromEntries(

@@ -28,6 +28,7 @@ import { SqliteFoldersRepository } from "./folders.ts";
 import { SqliteOpsRepository } from "./ops.ts";
 import { SqliteQuotaRepository } from "./quota.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
+import { SqliteSharesRepository } from "./shares.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
 
 /** A first-come, first-served async mutex. */
@@ -103,6 +104,7 @@ function repositoriesOn(db: Db): Repositories {
     deletionQueue: new SqliteDeletionQueueRepository(db),
     summaries: new SqliteSummariesRepository(db),
     drives: new SqliteDrivesRepository(db),
+    shares: new SqliteSharesRepository(db),
     ops: new SqliteOpsRepository(db),
   };
 }
