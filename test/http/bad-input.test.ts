@@ -86,7 +86,7 @@ describe("routes not mounted in the /v1/ space (extensions §0.2 rule 2, §8.1):
     ["POST", "/v1/drive-invites/email"],
     ["GET", "/v1/drives/0123456789abcdef"],
     ["POST", "/v1/capabilities"],
-    ["HEAD", "/v1/drive-memberships"],
+    ["HEAD", "/v1/drives/0123456789abcdef"],
   ] as const) {
     for (const auth of [true, false]) {
       test(`${method} ${path} ${auth ? "with" : "without"} a token`, async () => {
