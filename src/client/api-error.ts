@@ -105,6 +105,10 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
         retryAfter,
       });
     }
+    // The v1 routes answer flat `{"error", "message"}`.
+    if (typeof env.error === "string") {
+      return new ApiError(res.status, env.error, String(env.message ?? ""), { retryAfter });
+    }
   }
   const snippet = text.slice(0, 200) || res.statusText;
   return new ApiError(res.status, `http_${res.status}`, snippet, { retryAfter });
