@@ -26,6 +26,7 @@ import { quotaController } from "./quota/quota.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
+import { sharePageController } from "./share-page/share-page.controller.ts";
 import { BlobNotFoundError, BlobReadError } from "./storage/blob-store.ts";
 import { summariesController } from "./summaries/summaries.controller.ts";
 import { randomHex } from "./util/ids.ts";
@@ -122,7 +123,8 @@ export function createApp(deps: AppDeps) {
     .use(batchController(s))
     .use(quotaController(s))
     .use(summariesController(s))
-    .use(searchController(s));
+    .use(searchController(s))
+    .use(sharePageController());
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());
   const answer = (request: Request): Promise<Response> => app.handle(request);
