@@ -20,6 +20,9 @@
  *   esync mkdir --folder LABEL PATH...        create (empty) directories on the server
  *   esync quota                               storage used and room left in the allowance
  *   esync du [--folder LABEL]                 storage used by file type and client family
+ *   esync share FILE | --folder LABEL [PATH]  share a file or a directory by link (docs/sharing.md)
+ *   esync shares                              list your shares with expiry and links
+ *   esync unshare TOKEN|URL                   revoke a share
  *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
  */
 import { Command, CommanderError } from "commander";
@@ -35,6 +38,7 @@ import { registerPush } from "./commands/push.ts";
 import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerShare } from "./commands/share.ts";
 import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
 import { registerUsage } from "./commands/usage.ts";
@@ -80,6 +84,7 @@ Quick start:
   esync search report --type pdf
   esync ls --folder documents
   esync restore reports/2026 --folder documents --to ~/restore
+  esync share reports/q1.pdf --folder documents --ttl 7d
 
 Resuming large uploads (the spill directory):
   A file over 8 MiB is encrypted once into a spill file (as large as the file,
@@ -105,6 +110,7 @@ ${EXIT_CODES_HELP}`,
   registerMv(program);
   registerMkdir(program);
   registerUsage(program);
+  registerShare(program);
   registerPassphrase(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
