@@ -19,7 +19,7 @@ import { probesController } from "./health/probes.controller.ts";
 import { validationFailure } from "./http/contract.ts";
 import { errorResponse, inV1Space, unmountedResponse } from "./http/envelope.ts";
 import { answerHead } from "./http/head.ts";
-import { instrumentHandle, routeTemplatePlugin } from "./http/instrument.ts";
+import { instrumentHandle, redactedUrl, routeTemplatePlugin } from "./http/instrument.ts";
 import { openApi } from "./http/openapi.ts";
 import { metricsController } from "./metrics/metrics.controller.ts";
 import { quotaController } from "./quota/quota.controller.ts";
@@ -27,6 +27,7 @@ import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
 import { sharePageController } from "./share-page/share-page.controller.ts";
+import { sharesController } from "./shares/shares.controller.ts";
 import { BlobNotFoundError, BlobReadError } from "./storage/blob-store.ts";
 import { summariesController } from "./summaries/summaries.controller.ts";
 import { randomHex } from "./util/ids.ts";
@@ -84,7 +85,7 @@ export function toAppError(
   s.deps.log.error("request.failed", {
     request_id: requestId,
     method: request.method,
-    url: request.url,
+    url: redactedUrl(request.url),
     error: err,
   });
   // The database's disk is full (SQLITE_FULL, PostgreSQL 53100): 507 with Retry-After, as a full
@@ -108,11 +109,16 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia()
     .use(routeTemplatePlugin())
     .onError(({ error, code, request }) => {
-      if (code === "NOT_FOUND" && inV1Space(new URL(request.url).pathname)) return unmountedResponse();
+      const v1 = inV1Space(new URL(request.url).pathname);
+      if (code === "NOT_FOUND" && v1) return unmountedResponse();
       const requestId = currentRequest()?.id ?? randomHex(8);
       const authFailure = authFailureReason(error);
       if (authFailure) deps.metrics?.authFailures.inc({ reason: authFailure });
-      return errorResponse(toAppError(error, code, s, request, requestId), requestId);
+      const e = toAppError(error, code, s, request, requestId);
+      // The v1 family answers flat bodies, and every malformed request there is `bad_request`.
+      return v1
+        ? errorResponse(e.status === 400 ? fail("bad_request", e.message, e.extra) : e, requestId, true)
+        : errorResponse(e, requestId);
     })
     .use(healthController(s))
     .use(probesController(s))
@@ -124,6 +130,7 @@ export function createApp(deps: AppDeps) {
     .use(quotaController(s))
     .use(summariesController(s))
     .use(searchController(s))
+    .use(sharesController(s, s.shareLimiter))
     .use(sharePageController());
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());

@@ -13,6 +13,7 @@ import { FilesService } from "./files/files.service.ts";
 import { SingleUploadService } from "./files/single-upload.ts";
 import { FoldersService } from "./folders/folders.service.ts";
 import { Readiness } from "./health/readiness.ts";
+import { RateLimiter } from "./http/rate-limit.ts";
 import { InstrumentedBlobStore } from "./metrics/blob-store.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { QuotaService } from "./quota/quota.service.ts";
@@ -21,6 +22,7 @@ import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
 import { LeaseHolders } from "./sessions/lease-holder.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
+import { FileSharesService } from "./shares/shares.service.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
@@ -57,6 +59,10 @@ export interface Services {
   readiness: Readiness;
   quota: QuotaService;
   summaries: SummariesService;
+  /** File shares (docs/sharing.md). */
+  shares: FileSharesService;
+  /** Request counts of the anonymous share routes per client address. */
+  shareLimiter: RateLimiter;
 }
 
 /**
@@ -112,5 +118,7 @@ export function buildServices(appDeps: AppDeps): Services {
     readiness: new Readiness(store, blobs, log),
     quota,
     summaries: new SummariesService(store),
+    shares: new FileSharesService(store, blobs, clock, quota, log, { graceSeconds: config.blobGraceSeconds }),
+    shareLimiter: new RateLimiter(config.shareRateLimit, clock),
   };
 }

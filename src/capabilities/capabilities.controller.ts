@@ -10,7 +10,7 @@ import type { Capabilities as CapabilitiesBody } from "../wire/types.ts";
 
 /** What this server advertises on `/v1/capabilities`. */
 export const V1_CAPABILITIES: CapabilitiesBody = {
-  shares: false,
+  shares: true,
   folder_shares: false,
   folder_share_revoke_by_hash: false,
   share_owner_wrap: false,

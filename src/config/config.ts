@@ -60,6 +60,11 @@ export interface Config {
    * downloads in flight finish (`ESYNC_BLOB_GRACE_SECONDS`, default 3600; 0 = at the next sweep).
    */
   blobGraceSeconds: number;
+  /**
+   * Requests per minute one client address may make to the anonymous share routes
+   * (`ESYNC_SHARE_RATE_LIMIT`, default 120; 0 = no limit): docs/sharing.md.
+   */
+  shareRateLimit: number;
   /** Live upload sessions allowed per user (`ESYNC_MAX_SESSIONS_PER_USER`, default 32). */
   maxSessionsPerUser: number;
   /** Accept the bare SS58 address as a bearer token (`ESYNC_INSECURE_SS58_TOKENS`, default off). Development only. */
@@ -217,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     finalizeLeaseSeconds: int(env, "ESYNC_FINALIZE_LEASE_SECONDS", 60, 3, 86400),
     sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
     blobGraceSeconds: int(env, "ESYNC_BLOB_GRACE_SECONDS", 3600, 0, 30 * 86400),
+    shareRateLimit: int(env, "ESYNC_SHARE_RATE_LIMIT", 120, 0, 1_000_000),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),

@@ -83,6 +83,8 @@ export const files = sqliteTable(
     // Search and browse indexes live on the compact `search_entries` table that triggers keep in
     // step with this one (drizzle/sqlite/0002_search_index.sql, src/search/README in search.repository.ts).
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
+    // A folder share's blob route finds a file by its plaintext path (docs/sharing.md).
+    index("files_by_relative_path").on(t.owner, t.folderHash, t.relativePath),
   ],
 );
 
@@ -230,4 +232,96 @@ export const usageBuckets = sqliteTable(
     totalBytes: integer("total_bytes").notNull(),
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
+);
+
+/**
+ * File shares (docs/sharing.md): an encrypted copy of one file under a key the server never sees.
+ * `state` is `uploading` (chunks arriving) or `complete` (readable through the token). The blob's
+ * objects live under `s/<share_id>/` (src/shares/share-layout.ts). Times are Unix seconds, sizes bytes.
+ */
+export const shares = sqliteTable(
+  "shares",
+  {
+    shareId: text("share_id").primaryKey(),
+    /** The link token, in plaintext: the owner's listing returns it. */
+    token: text("token").notNull(),
+    owner: text("owner").notNull(),
+    state: text("state", { enum: ["uploading", "complete"] }).notNull(),
+    /** Plaintext file name, shown to the owner only. */
+    filename: text("filename").notNull(),
+    /** Encrypted file name and its nonce, standard base64 as received. */
+    filenameCt: text("filename_ct").notNull(),
+    filenameNonce: text("filename_nonce").notNull(),
+    mimeType: text("mime_type").notNull(),
+    plaintextSize: integer("plaintext_size").notNull(),
+    ciphertextSize: integer("ciphertext_size").notNull(),
+    totalChunks: integer("total_chunks").notNull(),
+    /** Object key of the whole blob once complete; null while uploading. */
+    blobKey: text("blob_key"),
+    createdAt: integer("created_at").notNull(),
+    /** Last upload activity (init, a chunk, complete): idle uploads are reaped by it. */
+    updatedAt: integer("updated_at").notNull(),
+    /** Null = never expires. */
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+    /** Standard base64 of the owner wrap, or null. */
+    ownerWrap: text("owner_wrap"),
+    /** Most complete downloads allowed (the `share_max_downloads` capability); null = unlimited. */
+    maxDownloads: integer("max_downloads"),
+    /** Complete downloads counted so far (and those in flight that hold a slot). */
+    downloads: integer("downloads").notNull().default(0),
+  },
+  (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
+);
+
+/** Chunks received by an uploading file share: which object generation holds index `chunk_index`. */
+export const shareChunks = sqliteTable(
+  "share_chunks",
+  {
+    shareId: text("share_id").notNull(),
+    chunkIndex: integer("chunk_index").notNull(),
+    gen: text("gen").notNull(),
+    size: integer("size").notNull(),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shareId, t.chunkIndex] })],
+);
+
+/**
+ * Folder shares (docs/sharing.md): anonymous read access to one directory of a folder, live.
+ * The token is stored only as its BLAKE3 hash (64 lowercase hex).
+ */
+export const folderShares = sqliteTable(
+  "folder_shares",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    /** Directory shared, `""` = the whole folder (NFC, no leading or trailing `/`). */
+    pathPrefix: text("path_prefix").notNull(),
+    displayName: text("display_name").notNull(),
+    mintedBy: text("minted_by").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+    ownerWrap: text("owner_wrap"),
+  },
+  (t) => [index("folder_shares_owner").on(t.owner), index("folder_shares_minter").on(t.mintedBy)],
+);
+
+/** Downloads of file shares, for their owner (the `share_access_log` capability). */
+export const shareAccesses = sqliteTable(
+  "share_accesses",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    shareId: text("share_id").notNull(),
+    /** When the download started, Unix seconds. */
+    at: integer("at").notNull(),
+    bytesSent: integer("bytes_sent").notNull(),
+    /** 1 when the whole requested body was sent. */
+    completed: integer("completed").notNull(),
+    /** The client's address, only when `ESYNC_SHARE_ACCESS_ADDRESSES` is on; else null. */
+    clientAddress: text("client_address"),
+  },
+  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );

@@ -20,6 +20,7 @@ import type { FoldersRepository } from "../folders/folders.repository.ts";
 import type { OpsRepository } from "../ops/ops.repository.ts";
 import type { QuotaRepository } from "../quota/quota.repository.ts";
 import type { SessionsRepository } from "../sessions/sessions.repository.ts";
+import type { SharesRepository } from "../shares/shares.repository.ts";
 import type { SummariesRepository } from "../summaries/summaries.repository.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 
@@ -33,6 +34,8 @@ export interface Repositories {
   apiTokens: ApiTokensRepository;
   deletionQueue: DeletionQueueRepository;
   summaries: SummariesRepository;
+  /** File and folder shares. */
+  shares: SharesRepository;
   /** The operator tools' queries and repairs (fsck, stats). */
   ops: OpsRepository;
 }

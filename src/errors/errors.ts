@@ -1,8 +1,9 @@
 /**
  * @module errors
  * The one error catalogue of the service (spec §7 plus complement §1 and §4, extensions §8.1). Every failure a
- * client can see is an `AppError` carrying one of these codes; `toErrorResponse` in
- * `src/http/envelope.ts` turns it into the spec's envelope.
+ * client can see is an `AppError` carrying one of these codes; `errorResponse` in
+ * `src/http/envelope.ts` turns it into the spec's envelope, or into the flat `{"error", "message"}`
+ * body on the `/v1/` routes (docs/sharing.md).
  */
 
 /** Every error code with its HTTP status and a default message. */
@@ -13,13 +14,16 @@ export const ERRORS = {
   q_too_long: { status: 400, message: "q is longer than 256 characters" },
   invalid_parameter: { status: 400, message: "A query or path parameter is malformed" },
   batch_too_large: { status: 400, message: "Too many entries in one batch request" },
+  bad_request: { status: 400, message: "The request is malformed" },
   stale_sequence: { status: 400, message: "revision_seq must be greater than the current revision's" },
   unauthorized: { status: 401, message: "Missing or invalid bearer token" },
   drive_quota_exceeded: { status: 402, message: "The write would exceed the account's storage allowance" },
   forbidden: { status: 403, message: "The token does not grant access to this resource" },
   not_found: { status: 404, message: "Not found" },
+  folder_not_found: { status: 404, message: "No such folder, or no right to share it" },
   conflict: { status: 409, message: "Conflict with the current state" },
   upload_conflict: { status: 409, message: "base_revision_id does not match the current revision" },
+  gone: { status: 410, message: "This link has expired" },
   request_timeout: { status: 408, message: "The request body arrived too slowly" },
   precondition_failed: { status: 412, message: "The file's current revision does not match If-Match" },
   payload_too_large: { status: 413, message: "The request body is too large" },

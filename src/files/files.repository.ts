@@ -28,6 +28,13 @@ export interface FilesRepository {
   /** The row at the key, or undefined. */
   get(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow | undefined>;
 
+  /**
+   * The file whose plaintext `relative_path` is exactly `relativePath` (bytewise), or undefined;
+   * when several rows claim the same path, the most recently updated (a folder share's blob
+   * route, docs/sharing.md).
+   */
+  byRelativePath(owner: string, folderHash: string, relativePath: string): Promise<FileRow | undefined>;
+
   /** Inserts or replaces the row at (owner, folder_hash, path_hash). */
   upsert(row: FileRow): Promise<void>;
 

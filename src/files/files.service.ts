@@ -589,7 +589,7 @@ export class FilesService {
  * Reads the first piece of `stream` now (rejecting with its error) and returns a stream of all
  * of its pieces, that piece included.
  */
-async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array>> {
+export async function primed(stream: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array>> {
   const reader = stream.getReader();
   let first: Awaited<ReturnType<typeof reader.read>> | null = await reader.read();
   return new ReadableStream<Uint8Array>(

@@ -443,7 +443,7 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
  * CRLF) before it, which the streaming parser (busboy) skips and the in-memory one rejects. A body
  * without a delimiter is returned whole, for the parser to report.
  */
-function withoutPreamble(body: Uint8Array, boundary: string): Uint8Array {
+export function withoutPreamble(body: Uint8Array, boundary: string): Uint8Array {
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const delimiter = `--${boundary}`;
   if (bytes.subarray(0, delimiter.length).toString("latin1") === delimiter) return body;

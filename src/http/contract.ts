@@ -167,7 +167,22 @@ export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): S
 }
 
 /** Error statuses a route can answer. */
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 412 | 413 | 416 | 429 | 500 | 503 | 507;
+export type ErrorStatus =
+  | 400
+  | 401
+  | 402
+  | 403
+  | 404
+  | 408
+  | 409
+  | 410
+  | 412
+  | 413
+  | 416
+  | 429
+  | 500
+  | 503
+  | 507;
 
 /**
  * `errors`, and 507 with them when they hold 500: a route whose database write can fail can also
@@ -227,3 +242,16 @@ export const UPLOAD_BODY = {
     },
   },
 };
+
+/**
+ * The response schemas of a route of the v1 family (docs/sharing.md): `ok` maps success statuses
+ * to their bodies as they are (no envelope), each error status → the flat `{"error", "message"}`;
+ * with 500, also 507. `emptyNotFound`: a 404 may also come without a body (a revoke of an unknown
+ * folder share).
+ */
+export function v1Responses(ok: Record<number, TSchema>, errors: ErrorStatus[], emptyNotFound = false) {
+  const map: Record<number, TSchema> = { ...ok };
+  for (const status of withDiskFull(errors))
+    map[status] = status === 404 && emptyNotFound ? t.Union([FlatError, t.Null()]) : FlatError;
+  return map;
+}

@@ -14,8 +14,8 @@
  * (across chunks; a larger chunk; any S3 object) is the store's stream, which Bun frames chunked:
  * see docs/internals.md "Downloads and Content-Length".
  */
-import type { Download } from "../files/files.service.ts";
-import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
+import { type Download, primed } from "../files/files.service.ts";
+import { BlobNotFoundError, BlobReadError, type BlobStore, isFileBacked } from "../storage/blob-store.ts";
 import { chunkKey } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 
@@ -87,4 +87,40 @@ export async function downloadBody(
   return d.end - d.start <= MAX_BUFFERED_BODY_BYTES
     ? readAll(d.body, d.end - d.start)
     : idleTimedStream(request, d.body);
+}
+
+/**
+ * The body of bytes `[start, end)` (`start < end`) of the one object `key` (a file share's blob,
+ * docs/sharing.md), sent with `Content-Length` where Bun can: a file-backed `Blob` of the range on a
+ * file-backed store up to `maxFileBodyBytes`; else up to `MAX_BUFFERED_BODY_BYTES` read into
+ * memory; else the store's stream with the idle timer re-armed per piece.
+ * @throws BlobNotFoundError when the object is missing; BlobReadError when the store cannot be read.
+ */
+export async function objectBody(
+  blobs: BlobStore,
+  key: string,
+  start: number,
+  end: number,
+  request: Request,
+  maxFileBodyBytes: number,
+): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
+  if (isFileBacked(blobs) && end - start <= maxFileBodyBytes) {
+    let size: number | null;
+    try {
+      size = await blobs.size(key);
+    } catch (e) {
+      throw new BlobReadError(e);
+    }
+    if (size === null) throw new BlobNotFoundError(key);
+    fileBodyTimer(request);
+    return blobs.fileRange(key, { start, end });
+  }
+  let body: ReadableStream<Uint8Array>;
+  try {
+    body = await primed(await blobs.get(key, { start, end }));
+  } catch (e) {
+    if (e instanceof BlobNotFoundError) throw e;
+    throw new BlobReadError(e);
+  }
+  return end - start <= MAX_BUFFERED_BODY_BYTES ? readAll(body, end - start) : idleTimedStream(request, body);
 }

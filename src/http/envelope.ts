@@ -28,14 +28,15 @@ export function errorBody(code: ErrorCode, message: string): string {
 
 /**
  * Turns an `AppError` into its response (Error or Conflict envelope, the flat body of a 402,
- * Retry-After, extra headers).
+ * Retry-After, extra headers). With `flat` (the `/v1/` routes, docs/sharing.md), the body is
+ * `{"error", "message"}` without a wrapper, whatever the status.
  */
-export function errorResponse(e: AppError, requestId?: string): Response {
+export function errorResponse(e: AppError, requestId?: string, flat = false): Response {
   const headers: Record<string, string> = { ...JSON_TYPE, ...(e.extra.headers ?? {}) };
   if (requestId) headers["x-request-id"] = requestId;
   if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
   let body: string;
-  if (ERRORS[e.code].status === 402) {
+  if (flat || ERRORS[e.code].status === 402) {
     // Quota refusals are flat on every route (extensions §0.2, §1.3).
     body = JSON.stringify({ error: e.code, message: e.message });
   } else if (e.extra.conflict) {

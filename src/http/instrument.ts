@@ -6,6 +6,8 @@
  *   line the request causes;
  * - one access-log line at `info`, event `http.request`: method, route template, status, bytes in
  *   and out, duration in ms, request id, and the caller's SS58 address truncated to 8 characters;
+ *   on the sharing routes also `path`, the request path with every share token cut to
+ *   `TOKEN_LOG_CHARS` characters (`redactedPath`): a token is a capability and never reaches a log;
  * - the HTTP metrics (`src/metrics/metrics.ts`): requests and latency by route template and status
  *   class, bytes received and sent, chunk PUT, single-shot upload and download latency.
  *
@@ -39,6 +41,51 @@ export function routeTemplatePlugin() {
     const ctx = currentRequest();
     if (ctx) ctx.route = route;
   });
+}
+
+/** Characters of a share token kept in logs (enough to tell links apart, far too few to use one). */
+export const TOKEN_LOG_CHARS = 6;
+
+/** Path segments after which a share token follows (docs/sharing.md). */
+const TOKEN_PATHS: [RegExp, number][] = [
+  // /v1/shares/{token}/…, /v1/folder-shares/{token}/…: the segment after the collection.
+  [/^\/v1\/(shares|folder-shares)\/(?!init$|owner-wraps$|by-hash$)([^/]+)/, 2],
+  // The recipient pages: /share/{token}, /share/folder/{token}.
+  [/^\/share\/(folder\/)?(?!folder$)([^/]+)/, 2],
+];
+
+/** True when `pathname` is a sharing route, whose access-log line carries `redactedPath`. */
+function isSharingPath(pathname: string): boolean {
+  return (
+    pathname.startsWith("/v1/shares") ||
+    pathname.startsWith("/v1/folder-shares") ||
+    pathname.startsWith("/share/")
+  );
+}
+
+/**
+ * `pathname` with a share token in it cut to its first `TOKEN_LOG_CHARS` characters and `…`
+ * (`/v1/shares/AbCdEf…/meta`); other paths unchanged.
+ */
+export function redactedPath(pathname: string): string {
+  for (const [re, group] of TOKEN_PATHS) {
+    const m = re.exec(pathname);
+    if (!m) continue;
+    const token = m[group] ?? "";
+    const at = m[0].length - token.length;
+    return `${pathname.slice(0, at)}${token.slice(0, TOKEN_LOG_CHARS)}…${pathname.slice(m[0].length)}`;
+  }
+  return pathname;
+}
+
+/** `url` without its query and with its path's share token cut (`redactedPath`), for logs. */
+export function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${redactedPath(u.pathname)}`;
+  } catch {
+    return "(unparsable url)";
+  }
 }
 
 function declaredLength(headers: Headers): number {
@@ -87,6 +134,7 @@ export function instrumentHandle(
     return withRequestContext(ctx, async () => {
       const started = performance.now();
       const bytesIn = declaredLength(request.headers);
+      const pathname = new URL(request.url).pathname;
       const res = withRequestId(await handle(request), ctx.id);
       const route = ctx.route ?? UNMATCHED_ROUTE;
       const finish = (bytesOut: number, status: number, aborted: boolean) => {
@@ -113,6 +161,7 @@ export function instrumentHandle(
             bytes_out: bytesOut,
             duration_ms: Math.round(seconds * 10_000) / 10,
             caller: ctx.caller?.slice(0, 8),
+            ...(isSharingPath(pathname) ? { path: redactedPath(pathname) } : {}),
             ...(aborted ? { aborted: true } : {}),
           }),
         );

@@ -15,6 +15,12 @@ export interface QuotaRepository {
   /** The account's totals, or undefined when it never stored a file. */
   usage(owner: string): Promise<AccountUsageRow | undefined>;
 
+  /**
+   * Plaintext bytes of `owner`'s file shares still stored (every row until the reaper removes it:
+   * uploading, complete, revoked or expired), which count against the allowance (docs/sharing.md).
+   */
+  shareBytes(owner: string): Promise<number>;
+
   /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */
   override(owner: string): Promise<{ quotaBytes: number | null } | undefined>;
 

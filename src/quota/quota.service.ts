@@ -2,7 +2,8 @@
  * @module quota/quota.service
  * Per-account storage allowances in plaintext bytes (extensions.md §1.3, issue 15): the default
  * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
- * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers). Writes
+ * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers) plus the
+ * plaintext bytes of its stored file shares (docs/sharing.md). Writes
  * are charged only their growth over the row they replace, checked inside the committing
  * transaction (with its repository, under `SessionsRepository.lockOwner`), so that two racing
  * writes cannot both slip under the limit on any node.
@@ -15,7 +16,7 @@ import type { QuotaRepository } from "./quota.repository.ts";
 /** The quota standing of one account. Bytes are plaintext bytes. */
 export interface QuotaInfo {
   owner: string;
-  /** Plaintext bytes of the account's live files. */
+  /** Plaintext bytes of the account's live files and stored file shares. */
   usedBytes: number;
   fileCount: number;
   /** The allowance in force; null = unlimited. */
@@ -38,7 +39,7 @@ export class QuotaService {
     const override = await repo.override(owner);
     return {
       owner,
-      usedBytes: usage?.totalBytes ?? 0,
+      usedBytes: (usage?.totalBytes ?? 0) + (await repo.shareBytes(owner)),
       fileCount: usage?.fileCount ?? 0,
       quotaBytes: override ? override.quotaBytes : this.defaultQuotaBytes,
       source: override ? "override" : "default",
@@ -51,7 +52,8 @@ export class QuotaService {
     const override = await repo.override(owner);
     const quotaBytes = override ? override.quotaBytes : this.defaultQuotaBytes;
     if (quotaBytes === null) return true;
-    return ((await repo.usage(owner))?.totalBytes ?? 0) + growthBytes <= quotaBytes;
+    const used = ((await repo.usage(owner))?.totalBytes ?? 0) + (await repo.shareBytes(owner));
+    return used + growthBytes <= quotaBytes;
   }
 
   /**

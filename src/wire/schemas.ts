@@ -720,3 +720,166 @@ function bucketFields<const K extends readonly string[]>(keys: K) {
 export const FileTypeSummary = t.Object(bucketFields(FILE_TYPE_BUCKETS));
 /** `GET /get_source_summary/{ss58}`: counts and plaintext bytes per client family. */
 export const SourceSummary = t.Object(bucketFields(SOURCE_BUCKETS));
+
+// ---------------------------------------------------------------------------------------------
+// Sharing (docs/sharing.md): the v1 family, so successes are the bodies themselves and errors
+// the flat `{"error", "message"}`.
+
+/** Times on the v1 routes: RFC 3339 in UTC. */
+const Rfc3339 = t.String({ description: "RFC 3339 time (UTC)" });
+/** An RFC 3339 time, or null for "never". */
+const Rfc3339OrNever = t.Union([Rfc3339, t.Null()], { description: "RFC 3339 time, or null = never" });
+/** Standard base64 with padding. */
+const Base64 = t.String({
+  pattern: "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+  description: "standard base64 with padding",
+});
+/** How long a share lives from the request on; omitted = `24h`. */
+export const SHARE_TTLS = ["24h", "7d", "30d", "never"] as const;
+const Ttl = t.Union(
+  SHARE_TTLS.map((v) => t.Literal(v)),
+  { description: "24h (default), 7d, 30d or never" },
+);
+/** A share or folder-share token in a path: one base64url segment. */
+export const SHARE_TOKEN_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
+/** A folder share's token hash: BLAKE3 of the token, 64 lowercase hex. */
+const TokenHash = t.String({
+  pattern: "^[0-9a-f]{64}$",
+  description: "BLAKE3 of the token, 64 lowercase hex",
+});
+/** Bytes, as a JSON integer. */
+const Size = Type.Integer({ minimum: 0, description: "bytes" });
+
+/** Path parameters of the routes addressing one share by its token. */
+export const ShareTokenParams = t.Object({ token: t.String({ description: "the share token" }) });
+/** Path parameters of a chunk PUT. */
+export const ShareChunkParams = t.Object({
+  token: t.String({ description: "the share token" }),
+  index: Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1, description: "0-based chunk index" }),
+});
+/** Path parameters of the by-hash folder-share routes. */
+export const TokenHashParams = t.Object({ token_hash: TokenHash });
+
+/**
+ * The metadata of a file share: the JSON `metadata` part of `POST /v1/shares` and the body of
+ * `POST /v1/shares/init` (with `total_chunks`). `max_downloads` needs capability
+ * `share_max_downloads`.
+ */
+export const ShareMetadata = t.Object({
+  ciphertext_size: Size,
+  plaintext_size: Size,
+  filename_ct: Base64,
+  filename_nonce: Base64,
+  filename: t.String({
+    minLength: 1,
+    maxLength: 1024,
+    description: "plaintext name, one path segment (owner only)",
+  }),
+  mime_type: t.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" }),
+  ttl: t.Optional(Ttl),
+  total_chunks: t.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 32 - 1 })),
+  max_downloads: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+});
+
+/** `POST /v1/shares`, `/v1/shares/init`, `/complete`, `PATCH /v1/shares/{token}`: 201/200. */
+export const ShareMinted = t.Object({ share_token: t.String(), expires_at: Rfc3339OrNever });
+/** `PUT /v1/shares/{token}/chunks/{index}`: 200. */
+export const ShareChunkStored = t.Object({ chunk_index: Type.Integer({ minimum: 0 }) });
+/** One element of `GET /v1/shares`. */
+export const ShareSummary = t.Object({
+  share_token: t.String(),
+  filename: t.String(),
+  plaintext_size: Size,
+  ciphertext_size: Size,
+  mime_type: t.String(),
+  created_at: Rfc3339,
+  expires_at: Rfc3339OrNever,
+  owner_wrap: t.Union([t.String(), t.Null()]),
+  max_downloads: t.Optional(t.Union([Type.Integer(), t.Null()])),
+  downloads: t.Optional(Type.Integer({ minimum: 0 })),
+});
+/** `GET /v1/shares`: a bare array. */
+export const ShareList = t.Array(ShareSummary);
+/** `PATCH /v1/shares/{token}` and the folder-share PATCH routes. */
+export const TtlBody = t.Object({ ttl: Ttl });
+/** `GET /v1/shares/{token}/meta` (anonymous). */
+export const ShareMeta = t.Object({
+  ciphertext_size: Size,
+  plaintext_size: Size,
+  filename_ct: t.String(),
+  filename_nonce: t.String(),
+  mime_type: t.String(),
+  expires_at: Rfc3339OrNever,
+});
+/** Most entries of one owner-wraps PUT. */
+export const MAX_OWNER_WRAPS = 64;
+/** `PUT /v1/shares/owner-wraps`. */
+export const FileOwnerWrapsBody = t.Object({
+  wraps: t.Array(
+    t.Object({
+      token: t.String({ minLength: 1, maxLength: 128 }),
+      wrap: t.String({ ...Base64, maxLength: 4096 }),
+    }),
+    { minItems: 1, maxItems: MAX_OWNER_WRAPS },
+  ),
+});
+/** `PUT /v1/folder-shares/owner-wraps`. */
+export const FolderOwnerWrapsBody = t.Object({
+  wraps: t.Array(t.Object({ token_hash: TokenHash, wrap: t.String({ ...Base64, maxLength: 4096 }) }), {
+    minItems: 1,
+    maxItems: MAX_OWNER_WRAPS,
+  }),
+});
+/** Both owner-wraps PUTs: rows updated. */
+export const OwnerWrapsApplied = t.Object({ applied: Type.Integer({ minimum: 0 }) });
+
+/** `POST /v1/folder-shares`. */
+export const FolderShareBody = t.Object({
+  folder_hash: FolderHash,
+  path_prefix: t.String({ maxLength: 4096, description: 'directory to share; "" = the whole folder' }),
+  display_name: t.String({ maxLength: 1024, description: "non-empty name shown to recipients" }),
+  ttl: t.Optional(Ttl),
+  owner_ss58: t.Optional(t.String({ maxLength: 256 })),
+});
+/** `PATCH` of a folder share: the new expiry. */
+export const ExpiryResult = t.Object({ expires_at: Rfc3339OrNever });
+/** One element of `GET /v1/folder-shares`. */
+export const FolderShareSummary = t.Object({
+  token_hash: t.String(),
+  folder_hash: t.String(),
+  path_prefix: t.String(),
+  display_name: t.String(),
+  created_at: Rfc3339,
+  expires_at: Rfc3339OrNever,
+  revoked_at: Rfc3339OrNever,
+  owner_wrap: t.Union([t.String(), t.Null()]),
+  owner_ss58: t.String(),
+  minted_by_ss58: t.String(),
+  source: t.Union([t.Literal("drive"), t.Literal("uploaded_copy")]),
+});
+/** `GET /v1/folder-shares`: a bare array. */
+export const FolderShareList = t.Array(FolderShareSummary);
+/** `GET /v1/folder-shares/{token}/meta` (anonymous). */
+export const FolderShareMeta = t.Object({ display_name: t.String(), expires_at: Rfc3339OrNever });
+/** Default and largest `limit` of a folder-share browse page. */
+export const FOLDER_BROWSE_DEFAULT_LIMIT = 100;
+export const FOLDER_BROWSE_MAX_LIMIT = 200;
+/** `GET /v1/folder-shares/{token}/browse` query. Larger limits are lowered to the maximum. */
+export const FolderBrowseQuery = t.Object({
+  path: t.Optional(t.String({ maxLength: 4096 })),
+  offset: t.Optional(Type.Integer({ minimum: 0 })),
+  limit: t.Optional(Type.Integer({ minimum: 1 })),
+});
+/** `GET /v1/folder-shares/{token}/browse` (anonymous). */
+export const FolderSharePage = t.Object({
+  directories: t.Array(
+    t.Object({ name: t.String(), file_count: Size, total_bytes: Size, created_at: Rfc3339OrNever }),
+  ),
+  files: t.Array(t.Object({ name: t.String(), path: t.String(), size_bytes: Size, uploaded_at: Rfc3339 })),
+  total_count: Size,
+  has_more: t.Boolean(),
+  offset: Size,
+  limit: Size,
+});
+/** `GET /v1/folder-shares/{token}/blob` query. */
+export const FolderBlobQuery = t.Object({ path: t.Optional(t.String({ maxLength: 4096 })) });

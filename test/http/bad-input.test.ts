@@ -76,16 +76,16 @@ describe("routes not mounted in the /v1/ space (extensions §0.2 rule 2, §8.1):
   for (const [method, path] of [
     ["GET", "/v1"],
     ["GET", "/v1/"],
-    ["GET", "/v1/shares"],
-    ["POST", "/v1/shares/init"],
-    ["PUT", "/v1/shares/abc/chunks/0"],
-    ["GET", "/v1/folder-shares/abc/browse"],
-    ["DELETE", "/v1/folder-shares/by-hash/abc"],
+    ["GET", "/v1/shares/abc/unknown"],
+    ["POST", "/v1/folder-shares/uploads"],
+    ["PUT", "/v1/drives/0123456789abcdef/grants/abc"],
+    ["GET", "/v1/folder-shares/abc/unknown"],
+    ["DELETE", "/v1/folder-shares/by-hash/abc/extra"],
     ["POST", "/v1/drive-invites"],
     ["GET", "/v1/drives/0123456789abcdef/members"],
     ["PUT", "/v1/account/invite-key"],
     ["POST", "/v1/capabilities"],
-    ["HEAD", "/v1/shares"],
+    ["HEAD", "/v1/drive-memberships"],
   ] as const) {
     for (const auth of [true, false]) {
       test(`${method} ${path} ${auth ? "with" : "without"} a token`, async () => {

@@ -5,12 +5,12 @@ import { makeTestApp } from "../support/app.ts";
 const t = makeTestApp();
 afterAll(() => t.close());
 
-test("GET /v1/capabilities answers 200 without a token: every sharing flag false, folder_grants present", async () => {
+test("GET /v1/capabilities answers 200 without a token: the share flags this server implements, folder_grants present", async () => {
   const r = await t.json("/v1/capabilities");
   expect(r.status).toBe(200);
   expect(r.headers.get("content-type")).toContain("application/json");
   expect(r.body).toEqual({
-    shares: false,
+    shares: true,
     folder_shares: false,
     folder_share_revoke_by_hash: false,
     share_owner_wrap: false,

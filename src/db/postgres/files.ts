@@ -3,7 +3,7 @@
  * `FilesRepository` on PostgreSQL (contract: `src/files/files.repository.ts`). `path_hash` is
  * `bytea`, whose order is bytewise as SQLite's BLOB order.
  */
-import { and, asc, eq, getTableColumns, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
 import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import type { PgConn } from "./conn.ts";
@@ -35,6 +35,28 @@ export class PgFilesRepository implements FilesRepository {
       .select()
       .from(files)
       .where(fileKey(owner, folderHash, pathHash));
+    return row;
+  }
+
+  async byRelativePath(
+    owner: string,
+    folderHash: string,
+    relativePath: string,
+  ): Promise<FileRow | undefined> {
+    // md5 first, so that the files_by_relative_path index finds the row.
+    const [row] = await this.db
+      .select()
+      .from(files)
+      .where(
+        and(
+          eq(files.owner, owner),
+          eq(files.folderHash, folderHash),
+          sql`md5(${files.relativePath}) = md5(${relativePath})`,
+          eq(files.relativePath, relativePath),
+        ),
+      )
+      .orderBy(desc(files.updatedAt))
+      .limit(1);
     return row;
   }
 

@@ -3,10 +3,10 @@
  * `QuotaRepository` on PostgreSQL (contract: `src/quota/quota.repository.ts`); `account_usage`
  * is kept by the triggers of drizzle/postgres/0001_counters.sql.
  */
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { PgConn } from "./conn.ts";
-import { accountUsage, quotaOverrides } from "./schema.ts";
+import { accountUsage, quotaOverrides, shares } from "./schema.ts";
 
 /** Usage totals and allowance overrides on PostgreSQL. */
 export class PgQuotaRepository implements QuotaRepository {
@@ -15,6 +15,14 @@ export class PgQuotaRepository implements QuotaRepository {
   async usage(owner: string): Promise<AccountUsageRow | undefined> {
     const [row] = await this.db.select().from(accountUsage).where(eq(accountUsage.owner, owner));
     return row;
+  }
+
+  async shareBytes(owner: string): Promise<number> {
+    const [r] = await this.db
+      .select({ n: sql<string>`coalesce(sum(${shares.plaintextSize}), 0)` })
+      .from(shares)
+      .where(eq(shares.owner, owner));
+    return Number(r?.n ?? 0);
   }
 
   async override(owner: string): Promise<{ quotaBytes: number | null } | undefined> {

@@ -87,6 +87,9 @@ export const files = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
+    // A folder share's blob route finds a file by its plaintext path (docs/sharing.md); by the
+    // path's MD5, since a long path could exceed a b-tree entry.
+    index("files_by_relative_path").on(t.owner, t.folderHash, sql`md5(${t.relativePath})`),
     // Search (`q`, src/search/postgres-index.ts): trigram matches on the folded search name
     // (word-final ς read as σ, as `foldCase` folds `q`).
     index("files_search_fold_trgm").using("gin", sql`replace(${t.searchName}, 'ς', 'σ') gin_trgm_ops`),
@@ -249,4 +252,76 @@ export const usageBuckets = pgTable(
     totalBytes: int64("total_bytes").notNull(),
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
+);
+
+/** File shares (see `shares` in `src/db/schema.ts`). */
+export const shares = pgTable(
+  "shares",
+  {
+    shareId: text("share_id").primaryKey(),
+    token: text("token").notNull(),
+    owner: ctext("owner").notNull(),
+    state: text("state", { enum: ["uploading", "complete"] }).notNull(),
+    filename: text("filename").notNull(),
+    filenameCt: text("filename_ct").notNull(),
+    filenameNonce: text("filename_nonce").notNull(),
+    mimeType: text("mime_type").notNull(),
+    plaintextSize: int64("plaintext_size").notNull(),
+    ciphertextSize: int64("ciphertext_size").notNull(),
+    totalChunks: integer("total_chunks").notNull(),
+    blobKey: text("blob_key"),
+    createdAt: int64("created_at").notNull(),
+    updatedAt: int64("updated_at").notNull(),
+    expiresAt: int64("expires_at"),
+    revokedAt: int64("revoked_at"),
+    ownerWrap: text("owner_wrap"),
+    maxDownloads: int64("max_downloads"),
+    downloads: int64("downloads").notNull().default(0),
+  },
+  (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
+);
+
+/** Chunks of uploading file shares (see `share_chunks` in `src/db/schema.ts`). */
+export const shareChunks = pgTable(
+  "share_chunks",
+  {
+    shareId: text("share_id").notNull(),
+    chunkIndex: integer("chunk_index").notNull(),
+    gen: text("gen").notNull(),
+    size: int64("size").notNull(),
+    receivedAt: int64("received_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shareId, t.chunkIndex] })],
+);
+
+/** Folder shares (see `folder_shares` in `src/db/schema.ts`). */
+export const folderShares = pgTable(
+  "folder_shares",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    pathPrefix: ctext("path_prefix").notNull(),
+    displayName: text("display_name").notNull(),
+    mintedBy: ctext("minted_by").notNull(),
+    createdAt: int64("created_at").notNull(),
+    expiresAt: int64("expires_at"),
+    revokedAt: int64("revoked_at"),
+    ownerWrap: text("owner_wrap"),
+  },
+  (t) => [index("folder_shares_owner").on(t.owner), index("folder_shares_minter").on(t.mintedBy)],
+);
+
+/** Downloads of file shares (see `share_accesses` in `src/db/schema.ts`). */
+export const shareAccesses = pgTable(
+  "share_accesses",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    shareId: text("share_id").notNull(),
+    at: int64("at").notNull(),
+    bytesSent: int64("bytes_sent").notNull(),
+    completed: integer("completed").notNull(),
+    clientAddress: text("client_address"),
+  },
+  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );

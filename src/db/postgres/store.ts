@@ -25,6 +25,7 @@ import { PgFoldersRepository } from "./folders.ts";
 import { PgOpsRepository } from "./ops.ts";
 import { PgQuotaRepository } from "./quota.ts";
 import { PgSessionsRepository } from "./sessions.ts";
+import { PgSharesRepository } from "./shares.ts";
 import { PgSummariesRepository } from "./summaries.ts";
 
 /** Attempts of a transaction that keeps losing detected races (see the module comment). */
@@ -108,6 +109,7 @@ function reposOn(db: PgConn): Repositories {
     apiTokens: new PgApiTokensRepository(db),
     deletionQueue: new PgDeletionQueueRepository(db),
     summaries: new PgSummariesRepository(db),
+    shares: new PgSharesRepository(db),
     ops: new PgOpsRepository(db),
   };
   return Object.fromEntries(

@@ -4,7 +4,7 @@
  * writes). Every method runs its statements synchronously, so a call is atomic with respect to the
  * store's gate.
  */
-import { and, asc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, type Placeholder, sql } from "drizzle-orm";
 import type { FileRow } from "../../files/file-entry.ts";
 import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import { changes, type Db } from "../client.ts";
@@ -73,6 +73,23 @@ export class SqliteFilesRepository implements FilesRepository {
 
   async get(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow | undefined> {
     return this.getStatement.get({ owner, folderHash, pathHash: Buffer.from(pathHash) });
+  }
+
+  /** The most recently updated row at the plaintext path, or undefined. */
+  async byRelativePath(
+    owner: string,
+    folderHash: string,
+    relativePath: string,
+  ): Promise<FileRow | undefined> {
+    return this.db
+      .select()
+      .from(files)
+      .where(
+        and(eq(files.owner, owner), eq(files.folderHash, folderHash), eq(files.relativePath, relativePath)),
+      )
+      .orderBy(desc(files.updatedAt))
+      .limit(1)
+      .get();
   }
 
   /** Inserts or replaces the row at (owner, folder_hash, path_hash). */

@@ -6,7 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { Db } from "../client.ts";
-import { accountUsage, quotaOverrides } from "../schema.ts";
+import { accountUsage, quotaOverrides, shares } from "../schema.ts";
 
 /** The two reads of every write's quota check, prepared once (building them costs more than running them). */
 function prepareReads(db: Db) {
@@ -35,6 +35,16 @@ export class SqliteQuotaRepository implements QuotaRepository {
   /** The account's totals, or undefined when it never stored a file. */
   async usage(owner: string): Promise<AccountUsageRow | undefined> {
     return this.reads.usage.get({ owner });
+  }
+
+  /** Plaintext bytes of the account's stored file shares. */
+  async shareBytes(owner: string): Promise<number> {
+    const r = this.db
+      .select({ n: sql<number>`coalesce(sum(${shares.plaintextSize}), 0)` })
+      .from(shares)
+      .where(eq(shares.owner, owner))
+      .get();
+    return Number(r?.n ?? 0);
   }
 
   /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */

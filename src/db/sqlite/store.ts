@@ -27,6 +27,7 @@ import { SqliteFoldersRepository } from "./folders.ts";
 import { SqliteOpsRepository } from "./ops.ts";
 import { SqliteQuotaRepository } from "./quota.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
+import { SqliteSharesRepository } from "./shares.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
 
 /** A first-come, first-served async mutex. */
@@ -101,6 +102,7 @@ function repositoriesOn(db: Db): Repositories {
     apiTokens: new SqliteApiTokensRepository(db),
     deletionQueue: new SqliteDeletionQueueRepository(db),
     summaries: new SqliteSummariesRepository(db),
+    shares: new SqliteSharesRepository(db),
     ops: new SqliteOpsRepository(db),
   };
 }
