@@ -147,12 +147,12 @@ async function expireShare(link: string): Promise<void> {
   const db = new Database(join(server.dataDir, "esync.sqlite"));
   try {
     db.exec("PRAGMA busy_timeout = 5000");
-    const row = db.query("SELECT expires_at FROM shares WHERE share_token = ?").get(token) as {
+    const row = db.query("SELECT expires_at FROM shares WHERE token = ?").get(token) as {
       expires_at: unknown;
     } | null;
     if (!row) throw new Error("share row not found");
     const past = typeof row.expires_at === "string" ? "2000-01-01T00:00:00.000Z" : 946_684_800;
-    db.query("UPDATE shares SET expires_at = ? WHERE share_token = ?").run(past, token);
+    db.query("UPDATE shares SET expires_at = ? WHERE token = ?").run(past, token);
   } finally {
     db.close();
   }
