@@ -103,6 +103,17 @@ describe("esync share (file)", () => {
     expect(new TextDecoder().decode(got.bytes)).toBe("beta");
   });
 
+  test("--max-downloads 1 is sent with the share and listed with it; 0 is a usage error", async () => {
+    const r = await runCli(cfg, ["share", join(work, "hello.txt"), "--max-downloads", "1", "--json"]);
+    expect(r.code).toBe(0);
+    const token = r.json<{ share_token: string }>().share_token;
+    const listed = (await runCli(cfg, ["shares", "--json"])).json<{
+      files: { share_token: string; max_downloads?: number }[];
+    }>();
+    expect(listed.files.find((f) => f.share_token === token)?.max_downloads).toBe(1);
+    expect((await runCli(cfg, ["share", join(work, "hello.txt"), "--max-downloads", "0"])).code).toBe(1);
+  });
+
   test("a short password, an unknown --ttl and a missing file are usage errors (exit 1)", async () => {
     expect((await runCli(cfg, ["share", join(work, "hello.txt"), "--password"], "short\n")).code).toBe(1);
     const ttl = await runCli(cfg, ["share", join(work, "hello.txt"), "--ttl", "3d"]);
