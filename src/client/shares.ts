@@ -40,8 +40,6 @@ import type { FileShareSummary, FolderShareSummary, MintedShare, ShareTtl } from
 export const SHARE_CHUNK_SIZE = 8 * 1024 * 1024;
 /** The BLAKE3 `derive_key` context of the owner-wrap key. */
 export const OWNER_WRAP_CONTEXT = "hippius.hcfs.share-wrap.v1";
-/** Most owner wraps per request. */
-export const MAX_OWNER_WRAPS = 64;
 /** The share lifetimes the server accepts. */
 export const SHARE_TTLS: readonly ShareTtl[] = ["24h", "7d", "30d", "never"];
 

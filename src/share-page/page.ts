@@ -151,7 +151,6 @@ function askPassword(wrap: Uint8Array): Promise<Uint8Array> {
           resolve(openShareWrap(wrap, e.data.key));
         } catch {
           button.disabled = false;
-          note.textContent = "";
           main.dataset.error = "wrong_password";
           note.textContent = `${MESSAGES.wrong_password.title}. ${MESSAGES.wrong_password.text}`;
           note.className = "note error";

@@ -153,3 +153,15 @@ describe("owner wraps", () => {
     );
   });
 });
+
+describe("v1 error bodies", () => {
+  test("a flat {error, message} body becomes the ApiError's code and message", async () => {
+    const { errorFromResponse } = await import("../../src/client/api-error.ts");
+    const e = await errorFromResponse(
+      new Response(JSON.stringify({ error: "gone", message: "the share expired" }), { status: 410 }),
+    );
+    expect([e.status, e.code, e.message]).toEqual([410, "gone", "the share expired"]);
+    const off = await errorFromResponse(new Response(null, { status: 404 }));
+    expect(off.code).toBe("http_404");
+  });
+});
