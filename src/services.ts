@@ -22,6 +22,7 @@ import { DegradedStateLog, SearchService } from "./search/search.service.ts";
 import type { SearchIndex } from "./search/search-index.ts";
 import { LeaseHolders } from "./sessions/lease-holder.ts";
 import { SessionEngine } from "./sessions/session.engine.ts";
+import { FolderSharesService } from "./shares/folder-shares.service.ts";
 import { FileSharesService } from "./shares/shares.service.ts";
 import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
@@ -61,6 +62,8 @@ export interface Services {
   summaries: SummariesService;
   /** File shares (docs/sharing.md). */
   shares: FileSharesService;
+  /** Folder shares (docs/sharing.md). */
+  folderShares: FolderSharesService;
   /** Request counts of the anonymous share routes per client address. */
   shareLimiter: RateLimiter;
 }
@@ -119,6 +122,7 @@ export function buildServices(appDeps: AppDeps): Services {
     quota,
     summaries: new SummariesService(store),
     shares: new FileSharesService(store, blobs, clock, quota, log, { graceSeconds: config.blobGraceSeconds }),
+    folderShares: new FolderSharesService(store, clock, searchIndex, log),
     shareLimiter: new RateLimiter(config.shareRateLimit, clock),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
- * routes. esync has no sharing yet, so every flag is false; `folder_grants` is sent (false) so
- * that clients know a `path_prefix` would be refused rather than ignored.
+ * routes: file shares, folder shares with revoke by hash, and owner wraps (docs/sharing.md); no
+ * shared drives, so `folder_grants` is sent (false) so that clients know a `path_prefix` would be
+ * refused rather than ignored.
  */
 import { Elysia } from "elysia";
 import { Capabilities } from "../wire/schemas.ts";
@@ -11,9 +12,9 @@ import type { Capabilities as CapabilitiesBody } from "../wire/types.ts";
 /** What this server advertises on `/v1/capabilities`. */
 export const V1_CAPABILITIES: CapabilitiesBody = {
   shares: true,
-  folder_shares: false,
-  folder_share_revoke_by_hash: false,
-  share_owner_wrap: false,
+  folder_shares: true,
+  folder_share_revoke_by_hash: true,
+  share_owner_wrap: true,
   folder_grants: false,
   folder_grant_writes: false,
   member_folder_shares: false,
@@ -26,7 +27,7 @@ export function capabilitiesController() {
     response: { 200: Capabilities },
     detail: {
       tags: ["health"],
-      summary: "Feature flags of the v1 routes (no auth, no envelope); every sharing flag is false",
+      summary: "Feature flags of the v1 routes (no auth, no envelope)",
     },
   });
 }

@@ -11,9 +11,9 @@ test("GET /v1/capabilities answers 200 without a token: the share flags this ser
   expect(r.headers.get("content-type")).toContain("application/json");
   expect(r.body).toEqual({
     shares: true,
-    folder_shares: false,
-    folder_share_revoke_by_hash: false,
-    share_owner_wrap: false,
+    folder_shares: true,
+    folder_share_revoke_by_hash: true,
+    share_owner_wrap: true,
     folder_grants: false,
     folder_grant_writes: false,
     member_folder_shares: false,
