@@ -5,7 +5,8 @@
  *
  * - `orphan_object`: an object that nothing accounts for. An object is accounted for when a file
  *   row references it (its blob and chunk generation), an upload session (any state, expired or
- *   not yet swept) covers its blob prefix, or a queued deletion or write intent in
+ *   not yet swept) covers its blob prefix, a stored file share covers its `s/<share_id>/` prefix
+ *   (docs/sharing.md), or a queued deletion or write intent in
  *   `blob_deletions` names it or a prefix of it (objects waiting out the grace period are not
  *   orphans). Repair: the object is deleted.
  * - `missing_object`: a file row's chunk object does not exist. Not repairable (the bytes are
@@ -40,6 +41,7 @@ import type { Config } from "../config/config.ts";
 import { openMetadataStore } from "../db/open.ts";
 import type { MetadataStore } from "../db/store.ts";
 import { LeaseHolders } from "../sessions/lease-holder.ts";
+import { shareObjectPrefix } from "../shares/share-rules.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
 import { blobPrefix, chunkLength } from "../storage/layout.ts";
@@ -146,6 +148,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   const snapshot = await store.repos.ops.snapshot(now, pageSize, (page) => {
     if (page.kind === "files") for (const row of page.rows) for (const key of chunkKeysOf(row)) mark(key);
     else if (page.kind === "sessions") for (const id of page.blobIds) markPrefix(blobPrefix(id));
+    else if (page.kind === "shares") for (const id of page.shareIds) markPrefix(shareObjectPrefix(id));
     else for (const target of page.targets) target.endsWith("/") ? markPrefix(target) : mark(target);
   });
 

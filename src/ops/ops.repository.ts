@@ -54,12 +54,14 @@ export interface FileKey {
 /**
  * One page of what the database accounts for in the blob store, as `OpsRepository.snapshot`
  * reads it: file rows (their chunk objects), the blob ids of stored upload sessions (any state,
- * expired or not yet swept: every object under their blob prefix), or the targets of
- * `blob_deletions` (queued deletions and write intents: object keys, or prefixes ending in `/`).
+ * expired or not yet swept: every object under their blob prefix), the ids of stored file shares
+ * (every object under `s/<share_id>/`, docs/sharing.md), or the targets of `blob_deletions`
+ * (queued deletions and write intents: object keys, or prefixes ending in `/`).
  */
 export type AccountedPage =
   | { kind: "files"; rows: FileLayout[] }
   | { kind: "sessions"; blobIds: string[] }
+  | { kind: "shares"; shareIds: string[] }
   | { kind: "deletions"; targets: string[] };
 
 /** The small part of an fsck snapshot, returned whole. */

@@ -20,6 +20,9 @@ const FRAME_OVERHEAD_BYTES = 20;
 /** Seconds an uploading share may stay idle (no init, chunk or complete) before it is reaped. */
 export const SHARE_UPLOAD_IDLE_SECONDS = 3600;
 
+/** Seconds between two reaper passes over revoked, expired and idle shares. */
+export const SHARE_REAP_INTERVAL_SECONDS = 300;
+
 /** A share lifetime keyword. */
 export type ShareTtl = (typeof SHARE_TTLS)[number];
 

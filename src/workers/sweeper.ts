@@ -1,11 +1,13 @@
 /**
  * @module workers/sweeper
- * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1) and
+ * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1),
+ * every `SHARE_REAP_INTERVAL_SECONDS` the revoked, expired and idle shares (docs/sharing.md), and
  * the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
  * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with
  * a lease (`claimDue`), so each object is deleted by one sweeper.
  */
 import type { Services } from "../services.ts";
+import { SHARE_REAP_INTERVAL_SECONDS } from "../shares/share-rules.ts";
 import { DELETION_CLAIM_LEASE_SECONDS } from "./deletion-queue.repository.ts";
 
 /** Seconds before a failed deletion is retried: 10 s doubling per attempt, at most 1 h. */
@@ -17,16 +19,24 @@ function backoff(attempts: number): number {
 export class Sweeper {
   private timer: ReturnType<typeof setInterval> | null = null;
   private running: Promise<void> | null = null;
+  /** When shares were last reaped, Unix seconds. */
+  private sharesReapedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly s: Services) {}
 
   /**
-   * One pass: collect expired sessions, then delete queued blobs that are due.
-   * @returns counts of sessions collected and deletion rows processed.
+   * One pass: collect expired sessions, reap shares when their interval has passed, then delete
+   * queued blobs that are due.
+   * @returns counts of sessions collected, shares (file and folder) reaped and deletion rows processed.
    */
-  async runOnce(): Promise<{ sessions: number; deletions: number }> {
+  async runOnce(): Promise<{ sessions: number; shares: number; deletions: number }> {
     const { blobs, clock, log } = this.s.deps;
     const sessions = await this.s.sessions.sweepExpired();
+    let shares = 0;
+    if (clock.now() - this.sharesReapedAt >= SHARE_REAP_INTERVAL_SECONDS) {
+      this.sharesReapedAt = clock.now();
+      shares = (await this.s.shares.reap()) + (await this.s.folderShares.reap());
+    }
     let deletions = 0;
     for (;;) {
       const now = clock.now();
@@ -56,7 +66,7 @@ export class Sweeper {
       if (due.length < 100) break;
     }
     if (deletions > 0) log.info("blob.deleted", { count: deletions });
-    return { sessions, deletions };
+    return { sessions, shares, deletions };
   }
 
   /** Runs a pass unless one is running; resolves when it ends. */

@@ -105,7 +105,15 @@ for (const dialect of ["sqlite", "postgres"] as const)
       const pages: AccountedPage[] = [];
       await t.store.repos.ops.snapshot(t.clock.now(), 3, (page) => void pages.push(page));
       const sizes = pages.map(
-        (p) => (p.kind === "files" ? p.rows : p.kind === "sessions" ? p.blobIds : p.targets).length,
+        (p) =>
+          (p.kind === "files"
+            ? p.rows
+            : p.kind === "sessions"
+              ? p.blobIds
+              : p.kind === "shares"
+                ? p.shareIds
+                : p.targets
+          ).length,
       );
       expect(Math.max(...sizes)).toBe(3);
       const fileBlobs = pages.flatMap((p) => (p.kind === "files" ? p.rows.map((r) => r.blobId) : []));

@@ -16,10 +16,11 @@ import {
   prefixesOf,
   type StoreTotals,
 } from "../../ops/ops.repository.ts";
+import { shareIdOfKey } from "../../shares/share-rules.ts";
 import { blobIdOfKey } from "../../storage/layout.ts";
 import type { PgDb } from "./client.ts";
 import type { PgConn } from "./conn.ts";
-import { apiTokens, blobDeletions, files, folders, uploadSessions } from "./schema.ts";
+import { apiTokens, blobDeletions, files, folders, shares, uploadSessions } from "./schema.ts";
 
 /** Sessions stuck at `now`: finalizing with a lease that ran out, or without one. */
 function stuckAt(now: number) {
@@ -97,6 +98,17 @@ export class PgOpsRepository implements OpsRepository {
       if (rows.length < pageSize) break;
       after = (rows[rows.length - 1] as { id: string }).id;
     }
+    for (let after: string | null = null; ; ) {
+      const rows = await db
+        .select({ id: shares.shareId })
+        .from(shares)
+        .where(after === null ? undefined : gt(shares.shareId, after))
+        .orderBy(asc(shares.shareId))
+        .limit(pageSize);
+      if (rows.length > 0) visit({ kind: "shares", shareIds: rows.map((r) => r.id) });
+      if (rows.length < pageSize) break;
+      after = (rows[rows.length - 1] as { id: string }).id;
+    }
     for (let after: number | null = null; ; ) {
       const rows = await db
         .select({ id: blobDeletions.id, target: blobDeletions.target })
@@ -161,6 +173,15 @@ export class PgOpsRepository implements OpsRepository {
       .where(inArray(blobDeletions.target, [key, ...prefixesOf(key)]))
       .limit(1);
     if (queued) return true;
+    const shareId = shareIdOfKey(key);
+    if (shareId !== null) {
+      const [share] = await this.db
+        .select({ n: sql`1` })
+        .from(shares)
+        .where(eq(shares.shareId, shareId))
+        .limit(1);
+      return share !== undefined;
+    }
     const blobId = blobIdOfKey(key);
     if (blobId === null) return false;
     const [session] = await this.db

@@ -17,6 +17,7 @@ import {
   type StoreTotals,
   type StuckSession,
 } from "../../ops/ops.repository.ts";
+import { shareIdOfKey } from "../../shares/share-rules.ts";
 import { blobIdOfKey } from "../../storage/layout.ts";
 import type { Db } from "../client.ts";
 
@@ -117,6 +118,15 @@ export class SqliteOpsRepository implements OpsRepository {
         }
       }
       if (blobIds.length > 0) visit({ kind: "sessions", blobIds });
+      let shareIds: string[] = [];
+      for (const r of this.sqlite.query<{ share_id: string }, []>("SELECT share_id FROM shares").iterate()) {
+        shareIds.push(r.share_id);
+        if (shareIds.length >= pageSize) {
+          visit({ kind: "shares", shareIds });
+          shareIds = [];
+        }
+      }
+      if (shareIds.length > 0) visit({ kind: "shares", shareIds });
       let targets: string[] = [];
       for (const r of this.sqlite
         .query<{ target: string }, []>("SELECT target FROM blob_deletions")
@@ -181,6 +191,9 @@ export class SqliteOpsRepository implements OpsRepository {
       .query(`SELECT 1 FROM blob_deletions WHERE target IN (${targets.map(() => "?").join(", ")}) LIMIT 1`)
       .get(...targets);
     if (queued) return true;
+    const shareId = shareIdOfKey(key);
+    if (shareId !== null)
+      return this.sqlite.query("SELECT 1 FROM shares WHERE share_id = ? LIMIT 1").get(shareId) !== null;
     const blobId = blobIdOfKey(key);
     if (blobId === null) return false;
     if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE blob_id = ? LIMIT 1").get(blobId)) return true;
