@@ -35,7 +35,7 @@ if [ "$skip_s3" != 1 ]; then bash scripts/s3/install.sh; fi
 if [ "$(id -u)" = 0 ]; then bash scripts/pg/install.sh; fi
 # Debian packages some tests drive: tmux (test/cli/progress-tmux.test.ts captures the progress
 # display in an 80-column terminal) and chromium (test/e2e/openapi-page.test.ts renders /swagger
-# with every request outside the server blocked).
+# with every request outside the server blocked; test/e2e/share-page.test.ts opens share links).
 missing_debs=()
 command -v tmux >/dev/null 2>&1 || missing_debs+=(tmux)
 command -v chromium >/dev/null 2>&1 || missing_debs+=(chromium)
@@ -44,6 +44,10 @@ if [ ${#missing_debs[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
 fi
+
+# The recipient page of share links is bundled from src/share-page/ (the server does the same at
+# start-up, in memory); a build error fails here first.
+bun run build:share-page
 
 # The chaos floods open 2,500 connections from this process and as many in the server it starts.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

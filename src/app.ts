@@ -27,6 +27,7 @@ import { quotaController } from "./quota/quota.controller.ts";
 import { searchController } from "./search/search.controller.ts";
 import { type AppDeps, buildServices, type Services } from "./services.ts";
 import { sessionsController } from "./sessions/sessions.controller.ts";
+import { sharePageController } from "./share-page/share-page.controller.ts";
 import { folderSharesController } from "./shares/folder-shares.controller.ts";
 import { sharesController } from "./shares/shares.controller.ts";
 import { BlobNotFoundError, BlobReadError } from "./storage/blob-store.ts";
@@ -134,7 +135,8 @@ export function createApp(deps: AppDeps) {
     .use(drivePreviewController(s))
     .use(drivesController(s))
     .use(sharesController(s, s.shareLimiter))
-    .use(folderSharesController(s, s.shareLimiter));
+    .use(folderSharesController(s, s.shareLimiter))
+    .use(sharePageController());
   if (deps.metrics && deps.config.metricsPort === null) app.use(metricsController(deps.metrics));
   if (deps.config.openApi) app.use(openApi());
   const answer = (request: Request): Promise<Response> => app.handle(request);

@@ -20,6 +20,9 @@
  *   esync mkdir --folder LABEL PATH...        create (empty) directories on the server
  *   esync quota                               storage used and room left in the allowance
  *   esync du [--folder LABEL]                 storage used by file type and client family
+ *   esync share FILE | --folder LABEL [PATH]  share a file or a directory by link (docs/sharing.md)
+ *   esync shares                              list your shares with expiry and links
+ *   esync unshare TOKEN|URL                   revoke a share
  *   esync passphrase set|remove               encrypt the stored mnemonic with a passphrase
  *   esync sync add|list|remove                the directory <-> folder pairs of `sync --all`
  *   esync service install|uninstall|status    a systemd user unit running `sync --all --watch`
@@ -38,6 +41,7 @@ import { registerRestore } from "./commands/restore.ts";
 import { registerRm } from "./commands/rm.ts";
 import { registerSearch } from "./commands/search.ts";
 import { registerService } from "./commands/service.ts";
+import { registerShare } from "./commands/share.ts";
 import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
 import { registerSyncPairs } from "./commands/sync-pairs.ts";
@@ -98,6 +102,7 @@ Quick start:
   esync search report --type pdf
   esync ls --folder documents
   esync restore reports/2026 --folder documents --to ~/restore
+  esync share reports/q1.pdf --folder documents --ttl 7d
 
 Resuming large uploads (the spill directory):
   A file over 8 MiB is encrypted once into a spill file (as large as the file,
@@ -123,6 +128,7 @@ ${EXIT_CODES_HELP}`,
   registerMv(program);
   registerMkdir(program);
   registerUsage(program);
+  registerShare(program);
   registerPassphrase(program);
   registerService(program);
   for (const cmd of program.commands) {

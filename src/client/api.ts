@@ -62,6 +62,16 @@ import { toHex, utf8 } from "./hash.ts";
 import type { FolderKeys } from "./keys.ts";
 import type { Manifest } from "./manifest.ts";
 import { type RetryPolicy, withRetry } from "./retry.ts";
+import type {
+  FileShareMeta,
+  FileShareMetadata,
+  FileShareSummary,
+  FolderShareMeta,
+  FolderSharePage,
+  FolderShareSummary,
+  MintedShare,
+  ShareTtl,
+} from "./share-types.ts";
 import { staticTokenSource, type TokenSource } from "./token.ts";
 
 /** Options of `EsyncApi`. */
@@ -653,6 +663,192 @@ export class EsyncApi {
       method: "GET",
       path: `/get_source_summary/${seg(ss58)}`,
       query: { folder_hash: folderHash },
+    });
+  }
+
+  /** Sends a v1 request and parses its flat JSON answer, or returns undefined for a 204. */
+  private async callV1<T>(spec: RequestSpec): Promise<T> {
+    const res = await this.send(spec);
+    if (res.status === 204) return undefined as T;
+    try {
+      return (await res.json()) as T;
+    } catch {
+      throw new ApiError(res.status, "bad_response", `${spec.method} ${spec.path}: response is not JSON`, {
+        server: this.baseUrl,
+      });
+    }
+  }
+
+  /**
+   * `POST /v1/shares` (docs/sharing.md): mints a file share from a whole blob of at most
+   * `SHARE_CHUNK_SIZE` bytes; `multipart/form-data` with the part `metadata` (JSON) first and
+   * `ciphertext` (no filename) second.
+   */
+  createShare(
+    metadata: FileShareMetadata,
+    ciphertext: Blob | Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<MintedShare> {
+    const boundary = `esync-${toHex(crypto.getRandomValues(new Uint8Array(16)))}`;
+    const head = utf8(
+      `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\nContent-Type: application/json\r\n\r\n` +
+        `${JSON.stringify(metadata)}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+    const tail = utf8(`\r\n--${boundary}--\r\n`);
+    return this.callV1({
+      method: "POST",
+      path: "/v1/shares",
+      headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` },
+      body: new Blob([
+        bodyBytes(head),
+        ciphertext instanceof Blob ? ciphertext : bodyBytes(ciphertext),
+        bodyBytes(tail),
+      ]),
+      signal,
+      timeout: false,
+    });
+  }
+
+  /** `POST /v1/shares/init`: opens a chunked file share (`metadata.total_chunks` set). */
+  initShare(metadata: FileShareMetadata): Promise<MintedShare> {
+    return this.callV1({ method: "POST", path: "/v1/shares/init", json: metadata });
+  }
+
+  /** `PUT /v1/shares/{token}/chunks/{index}`: bytes `[index × 8 MiB, …)` of the blob. */
+  putShareChunk(
+    token: string,
+    index: number,
+    chunk: Blob | Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<{ chunk_index: number }> {
+    return this.callV1({
+      method: "PUT",
+      path: `/v1/shares/${seg(token)}/chunks/${index}`,
+      headers: { "Content-Type": "application/octet-stream" },
+      body: chunk instanceof Blob ? chunk : bodyBytes(chunk),
+      signal,
+      timeout: false,
+    });
+  }
+
+  /** `POST /v1/shares/{token}/complete` (empty body): the share becomes readable. */
+  completeShare(token: string): Promise<MintedShare> {
+    return this.callV1({
+      method: "POST",
+      path: `/v1/shares/${seg(token)}/complete`,
+      headers: { "Content-Length": "0" },
+      body: new Uint8Array(0),
+      timeout: false,
+    });
+  }
+
+  /** `GET /v1/shares`: the caller's active file shares. */
+  listShares(): Promise<FileShareSummary[]> {
+    return this.callV1({ method: "GET", path: "/v1/shares" });
+  }
+
+  /** `PATCH /v1/shares/{token}`: a new expiry counted from now. */
+  updateShareTtl(token: string, ttl: ShareTtl): Promise<MintedShare> {
+    return this.callV1({ method: "PATCH", path: `/v1/shares/${seg(token)}`, json: { ttl } });
+  }
+
+  /** `DELETE /v1/shares/{token}`: revokes a file share (404 when unknown or already revoked). */
+  async revokeShare(token: string): Promise<void> {
+    await this.callV1({ method: "DELETE", path: `/v1/shares/${seg(token)}` });
+  }
+
+  /** `PUT /v1/shares/owner-wraps`: 1 to 64 `{token, wrap}` (base64); `applied` = rows updated. */
+  putShareOwnerWraps(wraps: { token: string; wrap: string }[]): Promise<{ applied: number }> {
+    return this.callV1({ method: "PUT", path: "/v1/shares/owner-wraps", json: { wraps } });
+  }
+
+  /** `GET /v1/shares/{token}/meta` (anonymous). */
+  shareMeta(token: string): Promise<FileShareMeta> {
+    return this.callV1({ method: "GET", path: `/v1/shares/${seg(token)}/meta`, auth: false });
+  }
+
+  /** `GET /v1/shares/{token}/blob` (anonymous): the response, its body the blob. */
+  shareBlob(token: string, signal?: AbortSignal): Promise<Response> {
+    return this.send({
+      method: "GET",
+      path: `/v1/shares/${seg(token)}/blob`,
+      auth: false,
+      signal,
+      timeout: false,
+    });
+  }
+
+  /** `POST /v1/folder-shares`: shares a directory of a folder (`pathPrefix` "" = all of it). */
+  createFolderShare(input: {
+    folderHash: string;
+    pathPrefix: string;
+    displayName: string;
+    ttl?: ShareTtl;
+  }): Promise<MintedShare> {
+    return this.callV1({
+      method: "POST",
+      path: "/v1/folder-shares",
+      json: {
+        folder_hash: input.folderHash,
+        path_prefix: input.pathPrefix,
+        display_name: input.displayName,
+        ttl: input.ttl,
+      },
+    });
+  }
+
+  /** `GET /v1/folder-shares`: the folder shares the caller controls, revoked and expired ones included. */
+  listFolderShares(): Promise<FolderShareSummary[]> {
+    return this.callV1({ method: "GET", path: "/v1/folder-shares" });
+  }
+
+  /** `DELETE /v1/folder-shares/{token}`, or `/by-hash/{token_hash}` when `byHash` (64 hex). */
+  async revokeFolderShare(tokenOrHash: string, byHash = false): Promise<void> {
+    await this.callV1({
+      method: "DELETE",
+      path: byHash
+        ? `/v1/folder-shares/by-hash/${seg(tokenOrHash)}`
+        : `/v1/folder-shares/${seg(tokenOrHash)}`,
+    });
+  }
+
+  /** `PUT /v1/folder-shares/owner-wraps`: 1 to 64 `{token_hash, wrap}`. */
+  putFolderShareOwnerWraps(wraps: { token_hash: string; wrap: string }[]): Promise<{ applied: number }> {
+    return this.callV1({ method: "PUT", path: "/v1/folder-shares/owner-wraps", json: { wraps } });
+  }
+
+  /** `GET /v1/folder-shares/{token}/meta` (anonymous). */
+  folderShareMeta(token: string): Promise<FolderShareMeta> {
+    return this.callV1({ method: "GET", path: `/v1/folder-shares/${seg(token)}/meta`, auth: false });
+  }
+
+  /** `GET /v1/folder-shares/{token}/browse` (anonymous): one page of a directory under the share. */
+  folderShareBrowse(
+    token: string,
+    options: { path?: string; offset?: number; limit?: number } = {},
+  ): Promise<FolderSharePage> {
+    return this.callV1({
+      method: "GET",
+      path: `/v1/folder-shares/${seg(token)}/browse`,
+      auth: false,
+      query: {
+        path: options.path,
+        offset: intParam("offset", options.offset),
+        limit: intParam("limit", options.limit),
+      },
+    });
+  }
+
+  /** `GET /v1/folder-shares/{token}/blob?path=` (anonymous): the response, its body the file's blob. */
+  folderShareBlob(token: string, path: string, signal?: AbortSignal): Promise<Response> {
+    return this.send({
+      method: "GET",
+      path: `/v1/folder-shares/${seg(token)}/blob`,
+      query: { path },
+      auth: false,
+      signal,
+      timeout: false,
     });
   }
 

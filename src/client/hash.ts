@@ -6,6 +6,7 @@
  * folder key derivation (complement §1, §6).
  */
 import { Blake3Hasher, blake3 as blake3OneShot } from "@napi-rs/blake-hash";
+import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";
 import { forEachChunk } from "./byte-stream.ts";
 
 /** Incremental BLAKE3 (32-byte output). Feed it with `update`, read it once with `digest*`. */
@@ -49,6 +50,14 @@ export async function blake3FileHex(path: string): Promise<string> {
     h.update(chunk);
   });
   return h.digestHex();
+}
+
+/**
+ * BLAKE3 in key-derivation mode (`derive_key(context, material)`), 32 bytes, by `@noble/hashes`
+ * (the native binding has no derive mode). Used for the owner-wrap key (docs/sharing.md).
+ */
+export function blake3DeriveKey(context: string, material: Uint8Array): Uint8Array {
+  return nobleBlake3(material, { context: utf8(context) });
 }
 
 /** SHA-256 of `data` (strings as UTF-8), 32 bytes. */

@@ -429,7 +429,20 @@ describe("exit codes", () => {
   test("--help lists the commands and the exit codes", async () => {
     const r = await runCli(cfg, ["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["init", "folder", "push", "pull", "search", "ls", "restore", "rm", "passphrase"])
+    for (const c of [
+      "init",
+      "folder",
+      "push",
+      "pull",
+      "search",
+      "ls",
+      "restore",
+      "rm",
+      "share",
+      "shares",
+      "unshare",
+      "passphrase",
+    ])
       expect(r.stdout).toContain(`  ${c}`);
     expect(r.stdout).toContain("--spill-dir");
     expect(r.stdout).toContain("Resuming large uploads (the spill directory)");

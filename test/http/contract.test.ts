@@ -56,7 +56,11 @@ const ANONYMOUS_ROUTES = new Set([
 /** Routes without `{ss58}` that exist only to answer 400 for an empty address. */
 const HIDDEN = new Set(["GET /search_files", "GET /browse/:ss58"]);
 
-const routes = (t.app.routes as unknown as Route[]).filter((r) => !r.path.startsWith(OPENAPI_PATH));
+/** Pages for browsers, not API: the OpenAPI page itself and the recipient page of share links. */
+const PAGE_PREFIXES = [OPENAPI_PATH, "/share/"];
+const routes = (t.app.routes as unknown as Route[]).filter(
+  (r) => !PAGE_PREFIXES.some((prefix) => r.path.startsWith(prefix)),
+);
 const documented = routes.filter((r) => !HIDDEN.has(`${r.method} ${r.path}`));
 const openApiPath = (path: string) => path.replace(/:([^/]+)/g, "{$1}");
 const operationOf = (r: Route): Operation | undefined =>
