@@ -8,6 +8,7 @@ import type { Command } from "commander";
 import type { BrowseFolderEntry, RemoteFileEntry } from "../../client/api-types.ts";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { formatDate, formatSize, printJson, println, table } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 
@@ -25,7 +26,12 @@ export function registerLs(program: Command): void {
     .command("ls")
     .description("list the subfolders and files of a directory of a folder on the server")
     .argument("[path]", "directory inside the folder (default: its root)")
-    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
+
     .addHelpText(
       "after",
       `
@@ -33,49 +39,53 @@ Examples:
   esync ls --folder documents
   esync ls reports/2026 --folder documents --json`,
     )
-    .action(async (path: string | undefined, opts: { folder: string }, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
-      const { keys } = await resolveFolder(ctx, opts.folder);
-      const dir = browsePath(path);
-      const folders: BrowseFolderEntry[] = [];
-      const files: RemoteFileEntry[] = [];
-      for (let offset = 0; ; ) {
-        const page = await ctx.api.browse(ctx.address, keys.folderHash, {
-          path: dir,
-          offset,
-          limit: BROWSE_PAGE,
-          sortBy: "file_name",
-          sortOrder: "asc",
-        });
-        folders.push(...page.folders);
-        files.push(...page.files);
-        offset += page.files.length + page.folders.length;
-        if (!page.has_more || page.files.length + page.folders.length === 0) break;
-      }
-      if (ctx.json) return printJson({ folder: opts.folder, path: dir, folders, files });
-      if (folders.length + files.length === 0)
-        return println(
-          dir === "" ? `folder "${opts.folder}" is empty` : `nothing at "${dir}" in "${opts.folder}"`,
+    .action(async (path: string | undefined, o: { folder?: string; drive?: string }, cmd: Command) => {
+      const target = await folderTarget(await loadContext(cmd.optsWithGlobals<GlobalOptions>()), o);
+      const ctx = target.ctx;
+      const opts = { folder: target.label };
+      await target.run(async () => {
+        const { keys } = await resolveFolder(ctx, opts.folder);
+        const dir = browsePath(path);
+        const folders: BrowseFolderEntry[] = [];
+        const files: RemoteFileEntry[] = [];
+        for (let offset = 0; ; ) {
+          const page = await ctx.api.browse(ctx.address, keys.folderHash, {
+            path: dir,
+            offset,
+            limit: BROWSE_PAGE,
+            sortBy: "file_name",
+            sortOrder: "asc",
+          });
+          folders.push(...page.folders);
+          files.push(...page.files);
+          offset += page.files.length + page.folders.length;
+          if (!page.has_more || page.files.length + page.folders.length === 0) break;
+        }
+        if (ctx.json) return printJson({ folder: opts.folder, path: dir, folders, files });
+        if (folders.length + files.length === 0)
+          return println(
+            dir === "" ? `folder "${opts.folder}" is empty` : `nothing at "${dir}" in "${opts.folder}"`,
+          );
+        println(
+          table(
+            [
+              { header: "SIZE", align: "right" },
+              { header: "FILES", align: "right" },
+              { header: "UPDATED" },
+              { header: "NAME" },
+            ],
+            [
+              ...folders.map((f) => [formatSize(f.total_bytes), String(f.file_count), "", `${f.name}/`]),
+              ...files.map((f) => [
+                formatSize(f.size_bytes),
+                "",
+                formatDate(f.updated_at),
+                f.file_name ?? f.relative_path?.split("/").at(-1) ?? "(no name)",
+              ]),
+            ],
+          ),
         );
-      println(
-        table(
-          [
-            { header: "SIZE", align: "right" },
-            { header: "FILES", align: "right" },
-            { header: "UPDATED" },
-            { header: "NAME" },
-          ],
-          [
-            ...folders.map((f) => [formatSize(f.total_bytes), String(f.file_count), "", `${f.name}/`]),
-            ...files.map((f) => [
-              formatSize(f.size_bytes),
-              "",
-              formatDate(f.updated_at),
-              f.file_name ?? f.relative_path?.split("/").at(-1) ?? "(no name)",
-            ]),
-          ],
-        ),
-      );
-      println(`${folders.length} folder(s), ${files.length} file(s)`);
+        println(`${folders.length} folder(s), ${files.length} file(s)`);
+      });
     });
 }
