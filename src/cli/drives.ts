@@ -183,14 +183,17 @@ export async function inDrive<T>(
 
 /**
  * For a folder command given `--folder` or `--drive`: the context and label to work with, and
- * how to run the work (`inDrive` for a drive). Usage error unless exactly one is given.
+ * how to run the work (`inDrive` for a drive). Usage error unless exactly one is given, or for
+ * `--create` with `--drive`.
  */
 export async function folderTarget(
   ctx: CommandContext,
-  opts: { folder?: string; drive?: string },
+  opts: { folder?: string; drive?: string; create?: boolean },
 ): Promise<{ ctx: CommandContext; label: string; run: <T>(work: () => Promise<T>) => Promise<T> }> {
   if ((opts.folder === undefined) === (opts.drive === undefined))
     throw usageError("give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive)");
+  if (opts.drive !== undefined && opts.create)
+    throw usageError("--create registers a folder of your own: it does not go with --drive");
   if (opts.folder !== undefined) return { ctx, label: opts.folder, run: (work) => work() };
   const drive = await resolveDrive(ctx, opts.drive as string);
   const dctx = driveContext(ctx, drive);

@@ -88,6 +88,17 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
       .files.map((f) => f.file_name)
       .sort(),
   ).toEqual(["notes.txt", "plan.txt"]);
+  // Another device of the member (same mnemonic, no drives.json) opens the grant blob kept by the server.
+  const device2 = join(work, "member-device2");
+  mkdirSync(device2, { mode: 0o700 });
+  for (const f of ["mnemonic", "config.json"]) {
+    writeFileSync(join(device2, f), readFileSync(join(memberCfg, f)), { mode: 0o600 });
+  }
+  const ls2 = await runCli(device2, ["ls", "--drive", drive, "--json"]);
+  expect(ls2.code).toBe(0);
+  expect(JSON.parse(readFileSync(join(device2, "drives.json"), "utf8")).drives).toEqual([
+    expect.objectContaining({ owner_ss58: ownerAddr, label: "team" }),
+  ]);
   const members = await runCli(ownerCfg, ["drive", "members", "--folder", "team", "--json"]);
   expect(members.json<{ members: { member_ss58: string; role: string }[] }>().members).toEqual([
     expect.objectContaining({ member_ss58: memberAddr, role: "writer" }),
