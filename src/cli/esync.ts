@@ -18,6 +18,7 @@
  *   esync rm --folder LABEL [-r] PATH...      delete files (directories with -r) in one batch
  *   esync mv --folder LABEL SRC DST           rename a file or a directory on the server
  *   esync mkdir --folder LABEL PATH...        create (empty) directories on the server
+ *   esync drive invite|join|members|…     shared drives: other accounts in one of your folders
  *   esync quota                               storage used and room left in the allowance
  *   esync du [--folder LABEL]                 storage used by file type and client family
  *   esync share FILE | --folder LABEL [PATH]  share a file or a directory by link (docs/sharing.md)
@@ -29,6 +30,7 @@
  */
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
+import { registerDrive } from "./commands/drive.ts";
 import { registerFolder } from "./commands/folder.ts";
 import { registerInit } from "./commands/init.ts";
 import { registerLs } from "./commands/ls.ts";
@@ -127,6 +129,7 @@ ${EXIT_CODES_HELP}`,
   registerRm(program);
   registerMv(program);
   registerMkdir(program);
+  registerDrive(program);
   registerUsage(program);
   registerShare(program);
   registerPassphrase(program);

@@ -162,11 +162,28 @@ export async function deriveFolderKeysAsync(master: string | Uint8Array, label: 
   return folderKeysOf(label, mnemonic, (await mnemonicToSeedWebcrypto(mnemonic, "")).slice(0, 32));
 }
 
-function folderKeysOf(label: string, mnemonic: string, key: Uint8Array): FolderKeys {
+/**
+ * Folder keys from a folder mnemonic received from its owner (a shared drive's, `drive-keys.ts`);
+ * `hash` is the owner's folder hash (default `folderHash(label)`). Throws `InvalidMnemonicError`.
+ */
+export function folderKeysFromMnemonic(
+  label: string,
+  mnemonic: string,
+  hash = folderHash(label),
+): FolderKeys {
+  return folderKeysOf(label, mnemonic, bip39Seed(mnemonic).slice(0, 32), hash);
+}
+
+function folderKeysOf(
+  label: string,
+  mnemonic: string,
+  key: Uint8Array,
+  hash = folderHash(label),
+): FolderKeys {
   const signer = ed25519FromSeed(key);
   return {
     label,
-    folderHash: folderHash(label),
+    folderHash: hash,
     mnemonic,
     key,
     signingKey: signer.publicKey,

@@ -29,6 +29,7 @@ import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.
 import { SyncState, statePath } from "../../sync/state-db.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { safeDestination } from "../local-files.ts";
 import {
   CliError,
@@ -50,7 +51,8 @@ import { checkLabel } from "./folder.ts";
 import { positiveInt } from "./push.ts";
 
 interface PullOptions {
-  folder: string;
+  folder?: string;
+  drive?: string;
   jobs: string;
   verbose?: boolean;
   force?: boolean;
@@ -89,7 +91,12 @@ export function registerPull(program: Command): void {
     .command("pull")
     .description("download, decrypt and verify every file of a folder into DEST")
     .argument("<dest>", "destination directory (created if missing)")
-    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
+
     .option("-j, --jobs <n>", "files downloaded at once", "3")
     .option("-v, --verbose", "also list files already up to date")
     .option("--force", "replace local files that were changed locally (default: keep them)")
@@ -107,12 +114,19 @@ Example:
   esync pull --folder documents ~/restore/documents`,
     )
     .action(async (dest: string, opts: PullOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
-      await pull(ctx, dest, opts);
+      const target = await folderTarget(
+        await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer"),
+        opts,
+      );
+      await target.run(() => pull(target.ctx, dest, { ...opts, folder: target.label }));
     });
 }
 
-async function pull(ctx: CommandContext, destArg: string, opts: PullOptions): Promise<void> {
+async function pull(
+  ctx: CommandContext,
+  destArg: string,
+  opts: PullOptions & { folder: string },
+): Promise<void> {
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
   const { keys } = await resolveFolder(ctx, label);

@@ -42,6 +42,7 @@ import {
 import { remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { runJobs } from "../jobs.ts";
 import {
   CliError,
@@ -66,7 +67,8 @@ import { checkLabel } from "./folder.ts";
 import { collect } from "./sync.ts";
 
 interface PushOptions {
-  folder: string;
+  folder?: string;
+  drive?: string;
   jobs: string;
   parallel: string;
   limitRate?: string;
@@ -138,7 +140,12 @@ export function registerPush(program: Command): void {
     .command("push")
     .description("upload new and changed files of DIR to a folder (resumes interrupted uploads)")
     .argument("<dir>", "local directory to push")
-    .requiredOption("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
+
     .option("--create", "register the folder on the server if it does not exist yet")
     .option("-j, --jobs <n>", `files uploaded at once (at most ${LARGE_JOBS} of them over 8 MiB)`, "8")
     .option("--parallel <n>", "chunks of one file in flight", "4")
@@ -170,12 +177,15 @@ Examples:
   esync push ./photos -f photos --jobs 2 --limit-rate 50MiB --json`,
     )
     .action(async (dir: string, opts: PushOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
-      await push(ctx, dir, opts);
+      const target = await folderTarget(
+        await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer"),
+        opts,
+      );
+      await target.run(() => push(target.ctx, dir, { ...opts, folder: target.label }));
     });
 }
 
-async function push(ctx: CommandContext, dir: string, opts: PushOptions): Promise<void> {
+async function push(ctx: CommandContext, dir: string, opts: PushOptions & { folder: string }): Promise<void> {
   const label = checkLabel(opts.folder);
   const jobs = positiveInt("--jobs", opts.jobs);
   const parallel = positiveInt("--parallel", opts.parallel);

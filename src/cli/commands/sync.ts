@@ -25,6 +25,7 @@ import type { SyncAction } from "../../sync/planner.ts";
 import { StateBindingError, SyncState } from "../../sync/state-db.ts";
 import { configDir, configPaths, type GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import {
   CliError,
   describeError,
@@ -44,6 +45,7 @@ import { positiveInt } from "./push.ts";
 
 interface SyncOptions {
   folder?: string;
+  drive?: string;
   all?: boolean;
   limitRate?: string;
   create?: boolean;
@@ -161,6 +163,10 @@ export function registerSync(program: Command): Command {
     .description("two-way sync of DIR with a folder (uploads, downloads, deletions, renames)")
     .argument("[dir]", "local directory to sync (must exist unless --create-dir)")
     .option("-f, --folder <label>", "folder label (must exist unless --create)")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
     .option("--all", "sync every pair configured with `esync sync add` (no DIR or --folder)")
     .option("--create", "register the folder on the server if it does not exist yet")
     .option("--create-dir", "create DIR if it does not exist (then the folder is downloaded into it)")
@@ -196,18 +202,21 @@ A directory named add, list or remove is synced as ./add.
 
 Examples:
   esync sync ~/Documents --folder documents --create
+  esync sync ~/Team --drive 5Grw...utQY/team
   esync sync ~/Documents -f documents --watch -x '*.tmp' -x node_modules/
   esync sync add ~/Photos --folder photos && esync sync --all --watch`,
     )
     .action(async (dir: string | undefined, opts: SyncOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       if (!opts.all) {
-        if (dir === undefined || opts.folder === undefined)
-          throw usageError("give DIR and --folder LABEL (or --all for the pairs of `esync sync list`)");
-        const ctx = limitRate(await loadContext(g, "transfer"), opts.limitRate);
-        return sync(ctx, dir, { ...opts, folder: opts.folder });
+        if (dir === undefined || (opts.folder === undefined && opts.drive === undefined))
+          throw usageError(
+            "give DIR and --folder LABEL or --drive OWNER/LABEL (or --all for the pairs of `esync sync list`)",
+          );
+        const target = await folderTarget(limitRate(await loadContext(g, "transfer"), opts.limitRate), opts);
+        return target.run(() => sync(target.ctx, dir, { ...opts, folder: target.label }));
       }
-      if (dir !== undefined || opts.folder !== undefined)
+      if (dir !== undefined || opts.folder !== undefined || opts.drive !== undefined)
         throw usageError("--all syncs the configured pairs: give no DIR or --folder");
       const pairs = await configuredPairs(configPaths(configDir(g.configDir)));
       const ctx = limitRate(await loadContext(g, "transfer"), opts.limitRate);
