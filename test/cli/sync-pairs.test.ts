@@ -125,7 +125,7 @@ describe("esync sync without a pair", () => {
   test("DIR and --folder are required without --all, and refused with it", async () => {
     const bare = await runCli(cfg, ["sync", docs]);
     expect(bare.code).toBe(1);
-    expect(bare.stderr).toContain("give DIR and --folder LABEL (or --all");
+    expect(bare.stderr).toContain("give DIR and --folder LABEL or --drive OWNER/LABEL (or --all");
     const both = await runCli(cfg, ["sync", "--all", docs]);
     expect(both.code).toBe(1);
     expect(both.stderr).toContain("--all syncs the configured pairs");
