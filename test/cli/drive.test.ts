@@ -65,7 +65,7 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
 
   // The member pulls the owner's file with the drive key, edits it and adds one.
   const drive = `${ownerAddr}/team`;
-  expect((await runCli(memberCfg, ["sync", memberDir, "--drive", drive])).code).toBe(0);
+  expect((await runCli(memberCfg, ["sync", memberDir, "--drive", drive, "--create-dir"])).code).toBe(0);
   expect(readFileSync(join(memberDir, "plan.txt"), "utf8")).toBe("owner's plan");
   writeFileSync(join(memberDir, "plan.txt"), "member's edit");
   writeFileSync(join(memberDir, "notes.txt"), "member's notes");
