@@ -19,7 +19,7 @@ import {
   responses,
   UPLOAD_BODY,
 } from "../http/contract.ts";
-import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
+import { downloadBody } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
@@ -207,12 +207,7 @@ async function download(
   if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
   if (isHead(request)) return new Response(null, { status, headers: out });
   const d = await s.files.open(row, start, end);
-  const body = await downloadBody(
-    s.deps.blobs,
-    d,
-    request,
-    fileBodyLimit(s.deps.config.headerTimeoutSeconds),
-  );
+  const body = await downloadBody(s.deps.blobs, d, request);
   const response = new Response(body, { status, headers: out });
   return body instanceof ReadableStream ? response : sentWhole(response);
 }

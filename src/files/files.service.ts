@@ -90,6 +90,8 @@ interface QueuedCommit {
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
 export interface Download {
   row: FileRow;
+  /** Where the row's ciphertext is stored. */
+  layout: BlobLayout;
   start: number;
   end: number;
   body: ReadableStream<Uint8Array>;
@@ -581,7 +583,7 @@ export class FilesService {
       if (e instanceof BlobNotFoundError || e instanceof AppError) throw e;
       throw new BlobReadError(e);
     }
-    return { row, start, end, body };
+    return { row, layout, start, end, body };
   }
 }
 

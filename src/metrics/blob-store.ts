@@ -3,14 +3,16 @@
  * `InstrumentedBlobStore`: a `BlobStore` decorator that times every operation of the store it
  * wraps into `esync_blob_operation_duration_seconds{backend, op, outcome}` and counts stored
  * bytes, so the disk and S3 backends are measured the same way without metrics code in either.
- * It has the `Persistable` and `FileBacked` abilities exactly when the wrapped store has them
+ * It has the `Persistable`, `FileBacked` and `Composable` abilities exactly when the wrapped store has them
  * (a file range is not a store operation: it is handed on untimed).
  */
 import {
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type Composable,
   type FileBacked,
+  isComposable,
   isFileBacked,
   isPersistable,
   type Persistable,
@@ -30,6 +32,8 @@ export class InstrumentedBlobStore implements BlobStore {
   persist?: Persistable["persist"];
   /** Present when the wrapped store is `FileBacked` (see the constructor). */
   fileRange?: FileBacked["fileRange"];
+  /** Present when the wrapped store is `Composable` (see the constructor). */
+  compose?: Composable["compose"];
 
   constructor(
     private readonly inner: BlobStore,
@@ -38,6 +42,9 @@ export class InstrumentedBlobStore implements BlobStore {
     this.kind = inner.kind;
     if (isPersistable(inner)) this.persist = (keys) => this.timed("persist", () => inner.persist(keys));
     if (isFileBacked(inner)) this.fileRange = (key, range) => inner.fileRange(key, range);
+    if (isComposable(inner))
+      this.compose = (target, sources, opts) =>
+        this.timed("compose", () => inner.compose(target, sources, opts));
   }
 
   /** The wrapped store. */

@@ -42,9 +42,9 @@ import type { MetadataStore } from "../db/store.ts";
 import { LeaseHolders } from "../sessions/lease-holder.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
-import { blobPrefix, chunkLength } from "../storage/layout.ts";
+import { blobPrefix } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
-import { chunkKeysOf, type FileLayout } from "./ops.repository.ts";
+import { chunkKeysOf, type FileLayout, objectsOf } from "./ops.repository.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -186,11 +186,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   for (let after: FileLayout | null = null; ; ) {
     const rows: FileLayout[] = await store.repos.ops.fileLayouts(after, pageSize);
     const chunks = rows.flatMap((row) =>
-      chunkKeysOf(row).map((key, i) => ({
-        key,
-        expected: chunkLength(row.ciphertextSize, row.chunkSize, i),
-        row,
-      })),
+      objectsOf(row).map((o) => ({ key: o.key, expected: o.end - o.start, row })),
     );
     const actual = await sizes(
       blobs,

@@ -362,6 +362,18 @@ class FakeS3 implements S3Client {
   }
 
   async makeBucket(): Promise<void> {}
+
+  /** Compose calls seen; with `abortCompose`, a part fails and the upload is aborted silently, as minio does. */
+  composed = 0;
+  abortCompose = false;
+
+  async composeObject(dest: { Object: string }, sources: { Object: string }[]): Promise<unknown> {
+    this.composed++;
+    const parts = sources.map((src) => this.read(src.Object));
+    if (this.abortCompose) return undefined;
+    this.objects.set(dest.Object, new Uint8Array(Buffer.concat(parts)));
+    return { etag: "x" };
+  }
 }
 
 function fakeStore(fake: FakeS3, prefix = ""): S3BlobStore {
