@@ -32,6 +32,7 @@ import { finished } from "node:stream/promises";
 import { Client, CopyDestinationOptions, CopySourceOptions } from "minio";
 import type { S3Config } from "../config/config.ts";
 import {
+  BlobLengthError,
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
@@ -288,7 +289,9 @@ export class S3BlobStore implements BlobStore, Composable {
     if (size === total) return;
     await this.delete([target]).catch(() => {});
     for (const src of sources) if ((await this.size(src.key)) === null) throw new BlobNotFoundError(src.key);
-    throw new Error(`composing ${target} from ${sources.length} objects failed (${size ?? "no"} bytes)`);
+    // The copy completed with other sizes than declared, or minio aborted it (no object).
+    if (size !== null) throw new BlobLengthError(total, size);
+    throw new Error(`composing ${target} from ${sources.length} objects failed: the multipart upload was aborted`);
   }
 
   /** The objects `sources` read one after the other, each checked against its length. */
