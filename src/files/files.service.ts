@@ -567,13 +567,7 @@ export class FilesService {
    *   `storage_unavailable` with `Retry-After: 1`).
    */
   async open(row: FileRow, start: number, end: number): Promise<Download> {
-    const layout: BlobLayout = {
-      blobId: row.blobId,
-      chunkSize: row.chunkSize,
-      chunkCount: row.chunkCount,
-      size: row.ciphertextSize,
-      gens: JSON.parse(row.chunkGens) as string[],
-    };
+    const layout = layoutOf(row);
     let body: ReadableStream<Uint8Array>;
     try {
       body = await primed(readBlobRange(this.blobs, layout, start, end));
@@ -585,6 +579,17 @@ export class FilesService {
     }
     return { row, layout, start, end, body };
   }
+}
+
+/** Where the ciphertext of file row `row` is stored (src/storage/layout.ts). */
+export function layoutOf(row: FileRow): BlobLayout {
+  return {
+    blobId: row.blobId,
+    chunkSize: row.chunkSize,
+    chunkCount: row.chunkCount,
+    size: row.ciphertextSize,
+    gens: JSON.parse(row.chunkGens) as string[],
+  };
 }
 
 /**

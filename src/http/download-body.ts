@@ -12,11 +12,12 @@
  * ranges within one chunk of an older multi-chunk file), the body is that object's byte range as
  * a file `Blob`, at any size. Otherwise a body of at most 1 MiB is read into memory and sent with
  * its length; a larger one (across chunks of an older file; any S3 object) is the store's stream,
- * which Bun frames chunked: see docs/internals.md "Downloads and Content-Length".
+ * which Bun frames chunked, unless the S3 store is set to redirect such downloads
+ * (`downloadRedirect`): see docs/internals.md "Downloads and Content-Length".
  */
 import type { Download } from "../files/files.service.ts";
-import { type BlobStore, isFileBacked } from "../storage/blob-store.ts";
-import { objectAt } from "../storage/layout.ts";
+import { type BlobStore, isFileBacked, isPresignable } from "../storage/blob-store.ts";
+import { type BlobLayout, objectAt } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
 
 /**
@@ -25,6 +26,26 @@ import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
  * whole large file.
  */
 export const MAX_BUFFERED_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Where a download of bytes `[start, end)` of `layout` is redirected, or null to answer it here:
+ * a presigned GET URL (valid `seconds`) of the object holding the whole file, when `seconds` is
+ * above 0, the store is `Presignable` (S3), the body is larger than `MAX_BUFFERED_BODY_BYTES`
+ * (smaller ones go out with their length from memory) and one object is the whole file (a file
+ * finalized into one object, or of one chunk), so that the client's `Range` applies to it as is.
+ */
+export async function downloadRedirect(
+  blobs: BlobStore,
+  layout: BlobLayout,
+  start: number,
+  end: number,
+  seconds: number,
+): Promise<string | null> {
+  if (seconds <= 0 || !isPresignable(blobs) || end - start <= MAX_BUFFERED_BODY_BYTES) return null;
+  const object = objectAt(layout, start);
+  if (object.start !== 0 || object.end !== layout.size) return null;
+  return blobs.presignGet(object.key, seconds);
+}
 
 /** Reads `stream` whole into one buffer of `length` bytes (the caller knows its exact length). */
 async function readAll(stream: ReadableStream<Uint8Array>, length: number): Promise<Uint8Array<ArrayBuffer>> {

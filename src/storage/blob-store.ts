@@ -101,6 +101,20 @@ export function isFileBacked(store: BlobStore): store is BlobStore & FileBacked 
   return typeof (store as Partial<FileBacked>).fileRange === "function";
 }
 
+/**
+ * Optional ability of a store whose objects can be fetched straight from it by a client (S3): a
+ * URL that GETs object `key` (with any `Range` the client adds) without other credentials.
+ */
+export interface Presignable {
+  /** A presigned GET URL of object `key`, valid `seconds` seconds. Nothing is checked now. */
+  presignGet(key: string, seconds: number): Promise<string>;
+}
+
+/** True when `store` has the `Presignable` ability. */
+export function isPresignable(store: BlobStore): store is BlobStore & Presignable {
+  return typeof (store as Partial<Presignable>).presignGet === "function";
+}
+
 /** One source object of `Composable.compose`: its key and its exact length in bytes. */
 export interface ComposeSource {
   key: string;

@@ -40,6 +40,7 @@ import {
   type ComposeSource,
   exactLength,
   isValidKey,
+  type Presignable,
   type PutOptions,
 } from "./blob-store.ts";
 
@@ -98,6 +99,8 @@ export interface S3Client {
    * minio's aborts the upload and resolves when a part fails, so the caller checks the result.
    */
   composeObject(dest: CopyDestinationOptions, sources: CopySourceOptions[]): Promise<unknown>;
+  /** A presigned GET URL of an object, valid `expires` seconds (computed locally, no request). */
+  presignedGetObject(bucketName: string, objectName: string, expires?: number): Promise<string>;
   makeBucket(bucketName: string, region?: string): Promise<void>;
 }
 
@@ -137,7 +140,7 @@ function emptyStream(): ReadableStream<Uint8Array> {
 }
 
 /** `BlobStore` in one S3 bucket; see the module comment for the key layout. */
-export class S3BlobStore implements BlobStore, Composable {
+export class S3BlobStore implements BlobStore, Composable, Presignable {
   readonly kind = "s3";
   private readonly client: S3Client;
   private readonly bucket: string;
@@ -291,7 +294,9 @@ export class S3BlobStore implements BlobStore, Composable {
     for (const src of sources) if ((await this.size(src.key)) === null) throw new BlobNotFoundError(src.key);
     // The copy completed with other sizes than declared, or minio aborted it (no object).
     if (size !== null) throw new BlobLengthError(total, size);
-    throw new Error(`composing ${target} from ${sources.length} objects failed: the multipart upload was aborted`);
+    throw new Error(
+      `composing ${target} from ${sources.length} objects failed: the multipart upload was aborted`,
+    );
   }
 
   /** The objects `sources` read one after the other, each checked against its length. */
@@ -325,6 +330,11 @@ export class S3BlobStore implements BlobStore, Composable {
       },
       { highWaterMark: 0 },
     );
+  }
+
+  presignGet(key: string, seconds: number): Promise<string> {
+    checkKey(key);
+    return this.client.presignedGetObject(this.bucket, this.objectName(key), seconds);
   }
 
   /** Size in bytes of object `key` (HEAD), or null when it does not exist. */

@@ -6,7 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { BlobLengthError, BlobNotFoundError, type BlobStore, isComposable } from "../../src/storage/blob-store.ts";
+import {
+  BlobLengthError,
+  BlobNotFoundError,
+  type BlobStore,
+  isComposable,
+} from "../../src/storage/blob-store.ts";
 
 /** A store under test and how to dispose of it. */
 export interface StoreUnderTest {
@@ -434,7 +439,10 @@ export function blobStoreConformance(name: string, make: () => Promise<StoreUnde
         const keys = sizes.map((_, i) => `${p}${sizes.length}-${sizes[0]}/${i}.g`);
         for (const [i, key] of keys.entries()) await s.put(key, bodyOf(parts[i]!, 1 << 20), sizes[i]!);
         const target = `${p}${sizes.length}-${sizes[0]}-all`;
-        await s.compose(target, keys.map((key, i) => ({ key, length: sizes[i]! })));
+        await s.compose(
+          target,
+          keys.map((key, i) => ({ key, length: sizes[i]! })),
+        );
         const whole = Buffer.concat(parts);
         expect(await s.size(target)).toBe(whole.length);
         expect(Buffer.from(await readAll(await s.get(target))).equals(whole)).toBe(true);
