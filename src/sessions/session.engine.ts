@@ -21,7 +21,8 @@
  * the in-flight chunk limits (per node).
  *
  * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
- * session is deleted or expires unfinalized). Each chunk PUT also records a write intent for its
+ * session is deleted or expires unfinalized, or, once a multi-chunk session's chunks were copied
+ * into the file's one object, queued for deletion by the finalize commit). Each chunk PUT also records a write intent for its
  * object before the first byte lands, claimed by the transaction that records the chunk, so a
  * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
  * reclaims.
