@@ -320,7 +320,9 @@ try {
         const r = receivers[(round + j) % receivers.length]!;
         const run = await measure(r, k.c, k.size, framing[r.name]!);
         for (const range of rangesOf(k.size)) await get(r, k.size, framing[r.name]!, range);
-        ((runs[caseName(k)] ??= {})[r.name] ??= []).push(run);
+        const byReceiver = runs[caseName(k)] ?? {};
+        runs[caseName(k)] = byReceiver;
+        byReceiver[r.name] = [...(byReceiver[r.name] ?? []), run];
         console.log(
           `round ${round + 1} ${caseName(k).padEnd(14)} ${r.name.padEnd(10)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${run.cpuPerGiB.toFixed(2)} CPU-s/GiB`,
         );
@@ -350,7 +352,7 @@ for (const [k, byReceiver] of Object.entries(runs)) {
   for (const [name, rs] of Object.entries(byReceiver)) {
     const m = { mbps: median(rs.map((x) => x.mbps)), cpuPerGiB: median(rs.map((x) => x.cpuPerGiB)) };
     const row = { ...m, mbpsRatio: m.mbps / ceiling.mbps, cpuRatio: m.cpuPerGiB / ceiling.cpu };
-    (summary[k] ??= {})[name] = row;
+    summary[k] = { ...summary[k], [name]: row };
     console.log(
       `| ${k} | ${name} | ${m.mbps.toFixed(0)} | ${m.cpuPerGiB.toFixed(2)} | ${row.mbpsRatio.toFixed(2)} | ${row.cpuRatio.toFixed(2)} |`,
     );
