@@ -1,16 +1,20 @@
 /**
  * `bun bench/upload.ts --compare` (issue 14, Performance): one invocation, the same bytes,
- * interleaved rounds of three receivers on disk with fsync off, each a process of its own:
- * - esync (`src/main.ts`, `ESYNC_DISK_FSYNC=off`): open a session, PUT the chunks with C in flight,
- *   finalize;
- * - the ceiling (`bench/servers/ceiling.ts`): a minimal Bun.serve that writes each chunk to a file,
- *   then reads them back in order and BLAKE3-hashes them, same C;
+ * interleaved rounds of the receivers on disk, each a process of its own:
+ * - esync (`src/main.ts`, `ESYNC_DISK_FSYNC` from `--fsync`, default `off`): open a session, PUT
+ *   the chunks with C in flight, finalize;
+ * - the yardstick ceilings: `upload-ceiling.ts` of the shared yardsticks directory (`--yardsticks`,
+ *   default `../shared/bench` beside the repository root), started as is, once per writer of
+ *   `--ceilings` (default `bunwrite`: `await Bun.write(path, request)` per chunk, then the chunk
+ *   files re-read in order with read-ahead through one BLAKE3; `sink`, `fh` also exist). Its fsync
+ *   is off; ratios are printed against the best ceiling of the run (highest MB/s);
  * - @tus/server on Bun (`bench/servers/tus.ts`) with a minimal tus client: create, then sequential
  *   PATCHes of one chunk each (tus offers no parallel PATCHes on one upload).
  *
  *   bun bench/upload.ts --compare [--size 1GiB] [--chunk-size 8MiB] [--concurrency 4] [--rounds 3]
  *                                 [--latency-ms 0] [--server-bun-arg=--cpu-prof ...]
- *                                 [--baseline-root DIR] [--warmup-rounds 1]
+ *                                 [--baseline-root DIR] [--warmup-rounds 1] [--fsync off|persist]
+ *                                 [--ceilings bunwrite,sink] [--yardsticks DIR] [--no-tus]
  *
  * Before the measured rounds, each receiver takes `--warmup-rounds` unmeasured uploads (route
  * compilation, JIT, the first use of each process's memory), and each measured round starts
@@ -39,7 +43,7 @@
  * made a later run's kernel time 2-4x higher, whichever receiver it was. Prints every round,
  * then medians and the ratios esync/ceiling and esync/tus; writes JSON to
  * bench/results/compare-<time>.json. The machine may be shared: rounds are interleaved so that
- * load changes hit all three alike, and the ratios are what to read.
+ * load changes hit every receiver alike, and the ratios are what to read.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -86,6 +90,10 @@ const { values: flags } = parseArgs({
     "server-bun-arg": { type: "string", multiple: true },
     "baseline-root": { type: "string" },
     "warmup-rounds": { type: "string", default: "1" },
+    fsync: { type: "string", default: "off" },
+    ceilings: { type: "string", default: "bunwrite" },
+    yardsticks: { type: "string" },
+    "no-tus": { type: "boolean" },
     out: { type: "string" },
   },
   strict: false,
@@ -99,6 +107,10 @@ const CHUNKS = Math.ceil(SIZE / CHUNK);
 const BUN_ARGS = (flags["server-bun-arg"] as string[] | undefined) ?? [];
 const BASELINE_ROOT = flags["baseline-root"] as string | undefined;
 const WARMUP_ROUNDS = Number(flags["warmup-rounds"]);
+const FSYNC = String(flags.fsync);
+const CEILINGS = String(flags.ceilings).split(",").filter(Boolean);
+const YARDSTICKS = (flags.yardsticks as string | undefined) ?? join(REPO_ROOT, "..", "shared", "bench");
+const TUS = !flags["no-tus"];
 
 await cryptoWaitReady();
 console.log(`generating ${(SIZE / MiB).toFixed(0)} MiB of random ciphertext...`);
@@ -174,6 +186,40 @@ async function spawnHelper(name: string, script: string): Promise<Proc> {
   reader.releaseLock();
   return {
     name,
+    url: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
+    clear: () => emptyDir(dir),
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts the shared yardstick `upload-ceiling.ts` with `WRITER=writer` on a free port (it prints
+ * `ready <port>`), storing into a new directory.
+ */
+async function spawnYardstick(writer: string): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), `esync-cmp-${writer}-`));
+  const proc = Bun.spawn([process.execPath, ...BUN_ARGS, "run", join(YARDSTICKS, "upload-ceiling.ts")], {
+    stdout: "pipe",
+    stderr: "inherit",
+    env: {
+      ...process.env,
+      DIR: dir,
+      WRITER: writer,
+      BLAKE3_MODULE: join(REPO_ROOT, "node_modules", "@napi-rs", "blake-hash"),
+    },
+  });
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  const port = /ready (\d+)/.exec(new TextDecoder().decode(value))?.[1];
+  if (!port) throw new Error(`upload-ceiling.ts (${writer}) did not start`);
+  reader.releaseLock();
+  return {
+    name: `ceiling-${writer}`,
     url: `http://127.0.0.1:${port}`,
     pid: proc.pid,
     clear: () => emptyDir(dir),
@@ -278,10 +324,10 @@ async function ceilingUpload(url: string): Promise<undefined> {
       await ok(await fetch(`${url}/c/${id}/${i}`, { method: "PUT", body: chunk(i) }), `chunk ${i}`)
     ).arrayBuffer();
   });
-  const hash = await (
-    await ok(await fetch(`${url}/f/${id}?chunks=${CHUNKS}`, { method: "POST" }), "finalize")
-  ).text();
-  if (hash !== payloadHash) throw new Error("ceiling hash mismatch");
+  const done = (await (
+    await ok(await fetch(`${url}/c/${id}/finalize?n=${CHUNKS}`, { method: "POST" }), "finalize")
+  ).json()) as { bytes: number; b3: string };
+  if (done.b3 !== payloadHash || done.bytes !== SIZE) throw new Error("ceiling hash mismatch");
   return undefined;
 }
 
@@ -354,7 +400,7 @@ async function measure(
 
 async function startEsync(name: string, root?: string): Promise<Proc> {
   const server = await startServer({
-    env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn" },
+    env: { ESYNC_DISK_FSYNC: FSYNC, ESYNC_LOG_LEVEL: "warn" },
     bunArgs: BUN_ARGS,
     ...(root ? { root } : {}),
   });
@@ -362,7 +408,7 @@ async function startEsync(name: string, root?: string): Promise<Proc> {
     name,
     url: server.url,
     pid: server.pid,
-    // The stored chunk objects (the server's database still lists the files; the bench never
+    // The stored objects (the server's database still lists the files; the bench never
     // downloads them).
     clear: () => rmSync(join(server.dataDir, "blobs", "b"), { recursive: true, force: true }),
     async stop() {
@@ -373,10 +419,11 @@ async function startEsync(name: string, root?: string): Promise<Proc> {
 }
 const esync = await startEsync("esync");
 const base = BASELINE_ROOT ? await startEsync("esync-base", BASELINE_ROOT) : null;
-const ceiling = await spawnHelper("ceiling", "ceiling.ts");
-const tus = await spawnHelper("tus", "tus.ts");
+const ceilings: Proc[] = [];
+for (const writer of CEILINGS) ceilings.push(await spawnYardstick(writer));
+const tus = TUS ? await spawnHelper("tus", "tus.ts") : null;
 const proxies = new Map<string, { url: string; close(): Promise<void> }>();
-const procs = [esync, ...(base ? [base] : []), ceiling, tus];
+const procs = [esync, ...(base ? [base] : []), ...ceilings, ...(tus ? [tus] : [])];
 for (const p of procs)
   proxies.set(
     p.name,
@@ -386,12 +433,12 @@ for (const p of procs)
 const plans: [Proc, (url: string) => Promise<{ finalizeMs: number } | undefined>][] = [
   [esync, esyncUpload],
   ...(base ? [[base, esyncUpload] as [Proc, typeof esyncUpload]] : []),
-  [ceiling, ceilingUpload],
-  [tus, tusUpload],
+  ...ceilings.map((c) => [c, ceilingUpload] as [Proc, typeof ceilingUpload]),
+  ...(tus ? [[tus, tusUpload] as [Proc, typeof tusUpload]] : []),
 ];
 const runs: Record<string, Run[]> = Object.fromEntries(procs.map((p) => [p.name, []]));
 console.log(
-  `${(SIZE / MiB).toFixed(0)} MiB in ${(CHUNK / MiB).toFixed(0)} MiB chunks, c=${C} (tus: sequential), disk, fsync off` +
+  `${(SIZE / MiB).toFixed(0)} MiB in ${(CHUNK / MiB).toFixed(0)} MiB chunks, c=${C} (tus: sequential), disk, esync fsync ${FSYNC}, ceilings fsync off` +
     (LATENCY > 0 ? `, ${LATENCY} ms RTT proxy` : "") +
     `, ${WARMUP_ROUNDS} warm-up and ${ROUNDS} interleaved rounds, load average ${loadavg()
       .map((x) => x.toFixed(2))
@@ -440,17 +487,16 @@ const summary = Object.fromEntries(
     },
   ]),
 ) as Record<string, Run>;
+const best = ceilings.map((c) => ({ name: c.name, ...summary[c.name]! })).sort((a, b) => b.mbps - a.mbps)[0]!;
+const over = (k: string) => ({
+  mbps: summary[k]!.mbps / best.mbps,
+  cpu: summary[k]!.cpuPerGiB / best.cpuPerGiB,
+  ...(summary.tus ? { overTus: summary[k]!.mbps / summary.tus.mbps } : {}),
+});
 const ratios = {
-  esyncOverCeiling: summary.esync!.mbps / summary.ceiling!.mbps,
-  esyncOverTus: summary.esync!.mbps / summary.tus!.mbps,
-  esyncCpuOverCeiling: summary.esync!.cpuPerGiB / summary.ceiling!.cpuPerGiB,
-  ...(summary["esync-base"]
-    ? {
-        baseOverCeiling: summary["esync-base"].mbps / summary.ceiling!.mbps,
-        baseOverTus: summary["esync-base"].mbps / summary.tus!.mbps,
-        baseCpuOverCeiling: summary["esync-base"].cpuPerGiB / summary.ceiling!.cpuPerGiB,
-      }
-    : {}),
+  bestCeiling: best.name,
+  esync: over("esync"),
+  ...(summary["esync-base"] ? { "esync-base": over("esync-base") } : {}),
 };
 console.log(
   `\nload average at the end ${loadavg()
@@ -463,15 +509,13 @@ for (const [k, v] of Object.entries(summary))
   console.log(
     `| ${k} | ${v.mbps.toFixed(0)} | ${v.cpuPerGiB.toFixed(2)} (${v.userPerGiB.toFixed(2)} + ${v.sysPerGiB.toFixed(2)}) | ${v.peakRssMiB.toFixed(0)} | ${v.finalizeMs?.toFixed(0) ?? ""} |`,
   );
-console.log(
-  `esync / ceiling = ${ratios.esyncOverCeiling.toFixed(2)} (target >= ${LATENCY > 0 ? "-" : "0.9"}), esync / tus = ${ratios.esyncOverTus.toFixed(2)} (target >= ${LATENCY > 0 ? "3" : "1.5"}), ` +
-    `esync CPU / ceiling CPU = ${ratios.esyncCpuOverCeiling.toFixed(2)} (target <= 1)`,
-);
-if (ratios.baseOverCeiling !== undefined)
+for (const [k, r] of Object.entries(ratios)) {
+  if (typeof r === "string") continue;
   console.log(
-    `esync-base / ceiling = ${ratios.baseOverCeiling.toFixed(2)}, esync-base / tus = ${ratios.baseOverTus!.toFixed(2)}, ` +
-      `esync-base CPU / ceiling CPU = ${ratios.baseCpuOverCeiling!.toFixed(2)}`,
+    `${k} / ${best.name}: MB/s ${r.mbps.toFixed(2)} (target >= ${FSYNC === "off" ? "0.9" : "0.8"}), CPU-s/GiB ${r.cpu.toFixed(2)} (target <= 1.2)` +
+      (r.overTus !== undefined ? `, ${k} / tus MB/s ${r.overTus.toFixed(2)}` : ""),
   );
+}
 const out =
   (flags.out as string | undefined) ??
   join(
@@ -492,7 +536,9 @@ writeFileSync(
         rounds: ROUNDS,
         warmupRounds: WARMUP_ROUNDS,
         latencyMs: LATENCY,
-        fsync: "off",
+        fsync: FSYNC,
+        ceilings: CEILINGS,
+        yardsticks: YARDSTICKS,
         serverBunArgs: BUN_ARGS,
         baselineRoot: BASELINE_ROOT ?? null,
         loadAverage: loadavg(),

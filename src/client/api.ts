@@ -111,6 +111,8 @@ interface RequestSpec {
   timeout?: boolean;
   /** What the request is about for the user (a file's path), named in a network error. */
   label?: string;
+  /** `manual`: a 302 is answered as is (not followed, not an error). */
+  redirect?: "manual";
 }
 
 /**
@@ -224,6 +226,7 @@ export class EsyncApi {
           headers,
           body,
           signal: signals.length ? AbortSignal.any(signals) : undefined,
+          ...(spec.redirect ? { redirect: spec.redirect } : {}),
         });
       } catch (e) {
         if (spec.signal?.aborted) throw spec.signal.reason ?? e;
@@ -241,7 +244,7 @@ export class EsyncApi {
           },
         );
       }
-      if (res.ok) return res;
+      if (res.ok || (spec.redirect === "manual" && res.status === 302)) return res;
       const err = (await errorFromResponse(res)).withServer(this.baseUrl);
       const renewable = this.tokens as { invalidate?: () => void } | null;
       if (err.status === 401 && attempt === 0 && typeof renewable?.invalidate === "function") {
@@ -465,22 +468,66 @@ export class EsyncApi {
       signal: options.signal,
       timeout: false,
       label: options.label,
+      redirect: "manual",
     });
-    const num = (name: string): number | null => {
-      const v = res.headers.get(name);
+    const num = (from: Response, name: string): number | null => {
+      const v = from.headers.get(name);
       return v !== null && /^\d+$/.test(v) ? Number(v) : null;
     };
     const cr = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get("content-range") ?? "");
+    // A 302 (a server set to redirect downloads to S3) carries the download's headers; the bytes
+    // are at Location: the range its Content-Range names, or the whole object, with their length.
+    const bytes = res.status === 302 ? await this.followDownload(res, cr, options.signal) : res;
     return {
-      status: res.status,
-      body: res.body ?? new Blob([]).stream(),
-      contentLength: num("content-length"),
+      status: res.status === 302 ? (cr ? 206 : 200) : res.status,
+      body: bytes.body ?? new Blob([]).stream(),
+      contentLength: num(bytes, "content-length"),
       contentRange: cr ? { start: Number(cr[1]), end: Number(cr[2]), total: Number(cr[3]) } : null,
-      sizeBytes: num("x-size-bytes"),
+      sizeBytes: num(res, "x-size-bytes"),
       revisionIdHex: res.headers.get("x-revision-id"),
-      revisionSeq: num("x-revision-seq"),
+      revisionSeq: num(res, "x-revision-seq"),
       etag: res.headers.get("etag"),
     };
+  }
+
+  /**
+   * GETs the Location of download redirect `res` (no credentials of ours: the URL is presigned),
+   * asking for the range `cr` of it names, if any.
+   * @throws ApiError `network_error`, or the status of an answer that is not the 200/206 expected.
+   */
+  private async followDownload(
+    res: Response,
+    cr: RegExpExecArray | null,
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    const location = res.headers.get("location");
+    if (!location)
+      throw new ApiError(502, "bad_redirect", "download redirect without Location", { server: this.baseUrl });
+    let bytes: Response;
+    try {
+      bytes = await this.fetchFn(location, {
+        headers: cr ? { Range: `bytes=${cr[1]}-${cr[2]}` } : {},
+        signal,
+      });
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason ?? e;
+      throw new ApiError(
+        0,
+        "network_error",
+        `GET download redirect: ${e instanceof Error ? e.message : String(e)}`,
+        {
+          cause: e,
+          server: this.baseUrl,
+        },
+      );
+    }
+    if (bytes.status !== (cr ? 206 : 200)) {
+      await bytes.body?.cancel().catch(() => {});
+      throw new ApiError(bytes.status, "storage_unavailable", `download redirect answered ${bytes.status}`, {
+        server: this.baseUrl,
+      });
+    }
+    return bytes;
   }
 
   /** `GET /search_files/{ss58}` with every filter of spec §4.9. */

@@ -129,6 +129,14 @@ export interface Config {
   apiProfile: ApiProfile;
   /** S3 settings (`ESYNC_S3_*`); `null` unless `storage` is `s3`. */
   s3: S3Config | null;
+  /**
+   * `ESYNC_S3_DOWNLOAD_REDIRECT_SECONDS` (default 0: off): when above 0, a `/download` of more
+   * than 1 MiB whose bytes are in one object answers 302 to a presigned GET of that object valid
+   * this many seconds, so the bytes come from S3 with their `Content-Length`
+   * (docs/internals.md "Downloads and Content-Length").
+   */
+  s3DownloadRedirectSeconds: number;
+
   /** Collect and serve Prometheus metrics (`ESYNC_METRICS`, default on). */
   metrics: boolean;
   /** Serve `/metrics` on this port of `host` instead of the public port (`ESYNC_METRICS_PORT`; default unset: the public port). */
@@ -258,6 +266,7 @@ export function loadConfig(env: Env = process.env): Config {
         : int(env, "ESYNC_DEFAULT_QUOTA_BYTES", 0, 0, Number.MAX_SAFE_INTEGER),
     apiProfile: oneOf(env, "ESYNC_API_PROFILE", "base", API_PROFILES),
     s3,
+    s3DownloadRedirectSeconds: int(env, "ESYNC_S3_DOWNLOAD_REDIRECT_SECONDS", 0, 0, 7 * 24 * 3600),
     metrics: bool(env, "ESYNC_METRICS", true),
     metricsPort: env.ESYNC_METRICS_PORT ? int(env, "ESYNC_METRICS_PORT", 0, 0, 65535) : null,
     shutdownGraceSeconds: int(env, "ESYNC_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600),

@@ -18,7 +18,7 @@ import {
   responses,
   UPLOAD_BODY,
 } from "../http/contract.ts";
-import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
+import { downloadBody, downloadRedirect } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
@@ -39,6 +39,7 @@ import {
   UploadResult,
 } from "../wire/schemas.ts";
 import { toRemoteFileEntry } from "./file-entry.ts";
+import { layoutOf } from "./files.service.ts";
 
 const Binary = t.String({ format: "binary", description: "ciphertext bytes" });
 const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500, 503];
@@ -216,18 +217,32 @@ async function download(
   };
   if (range) out["content-range"] = `bytes ${start}-${end - 1}/${size}`;
   if (isHead(request)) return new Response(null, { status, headers: out });
-  const d = await s.files.open(row, start, end);
-  const body = await downloadBody(
+  const location = await downloadRedirect(
     s.deps.blobs,
-    d,
-    request,
-    fileBodyLimit(s.deps.config.headerTimeoutSeconds),
+    layoutOf(row),
+    start,
+    end,
+    s.deps.config.s3DownloadRedirectSeconds,
   );
+  if (location) {
+    // The headers the 200/206 would carry (Content-Range tells the client which bytes to ask
+    // the object for), except the length, which is the object's answer's.
+    const { "content-length": _length, ...redirected } = out;
+    return new Response(null, { status: 302, headers: { ...redirected, location } });
+  }
+  const d = await s.files.open(row, start, end);
+  const body = await downloadBody(s.deps.blobs, d, request);
   const response = new Response(body, { status, headers: out });
   return body instanceof ReadableStream ? response : sentWhole(response);
 }
 
-const DOWNLOAD_RESPONSES = { 200: Binary, 206: Binary, 304: t.Null(), ...errorsOnly(DOWNLOAD_ERRORS) };
+const DOWNLOAD_RESPONSES = {
+  200: Binary,
+  206: Binary,
+  302: t.Null(),
+  304: t.Null(),
+  ...errorsOnly(DOWNLOAD_ERRORS),
+};
 
 const DOWNLOAD_DOC = {
   ...doc(
@@ -247,6 +262,21 @@ const DOWNLOAD_DOC = {
         "Content-Range": { description: "bytes start-end/total", schema: { type: "string" as const } },
       },
       content: { "application/octet-stream": { schema: Binary } },
+    },
+    302: {
+      description:
+        "Only with ESYNC_S3_DOWNLOAD_REDIRECT_SECONDS set, for a body over 1 MiB on S3: the bytes are at the presigned URL in Location; GET it with the Range that Content-Range names (if any) to get them with their Content-Length",
+      headers: {
+        ...Object.fromEntries(Object.entries(DOWNLOAD_HEADERS).filter(([k]) => k !== "Content-Length")),
+        Location: {
+          description: "Presigned GET URL of the stored object",
+          schema: { type: "string" as const },
+        },
+        "Content-Range": {
+          description: "bytes start-end/total, when the answer would have been 206",
+          schema: { type: "string" as const },
+        },
+      },
     },
     304: {
       description: "Not modified (If-None-Match names the current revision)",

@@ -100,6 +100,8 @@ interface QueuedCommit {
 /** An open download: the file row, the byte range `[start, end)` and its stream. */
 export interface Download {
   row: FileRow;
+  /** Where the row's ciphertext is stored. */
+  layout: BlobLayout;
   start: number;
   end: number;
   body: ReadableStream<Uint8Array>;
@@ -617,13 +619,7 @@ export class FilesService {
    *   `storage_unavailable` with `Retry-After: 1`).
    */
   async open(row: FileRow, start: number, end: number): Promise<Download> {
-    const layout: BlobLayout = {
-      blobId: row.blobId,
-      chunkSize: row.chunkSize,
-      chunkCount: row.chunkCount,
-      size: row.ciphertextSize,
-      gens: JSON.parse(row.chunkGens) as string[],
-    };
+    const layout = layoutOf(row);
     let body: ReadableStream<Uint8Array>;
     try {
       body = await primed(readBlobRange(this.blobs, layout, start, end));
@@ -633,8 +629,19 @@ export class FilesService {
       if (e instanceof BlobNotFoundError || e instanceof AppError) throw e;
       throw new BlobReadError(e);
     }
-    return { row, start, end, body };
+    return { row, layout, start, end, body };
   }
+}
+
+/** Where the ciphertext of file row `row` is stored (src/storage/layout.ts). */
+export function layoutOf(row: FileRow): BlobLayout {
+  return {
+    blobId: row.blobId,
+    chunkSize: row.chunkSize,
+    chunkCount: row.chunkCount,
+    size: row.ciphertextSize,
+    gens: JSON.parse(row.chunkGens) as string[],
+  };
 }
 
 /**

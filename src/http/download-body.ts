@@ -7,34 +7,24 @@
  * one file-backed `Blob` (then by sendfile, no copy); it drops the handler's `Content-Length` on
  * every stream body and frames it chunked (oven-sh/bun#10507), sends a `Blob` of several file
  * slices as `Content-Length: 0` with no body, and answers an `S3Client` file with a redirect
- * (`docs/repro/bun-content-length.ts`). So when the requested bytes lie in one chunk object of a
- * file-backed store (the disk store: single-chunk files, and ranges within one chunk) and are at
- * most `fileBodyLimit(header timeout)`, the body is that object's byte range as a file `Blob`.
- * Otherwise a body of at most 1 MiB is read into memory and sent with its length; a larger one
- * (across chunks; a larger chunk; any S3 object) is the store's stream, which Bun frames chunked:
- * see docs/internals.md "Downloads and Content-Length".
+ * (`docs/repro/bun-content-length.ts`). So when the requested bytes lie in one object of a
+ * file-backed store (the disk store: every file finalized into one object, single-chunk files,
+ * ranges within one chunk of an older multi-chunk file), the body is that object's byte range as
+ * a file `Blob`, at any size. Otherwise a body of at most 1 MiB is read into memory and sent with
+ * its length; a larger one (across chunks of an older file; any S3 object) is the store's stream,
+ * which Bun frames chunked, unless the S3 store is set to redirect such downloads
+ * (`downloadRedirect`): see docs/internals.md "Downloads and Content-Length".
  */
 import { type Download, primed } from "../files/files.service.ts";
-import { BlobNotFoundError, BlobReadError, type BlobStore, isFileBacked } from "../storage/blob-store.ts";
-import { chunkKey } from "../storage/layout.ts";
+import {
+  BlobNotFoundError,
+  BlobReadError,
+  type BlobStore,
+  isFileBacked,
+  isPresignable,
+} from "../storage/blob-store.ts";
+import { type BlobLayout, objectAt } from "../storage/layout.ts";
 import { fileBodyTimer, idleTimedStream } from "./response-timer.ts";
-
-/**
- * Slowest client, bytes per second, for which a file-backed body is guaranteed to arrive whole.
- * Bun sends a file under the server's `idleTimeout` (the header timeout), restarted only when the
- * socket takes more bytes (docs/repro/bun-sendfile-timer.ts): a body that can leave within one
- * timeout at this rate is never cut, however the socket buffers drain. Larger bodies are streamed
- * with a timer re-armed per piece (255 s).
- */
-export const FILE_BODY_MIN_BYTES_PER_SECOND = 140_000;
-
-/**
- * Largest file-backed body, bytes, under a header timeout of `headerTimeoutSeconds`: what leaves
- * within that time at `FILE_BODY_MIN_BYTES_PER_SECOND` (30 s: 4.2 MB; 255 s: 35.7 MB).
- */
-export function fileBodyLimit(headerTimeoutSeconds: number): number {
-  return headerTimeoutSeconds * FILE_BODY_MIN_BYTES_PER_SECOND;
-}
 
 /**
  * Largest body read into memory to be sent with `Content-Length` when no file-backed Blob can
@@ -42,6 +32,26 @@ export function fileBodyLimit(headerTimeoutSeconds: number): number {
  * whole large file.
  */
 export const MAX_BUFFERED_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Where a download of bytes `[start, end)` of `layout` is redirected, or null to answer it here:
+ * a presigned GET URL (valid `seconds`) of the object holding the whole file, when `seconds` is
+ * above 0, the store is `Presignable` (S3), the body is larger than `MAX_BUFFERED_BODY_BYTES`
+ * (smaller ones go out with their length from memory) and one object is the whole file (a file
+ * finalized into one object, or of one chunk), so that the client's `Range` applies to it as is.
+ */
+export async function downloadRedirect(
+  blobs: BlobStore,
+  layout: BlobLayout,
+  start: number,
+  end: number,
+  seconds: number,
+): Promise<string | null> {
+  if (seconds <= 0 || !isPresignable(blobs) || end - start <= MAX_BUFFERED_BODY_BYTES) return null;
+  const object = objectAt(layout, start);
+  if (object.start !== 0 || object.end !== layout.size) return null;
+  return blobs.presignGet(object.key, seconds);
+}
 
 /** Reads `stream` whole into one buffer of `length` bytes (the caller knows its exact length). */
 async function readAll(stream: ReadableStream<Uint8Array>, length: number): Promise<Uint8Array<ArrayBuffer>> {
@@ -58,30 +68,23 @@ async function readAll(stream: ReadableStream<Uint8Array>, length: number): Prom
 
 /**
  * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
- * when those bytes are in one chunk object of a file-backed store and number at most
- * `maxFileBodyBytes` (see `fileBodyLimit`; `d.body` is then cancelled); else, up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body`
- * itself, re-arming the connection's idle timer at every piece (src/http/response-timer.ts).
+ * when those bytes are in one object of a file-backed store (`d.body` is then cancelled); else,
+ * up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body` itself, re-arming
+ * the connection's idle timer at every piece (src/http/response-timer.ts).
  * The response must give its status explicitly (Bun answers a sliced file without one as 206).
  */
 export async function downloadBody(
   blobs: BlobStore,
   d: Download,
   request: Request,
-  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs) && d.end > d.start && d.end - d.start <= maxFileBodyBytes) {
-    const chunkSize = d.row.chunkSize;
-    const index = Math.floor(d.start / chunkSize);
-    const gen = (JSON.parse(d.row.chunkGens) as string[])[index];
-    if (Math.floor((d.end - 1) / chunkSize) === index && gen !== undefined) {
-      const base = index * chunkSize;
+  if (isFileBacked(blobs) && d.end > d.start) {
+    const object = objectAt(d.layout, d.start);
+    if (d.end <= object.end) {
       // The stream already proved the object is there (it read its first piece); it is not needed.
       await d.body.cancel().catch(() => {});
       fileBodyTimer(request);
-      return blobs.fileRange(chunkKey(d.row.blobId, index, gen), {
-        start: d.start - base,
-        end: d.end - base,
-      });
+      return blobs.fileRange(object.key, { start: d.start - object.start, end: d.end - object.start });
     }
   }
   return d.end - d.start <= MAX_BUFFERED_BODY_BYTES
@@ -92,7 +95,7 @@ export async function downloadBody(
 /**
  * The body of bytes `[start, end)` (`start < end`) of the one object `key` (a file share's blob,
  * docs/sharing.md), sent with `Content-Length` where Bun can: a file-backed `Blob` of the range on a
- * file-backed store up to `maxFileBodyBytes`; else up to `MAX_BUFFERED_BODY_BYTES` read into
+ * file-backed store (any size, as `downloadBody`); else up to `MAX_BUFFERED_BODY_BYTES` read into
  * memory; else the store's stream with the idle timer re-armed per piece.
  * @throws BlobNotFoundError when the object is missing; BlobReadError when the store cannot be read.
  */
@@ -102,9 +105,8 @@ export async function objectBody(
   start: number,
   end: number,
   request: Request,
-  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs) && end - start <= maxFileBodyBytes) {
+  if (isFileBacked(blobs)) {
     let size: number | null;
     try {
       size = await blobs.size(key);

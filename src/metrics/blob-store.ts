@@ -3,17 +3,21 @@
  * `InstrumentedBlobStore`: a `BlobStore` decorator that times every operation of the store it
  * wraps into `esync_blob_operation_duration_seconds{backend, op, outcome}` and counts stored
  * bytes, so the disk and S3 backends are measured the same way without metrics code in either.
- * It has the `Persistable` and `FileBacked` abilities exactly when the wrapped store has them
+ * It has the `Persistable`, `FileBacked`, `Composable` and `Presignable` abilities exactly when the wrapped store has them
  * (a file range is not a store operation: it is handed on untimed).
  */
 import {
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type Composable,
   type FileBacked,
+  isComposable,
   isFileBacked,
   isPersistable,
+  isPresignable,
   type Persistable,
+  type Presignable,
   type PutOptions,
 } from "../storage/blob-store.ts";
 import type { Metrics } from "./metrics.ts";
@@ -30,6 +34,10 @@ export class InstrumentedBlobStore implements BlobStore {
   persist?: Persistable["persist"];
   /** Present when the wrapped store is `FileBacked` (see the constructor). */
   fileRange?: FileBacked["fileRange"];
+  /** Present when the wrapped store is `Composable` (see the constructor). */
+  compose?: Composable["compose"];
+  /** Present when the wrapped store is `Presignable` (see the constructor). */
+  presignGet?: Presignable["presignGet"];
 
   constructor(
     private readonly inner: BlobStore,
@@ -38,6 +46,10 @@ export class InstrumentedBlobStore implements BlobStore {
     this.kind = inner.kind;
     if (isPersistable(inner)) this.persist = (keys) => this.timed("persist", () => inner.persist(keys));
     if (isFileBacked(inner)) this.fileRange = (key, range) => inner.fileRange(key, range);
+    if (isPresignable(inner)) this.presignGet = (key, seconds) => inner.presignGet(key, seconds);
+    if (isComposable(inner))
+      this.compose = (target, sources, opts) =>
+        this.timed("compose", () => inner.compose(target, sources, opts));
   }
 
   /** The wrapped store. */

@@ -44,9 +44,9 @@ import { LeaseHolders } from "../sessions/lease-holder.ts";
 import { shareObjectPrefix } from "../shares/share-rules.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
-import { blobPrefix, chunkLength } from "../storage/layout.ts";
+import { blobPrefix } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
-import { chunkKeysOf, type FileLayout } from "./ops.repository.ts";
+import { chunkKeysOf, type FileLayout, objectsOf } from "./ops.repository.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -189,11 +189,7 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   for (let after: FileLayout | null = null; ; ) {
     const rows: FileLayout[] = await store.repos.ops.fileLayouts(after, pageSize);
     const chunks = rows.flatMap((row) =>
-      chunkKeysOf(row).map((key, i) => ({
-        key,
-        expected: chunkLength(row.ciphertextSize, row.chunkSize, i),
-        row,
-      })),
+      objectsOf(row).map((o) => ({ key: o.key, expected: o.end - o.start, row })),
     );
     const actual = await sizes(
       blobs,

@@ -4,7 +4,7 @@
  * and repair in the metadata database, on either dialect. Implementations:
  * `src/db/sqlite/ops.ts`, `src/db/postgres/ops.ts`.
  */
-import { chunkKey } from "../storage/layout.ts";
+import { type BlobObject, blobObjects, chunkKey, isOneObjectBlob } from "../storage/layout.ts";
 
 /** The chunk layout of one file row: what its chunk objects are called and how long they are. */
 export interface FileLayout {
@@ -136,14 +136,34 @@ export function prefixesOf(key: string): string[] {
   return out;
 }
 
-/** The object keys of `row`'s chunks, in index order (a malformed `chunk_gens` reads as none). */
-export function chunkKeysOf(row: Pick<FileLayout, "blobId" | "chunkCount" | "chunkGens">): string[] {
+/** The parsed `chunk_gens` of `row` (a malformed value reads as none). */
+function gensOf(row: Pick<FileLayout, "chunkGens">): string[] {
   let gens: unknown = [];
   try {
     gens = JSON.parse(row.chunkGens);
   } catch {}
-  const list = Array.isArray(gens) ? gens : [];
+  return Array.isArray(gens) ? gens.map((g) => String(g ?? "")) : [];
+}
+
+/**
+ * The object keys of `row`'s blob in byte order: its chunks' for a chunked blob, its one object
+ * for a one-object blob (src/storage/layout.ts).
+ */
+export function chunkKeysOf(row: Pick<FileLayout, "blobId" | "chunkCount" | "chunkGens">): string[] {
+  if (isOneObjectBlob(row.blobId)) return [chunkKey(row.blobId, 0, "")];
+  const gens = gensOf(row);
   const keys: string[] = [];
-  for (let i = 0; i < row.chunkCount; i++) keys.push(chunkKey(row.blobId, i, String(list[i] ?? "")));
+  for (let i = 0; i < row.chunkCount; i++) keys.push(chunkKey(row.blobId, i, gens[i] ?? ""));
   return keys;
+}
+
+/** The objects of `row`'s blob with the bytes each must hold (`blobObjects`). */
+export function objectsOf(row: FileLayout): BlobObject[] {
+  return blobObjects({
+    blobId: row.blobId,
+    chunkSize: row.chunkSize,
+    chunkCount: row.chunkCount,
+    size: row.ciphertextSize,
+    gens: gensOf(row),
+  });
 }

@@ -21,7 +21,8 @@
  * the in-flight chunk limits (per node).
  *
  * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
- * session is deleted or expires unfinalized). Each chunk PUT also records a write intent for its
+ * session is deleted or expires unfinalized, or, once a multi-chunk session's chunks were copied
+ * into the file's one object, queued for deletion by the finalize commit). Each chunk PUT also records a write intent for its
  * object before the first byte lands, claimed by the transaction that records the chunk, so a
  * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
  * reclaims.
@@ -33,13 +34,16 @@ import type { FilesService, UploadResult } from "../files/files.service.ts";
 import { checkFraming, type Manifest, parseManifest } from "../manifest/manifest.ts";
 import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
 import {
+  assembleBlob,
   type BlobLayout,
+  blobObjects,
   blobPrefix,
   checkChunks,
   chunkKey,
   chunkLength,
   expectedChunkCount,
   hashBlob,
+  newOneObjectBlobId,
 } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, randomToken } from "../util/ids.ts";
@@ -414,7 +418,8 @@ export class SessionEngine {
   /**
    * Finalizes a session (spec §4.7): all chunks present, BLAKE3 of the assembled ciphertext
    * equal to the manifest's, revision checks, then the file row and `finalized` state are
-   * committed together. No bytes are copied: the chunk objects are the stored blob.
+   * committed together. A single chunk stays the stored blob; several are copied into one object
+   * (see the comment in the body).
    * @throws AppError 404, 403; `conflict` (409: already finalized, a concurrent finalize is
    *   running, or base revision mismatch with the Conflict envelope); `invalid_manifest` (400:
    *   missing chunks or hash mismatch); `stale_sequence` (400); `storage_inconsistency` (500).
@@ -516,10 +521,51 @@ export class SessionEngine {
           `Assembled ciphertext BLAKE3 ${actual} differs from manifest.ciphertext_hash ${s.ciphertextHash}`,
         );
       }
+      // A blob of several chunks is copied into one object (a one-object blob under a new id,
+      // recorded as a write intent first), so that any byte range of the file is one range of one
+      // object: a download goes out with its length (docs/internals.md "Storage layout"). The
+      // chunk objects it is copied from are the ones just verified; a chunk PUT racing this
+      // finalize writes a new generation, never them. Once the file row is committed they are
+      // queued for deletion with the session's prefix.
+      let stored = layout;
+      let intent: number | undefined;
+      const deletions = this.store.repos.deletionQueue;
+      if (s.chunkCount > 1) {
+        // A finalize its revision rules refuse copies nothing (the commit checks them again).
+        await this.files.precheck(manifest);
+        const blobId = newOneObjectBlobId();
+        const key = chunkKey(blobId, 0, "");
+        intent = await deletions.reserve(key, this.clock.now());
+        try {
+          await assembleBlob(this.blobs, layout, key);
+        } catch (e) {
+          await deletions.done(intent);
+          observe("storage_error");
+          this.log.error("finalize.assemble_failed", { session: sessionId, error: e as Error });
+          if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
+          if (e instanceof BlobNotFoundError)
+            throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
+          throw fail(
+            "storage_inconsistency",
+            "The blob store failed while assembling the chunks; retry finalize",
+          );
+        }
+        stored = {
+          blobId,
+          chunkSize: s.chunkSize,
+          chunkCount: s.chunkCount,
+          size: s.ciphertextSize,
+          gens: [""],
+        };
+      }
+      const discard = async () => {
+        if (intent !== undefined)
+          await deletions.release(intent, chunkKey(stored.blobId, 0, ""), this.clock.now());
+      };
       try {
-        if (isPersistable(this.blobs))
-          await this.blobs.persist(layout.gens.map((g, i) => chunkKey(s.blobId, i, g)));
+        if (isPersistable(this.blobs)) await this.blobs.persist(blobObjects(stored).map((o) => o.key));
       } catch (e) {
+        await discard();
         this.log.error("finalize.persist_failed", { session: sessionId, error: e as Error });
         if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
         throw fail(
@@ -528,20 +574,27 @@ export class SessionEngine {
         );
       }
       await lease.stopRenewing();
-      const result = await this.files.commit(
-        manifest,
-        { ...layout, ciphertextHash: actual, chunkHashes: null },
-        async (r, tx) => {
-          const ended = await tx.sessions.endFinalizing(sessionId, lease.until, "finalized", {
-            result: JSON.stringify(r),
-            expiresAt: this.clock.now() + this.opts.ttlSeconds,
-          });
-          // The lease ran out and a sweeper gave the session back (chunks may have changed since).
-          if (!ended) throw await conflict("The session changed during finalize", tx);
-        },
-        undefined,
-        caller,
-      );
+      let result: UploadResult;
+      try {
+        result = await this.files.commit(
+          manifest,
+          { ...stored, ciphertextHash: actual, chunkHashes: null },
+          async (r, tx) => {
+            const ended = await tx.sessions.endFinalizing(sessionId, lease.until, "finalized", {
+              result: JSON.stringify(r),
+              expiresAt: this.clock.now() + this.opts.ttlSeconds,
+            });
+            // The lease ran out and a sweeper gave the session back (chunks may have changed since).
+            if (!ended) throw await conflict("The session changed during finalize", tx);
+            if (stored !== layout) await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
+          },
+          intent,
+          caller,
+        );
+      } catch (e) {
+        await discard();
+        throw e;
+      }
       observe("ok");
       this.log.info("session.finalized", {
         session: sessionId,

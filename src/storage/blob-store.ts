@@ -101,6 +101,48 @@ export function isFileBacked(store: BlobStore): store is BlobStore & FileBacked 
   return typeof (store as Partial<FileBacked>).fileRange === "function";
 }
 
+/**
+ * Optional ability of a store whose objects can be fetched straight from it by a client (S3): a
+ * URL that GETs object `key` (with any `Range` the client adds) without other credentials.
+ */
+export interface Presignable {
+  /** A presigned GET URL of object `key`, valid `seconds` seconds. Nothing is checked now. */
+  presignGet(key: string, seconds: number): Promise<string>;
+}
+
+/** True when `store` has the `Presignable` ability. */
+export function isPresignable(store: BlobStore): store is BlobStore & Presignable {
+  return typeof (store as Partial<Presignable>).presignGet === "function";
+}
+
+/** One source object of `Composable.compose`: its key and its exact length in bytes. */
+export interface ComposeSource {
+  key: string;
+  length: number;
+}
+
+/**
+ * Optional ability of a store that can build one object from others without the bytes passing
+ * through the caller (the disk store copies them file to file; the S3 store copies them server
+ * side with a multipart upload when every source but the last is at least 5 MiB).
+ */
+export interface Composable {
+  /**
+   * Stores the concatenation of `sources`, in order, as object `target`, a fresh key
+   * (`PutOptions.fresh`: nothing was ever stored or read there). Sources are unchanged. With
+   * `durable`, the object is durable when this resolves (as `PutOptions.durable`). A failure
+   * leaves no object at `target`.
+   * @throws BlobNotFoundError when a source is missing; BlobLengthError when a source does not
+   *   have its declared length (nothing stored).
+   */
+  compose(target: string, sources: ComposeSource[], opts?: { durable?: boolean }): Promise<void>;
+}
+
+/** True when `store` has the `Composable` ability. */
+export function isComposable(store: BlobStore): store is BlobStore & Composable {
+  return typeof (store as Partial<Composable>).compose === "function";
+}
+
 /** The body given to `put` did not have the declared length; nothing was stored. */
 export class BlobLengthError extends Error {
   constructor(

@@ -7,16 +7,18 @@
  *   ciphertext_size))`) is the object `b/<blob_id[0..2]>/<blob_id>/<i>.<gen>`, where `gen` is
  *   unique per chunk upload so that a re-upload or a PUT racing a finalize never changes bytes a
  *   finalize already verified. Deleting the blob = deleting the prefix `b/<blob_id[0..2]>/<blob_id>/`.
- * - a one-object blob (id: `o` then 32 lowercase hex digits; single-shot `/upload`): its only
- *   object, chunk 0, is `b/<blob_id[1..3]>/<blob_id>`, beside the chunked blobs' directories of
- *   the same shard, so that storing it creates no directory of its own. It is written once,
- *   under a new id, so it needs no generation (its row's `chunk_gens` is `[""]`). Deleting the
- *   blob = deleting that object.
+ * - a one-object blob (id: `o` then 32 lowercase hex digits; a single-shot `/upload`, and a
+ *   multi-chunk session assembled at finalize): its only object `b/<blob_id[1..3]>/<blob_id>`
+ *   holds every chunk at its offset (chunk i at `i × chunk_size`), beside the chunked blobs'
+ *   directories of the same shard, so that storing it creates no directory of its own. It is
+ *   written once, under a new id, so it needs no generation (its row's `chunk_gens` is `[""]`).
+ *   Deleting the blob = deleting that object. A download of any byte range of it is one range
+ *   of one object (docs/internals.md "Storage layout").
  * `blobTarget` names either form's objects for the deletion queue and the write intents.
  */
 import { type Blake3, createBlake3 } from "../util/blake3.ts";
 import { randomHex } from "../util/ids.ts";
-import { BlobNotFoundError, type BlobStore } from "./blob-store.ts";
+import { BlobNotFoundError, type BlobStore, isComposable } from "./blob-store.ts";
 
 /** Where a blob's chunks are: sizes in bytes. */
 export interface BlobLayout {
@@ -72,13 +74,54 @@ export function deleteBlob(store: BlobStore, blobId: string): Promise<void> {
 }
 
 /**
- * Object key of chunk `index`, generation `gen`, of blob `blobId`. A one-object blob has chunk 0
- * only, without generation (`gen` is ignored); its other indexes name keys nothing writes, so a
- * row that claims them has missing objects (fsck reports them).
+ * Object key of chunk `index`, generation `gen`, of the chunked blob `blobId`; for a one-object
+ * blob, its one object whatever the index (`gen` is ignored), which holds chunk `index` at offset
+ * `index × chunk_size`.
  */
 export function chunkKey(blobId: string, index: number, gen: string): string {
-  if (isOneObjectBlob(blobId)) return `${shardOf(blobId)}${blobId}${index === 0 ? "" : `.${index}`}`;
+  if (isOneObjectBlob(blobId)) return `${shardOf(blobId)}${blobId}`;
   return `${blobPrefix(blobId)}${index}.${gen}`;
+}
+
+/** One stored object of a blob: its key and the blob bytes `[start, end)` it holds. */
+export interface BlobObject {
+  key: string;
+  start: number;
+  end: number;
+}
+
+/**
+ * The objects of a blob in byte order: one per chunk of a chunked blob, the one object of a
+ * one-object blob (`gens` are ignored for it).
+ */
+export function blobObjects(
+  layout: Pick<BlobLayout, "blobId" | "chunkSize" | "chunkCount" | "size" | "gens">,
+): BlobObject[] {
+  if (isOneObjectBlob(layout.blobId))
+    return [{ key: chunkKey(layout.blobId, 0, ""), start: 0, end: layout.size }];
+  const out: BlobObject[] = [];
+  for (let i = 0; i < layout.chunkCount; i++) {
+    const start = Math.min(i * layout.chunkSize, layout.size);
+    out.push({
+      key: chunkKey(layout.blobId, i, layout.gens[i] ?? ""),
+      start,
+      end: start + chunkLength(layout.size, layout.chunkSize, i),
+    });
+  }
+  return out;
+}
+
+/** The object of the blob that holds byte `offset` (`0 <= offset < size`). */
+export function objectAt(layout: BlobLayout, offset: number): BlobObject {
+  if (isOneObjectBlob(layout.blobId))
+    return { key: chunkKey(layout.blobId, 0, ""), start: 0, end: layout.size };
+  const i = Math.floor(offset / layout.chunkSize);
+  const start = i * layout.chunkSize;
+  return {
+    key: chunkKey(layout.blobId, i, layout.gens[i] ?? ""),
+    start,
+    end: start + chunkLength(layout.size, layout.chunkSize, i),
+  };
 }
 
 /**
@@ -119,16 +162,16 @@ export function readBlobRange(
   start: number,
   end: number,
 ): ReadableStream<Uint8Array> {
-  const first = Math.floor(start / layout.chunkSize);
-  const last = end > start ? Math.floor((end - 1) / layout.chunkSize) : first - 1;
-  const open = (i: number) => {
-    const base = i * layout.chunkSize;
-    const s = Math.max(start, base) - base;
-    const e = Math.min(end, base + layout.chunkSize) - base;
-    return store.get(chunkKey(layout.blobId, i, layout.gens[i]!), { start: s, end: e });
+  let at = start;
+  const open = (): Promise<ReadableStream<Uint8Array>> | null => {
+    if (at >= end) return null;
+    const o = objectAt(layout, at);
+    const s = at - o.start;
+    const e = Math.min(end, o.end) - o.start;
+    at = o.start + e;
+    return store.get(o.key, { start: s, end: e });
   };
-  let index = first;
-  let next: Promise<ReadableStream<Uint8Array>> | null = index <= last ? open(index) : null;
+  let next = open();
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   next?.catch(() => {});
   return new ReadableStream<Uint8Array>(
@@ -141,8 +184,7 @@ export function readBlobRange(
               return;
             }
             reader = (await next).getReader();
-            index++;
-            next = index <= last ? open(index) : null;
+            next = open();
             next?.catch(() => {});
           }
           const { done, value } = await reader.read();
@@ -185,21 +227,47 @@ export async function hashBlob(
 }
 
 /**
- * Checks that every chunk object of the blob exists with its exact length (`size` calls, 16 at a
+ * Checks that every object of the blob exists with its exact length (`size` calls, 16 at a
  * time). Finalize runs it because chunks hashed while they streamed in are not read again.
  * @throws BlobNotFoundError for a missing object; Error for an object of the wrong size; other
  *   store errors propagate.
  */
 export async function checkChunks(store: BlobStore, layout: BlobLayout): Promise<void> {
-  for (let i = 0; i < layout.chunkCount; i += 16) {
-    const batch = layout.gens.slice(i, i + 16).map(async (gen, j) => {
-      const index = i + j;
-      const key = chunkKey(layout.blobId, index, gen);
-      const size = await store.size(key);
-      if (size === null) throw new BlobNotFoundError(key);
-      const expected = chunkLength(layout.size, layout.chunkSize, index);
-      if (size !== expected) throw new Error(`chunk object ${key} has ${size} bytes, expected ${expected}`);
+  const objects = blobObjects(layout);
+  for (let i = 0; i < objects.length; i += 16) {
+    const batch = objects.slice(i, i + 16).map(async (o) => {
+      const size = await store.size(o.key);
+      if (size === null) throw new BlobNotFoundError(o.key);
+      const expected = o.end - o.start;
+      if (size !== expected) throw new Error(`object ${o.key} has ${size} bytes, expected ${expected}`);
     });
     await Promise.all(batch);
   }
+}
+
+/**
+ * Stores the bytes of blob `layout` (its objects, in order) as the one object `target` of a new
+ * one-object blob, with exactly `layout.size` bytes: through the store's `Composable` ability when
+ * it has one (no byte through JavaScript on S3, one copy per byte on disk), else as one `put` of
+ * the blob read back. `target` must be a fresh key (`PutOptions.fresh`). A failure leaves no object.
+ * @throws BlobNotFoundError when an object of the blob is missing; BlobLengthError when the
+ *   objects do not add up to `layout.size`; other store errors propagate.
+ */
+export async function assembleBlob(
+  store: BlobStore,
+  layout: BlobLayout,
+  target: string,
+  opts: { durable?: boolean } = {},
+): Promise<void> {
+  const objects = blobObjects(layout);
+  if (isComposable(store))
+    return store.compose(
+      target,
+      objects.map((o) => ({ key: o.key, length: o.end - o.start })),
+      opts,
+    );
+  await store.put(target, readBlobRange(store, layout, 0, layout.size), layout.size, {
+    fresh: true,
+    durable: opts.durable,
+  });
 }

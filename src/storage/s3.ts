@@ -7,7 +7,9 @@
  * of a chunked blob is therefore `<prefix>/b/<xx>/<blob_id>/<index>.<gen>`, and every chunk of one
  * blob shares the S3 prefix `<prefix>/b/<xx>/<blob_id>/`, which `list` and `deletePrefix` walk with
  * ListObjectsV2; a one-object blob is the single object `<prefix>/b/<xx>/<blob_id>`. Nothing else
- * is stored in the bucket: no temporary objects, no multipart uploads, no metadata objects.
+ * is stored in the bucket: no temporary objects, no metadata objects, and no multipart upload
+ * outside `compose`, which builds one object from others server side (UploadPartCopy, completed
+ * or aborted before it returns).
  *
  * Writes are one plain PUT each, with `Content-Length` set to the declared length and the body
  * streamed from the caller's stream (signed as `UNSIGNED-PAYLOAD`, so no hash of the body is
@@ -27,16 +29,26 @@ import { Agent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { addAbortSignal, Readable } from "node:stream";
 import { finished } from "node:stream/promises";
-import { Client } from "minio";
+import { Client, CopyDestinationOptions, CopySourceOptions } from "minio";
 import type { S3Config } from "../config/config.ts";
 import {
+  BlobLengthError,
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type Composable,
+  type ComposeSource,
   exactLength,
   isValidKey,
+  type Presignable,
   type PutOptions,
 } from "./blob-store.ts";
+
+/** Smallest part of a multipart upload but the last, bytes (S3's limit). */
+const MIN_PART_BYTES = 5 * 1024 * 1024;
+
+/** Most parts of one multipart upload (S3's limit). */
+const MAX_PARTS = 10_000;
 
 /** Largest number of keys S3 accepts in one DeleteObjects request. */
 const DELETE_BATCH = 1000;
@@ -82,6 +94,13 @@ export interface S3Client {
   /** DeleteObjects; resolves with the per-key errors S3 reported (empty when all went). */
   removeObjects(bucketName: string, objectsList: string[]): Promise<unknown[]>;
   bucketExists(bucketName: string): Promise<boolean>;
+  /**
+   * Multipart upload of `sources` copied server side (UploadPartCopy) into `dest`, completed.
+   * minio's aborts the upload and resolves when a part fails, so the caller checks the result.
+   */
+  composeObject(dest: CopyDestinationOptions, sources: CopySourceOptions[]): Promise<unknown>;
+  /** A presigned GET URL of an object, valid `expires` seconds (computed locally, no request). */
+  presignedGetObject(bucketName: string, objectName: string, expires?: number): Promise<string>;
   makeBucket(bucketName: string, region?: string): Promise<void>;
 }
 
@@ -121,7 +140,7 @@ function emptyStream(): ReadableStream<Uint8Array> {
 }
 
 /** `BlobStore` in one S3 bucket; see the module comment for the key layout. */
-export class S3BlobStore implements BlobStore {
+export class S3BlobStore implements BlobStore, Composable, Presignable {
   readonly kind = "s3";
   private readonly client: S3Client;
   private readonly bucket: string;
@@ -236,6 +255,86 @@ export class S3BlobStore implements BlobStore {
       throw e;
     }
     return Readable.toWeb(stream) as unknown as ReadableStream<Uint8Array>;
+  }
+
+  /**
+   * `Composable.compose`: one multipart upload whose parts are the sources copied server side
+   * (UploadPartCopy) when every source but the last has at least `MIN_PART_BYTES` and there are
+   * at most `MAX_PARTS`; else one streamed PUT of the sources read in order.
+   */
+  async compose(target: string, sources: ComposeSource[], _opts?: { durable?: boolean }): Promise<void> {
+    checkKey(target);
+    for (const src of sources) checkKey(src.key);
+    const total = sources.reduce((n, src) => n + src.length, 0);
+    const copyable =
+      sources.length > 1 &&
+      sources.length <= MAX_PARTS &&
+      sources.every((src, i) => i === sources.length - 1 || src.length >= MIN_PART_BYTES);
+    if (!copyable) {
+      await this.put(target, this.concat(sources), total, { fresh: true });
+      return;
+    }
+    try {
+      await this.client.composeObject(
+        new CopyDestinationOptions({ Bucket: this.bucket, Object: this.objectName(target) }),
+        sources.map(
+          (src) => new CopySourceOptions({ Bucket: this.bucket, Object: this.objectName(src.key) }),
+        ),
+      );
+    } catch (e) {
+      if (isNotFound(e)) {
+        for (const src of sources)
+          if ((await this.size(src.key)) === null) throw new BlobNotFoundError(src.key);
+      }
+      throw e;
+    }
+    const size = await this.size(target);
+    if (size === total) return;
+    await this.delete([target]).catch(() => {});
+    for (const src of sources) if ((await this.size(src.key)) === null) throw new BlobNotFoundError(src.key);
+    // The copy completed with other sizes than declared, or minio aborted it (no object).
+    if (size !== null) throw new BlobLengthError(total, size);
+    throw new Error(
+      `composing ${target} from ${sources.length} objects failed: the multipart upload was aborted`,
+    );
+  }
+
+  /** The objects `sources` read one after the other, each checked against its length. */
+  private concat(sources: ComposeSource[]): ReadableStream<Uint8Array> {
+    const get = (src: ComposeSource) => this.get(src.key).then((s) => exactLength(s, src.length));
+    let i = 0;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          for (;;) {
+            if (!reader) {
+              const src = sources[i++];
+              if (!src) {
+                controller.close();
+                return;
+              }
+              reader = (await get(src)).getReader();
+            }
+            const { done, value } = await reader.read();
+            if (!done) {
+              controller.enqueue(value);
+              return;
+            }
+            reader = null;
+          }
+        },
+        async cancel(reason) {
+          await reader?.cancel(reason);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  presignGet(key: string, seconds: number): Promise<string> {
+    checkKey(key);
+    return this.client.presignedGetObject(this.bucket, this.objectName(key), seconds);
   }
 
   /** Size in bytes of object `key` (HEAD), or null when it does not exist. */

@@ -88,9 +88,30 @@ describe("successful finalize", () => {
     expect((await bytesOf(u, s.manifest)).equals(ct)).toBe(true);
   });
 
-  test("keeps the chunk objects as the stored file: nothing is copied or left over after a sweep", async () => {
+  test("stores a multi-chunk file as one object of its whole ciphertext; the chunk objects are gone after a sweep", async () => {
     const u = newUser();
     const ct = randomCiphertext(5000);
+    const s = await openSession(t, u, ct, { chunkSize: 1000 });
+    await putChunks(t, s, ct);
+    expect(await blobFiles(t)).toHaveLength(5);
+    expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+    await t.sweeper.runOnce();
+    const [row] = (await rowsOf(t, "files")) as {
+      blob_id: string;
+      chunk_count: number;
+      chunk_gens: string;
+    }[];
+    expect(row).toMatchObject({ chunk_count: 5, chunk_gens: '[""]' });
+    expect(row?.blob_id).toMatch(/^o[0-9a-f]{32}$/);
+    const stored = await blobFiles(t);
+    expect(stored).toHaveLength(1);
+    expect(stored[0]?.endsWith(`b/${row?.blob_id.slice(1, 3)}/${row?.blob_id}`)).toBe(true);
+    expect((await bytesOf(u, s.manifest)).equals(ct)).toBe(true);
+  });
+
+  test("keeps a single-chunk file's chunk object as the stored file: nothing is copied", async () => {
+    const u = newUser();
+    const ct = randomCiphertext(900);
     const s = await openSession(t, u, ct, { chunkSize: 1000 });
     await putChunks(t, s, ct);
     const before = await blobFiles(t);
@@ -204,9 +225,11 @@ describe("revisions on finalize", () => {
     const { result: r1 } = await uploadViaSession(t, u, v1, { chunkSize: 1000 });
     const v2 = randomCiphertext(500);
     await uploadViaSession(t, u, v2, { chunkSize: 1000, revisionSeq: 5, baseRevisionId: r1.revision_id });
-    expect(await blobFiles(t)).toHaveLength(4);
+    // v1's one object and the three chunk objects it was assembled from, v2's single chunk.
+    expect(await blobFiles(t)).toHaveLength(5);
     await t.sweeper.runOnce();
-    expect(await blobFiles(t)).toHaveLength(4); // within ESYNC_BLOB_GRACE_SECONDS: still readable
+    // v1's chunk objects are gone; its object stays within ESYNC_BLOB_GRACE_SECONDS: still readable.
+    expect(await blobFiles(t)).toHaveLength(2);
     t.clock.advance(t.config.blobGraceSeconds);
     await t.sweeper.runOnce();
     expect(await blobFiles(t)).toHaveLength(1);

@@ -174,7 +174,9 @@ describe("GET /metrics", () => {
     expect(sum(m, "esync_search_duration_seconds_count")).toBe(1);
     expect(sum(m, "esync_upload_sessions", { state: "finalized" })).toBe(1);
     expect(sum(m, "esync_upload_sessions", { state: "receiving" })).toBe(0);
-    expect(sum(m, "esync_deletion_queue_depth")).toBe(1);
+    // The aborted session's chunks, and those the finalized file was assembled from.
+    expect(sum(m, "esync_deletion_queue_depth")).toBe(2);
+    expect(sum(m, "esync_blob_operation_duration_seconds_count", { op: "compose", outcome: "ok" })).toBe(1);
     expect(sum(m, "esync_sweeper_runs_total")).toBe(0);
     // No label value names the user, the session or a file.
     for (const secret of [user.address, sid, other.sessionId, fileIdOf(manifest)])
@@ -186,7 +188,7 @@ describe("GET /metrics", () => {
     expect(sum(after, "esync_deletion_queue_depth")).toBe(0);
     expect(
       sum(after, "esync_blob_operation_duration_seconds_count", { op: "delete_prefix", outcome: "ok" }),
-    ).toBe(1);
+    ).toBe(2);
   });
 
   test("labels a finalize by its hashing path: running_hash for an in-order upload", async () => {

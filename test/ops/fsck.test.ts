@@ -12,7 +12,7 @@ import { sqliteDb } from "../../src/db/sqlite/store.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import { LeaseHolders } from "../../src/sessions/lease-holder.ts";
 import type { BlobStore } from "../../src/storage/blob-store.ts";
-import { blobPrefix, blobTarget, chunkKey } from "../../src/storage/layout.ts";
+import { blobPrefix, blobTarget, chunkKey, isOneObjectBlob } from "../../src/storage/layout.ts";
 import {
   authAt,
   blobFiles,
@@ -111,7 +111,8 @@ for (const dialect of ["sqlite", "postgres"] as const)
       });
       expect(r.status).toBe(200);
       await t.sweeper.runOnce();
-      expect((await blobFiles(t)).length).toBe(4);
+      // Both files' objects (the chunks the session file was assembled from were swept).
+      expect((await blobFiles(t)).length).toBe(2);
       expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
     });
 
@@ -132,9 +133,11 @@ for (const dialect of ["sqlite", "postgres"] as const)
       expect(await fsck()).toEqual({ ok: true, problems: [], repaired: 0 });
     });
 
-    test("reports an object left in a finished session's blob beside a file's chunks as an orphan", async () => {
+    test("reports an object left in a finished session's blob, once its chunks were swept, as an orphan", async () => {
       const { session } = await populate();
-      const blobId = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)?.blob_id as string;
+      const blobId = (await rowsOf(t, "upload_sessions")).find((r) => r.session_id === session.sessionId)
+        ?.blob_id as string;
+      await t.sweeper.runOnce();
       await sql("DELETE FROM upload_sessions WHERE session_id = ?", session.sessionId);
       const stray = `${blobPrefix(blobId)}1.ffffffffffff`;
       await putRaw(stray, new Uint8Array(1000));
@@ -142,22 +145,27 @@ for (const dialect of ["sqlite", "postgres"] as const)
       expect(r.problems.map((p) => [p.kind, p.key])).toEqual([["orphan_object", stray]]);
     });
 
-    test("reports missing_object and wrong_size for a file's chunks, which repair cannot fix", async () => {
-      await populate();
-      const row = (await rowsOf(t, "files")).find((r) => r.chunk_count === 3)!;
-      const gens = JSON.parse(row.chunk_gens as string) as string[];
-      const prefix = blobPrefix(row.blob_id as string);
-      await t.blobs.delete([`${prefix}0.${gens[0]}`]);
-      await putRaw(`${prefix}2.${gens[2]}`, new Uint8Array(499)); // the last chunk holds 500 bytes
+    test("reports missing_object and wrong_size for a file's objects, one-object and chunked, which repair cannot fix", async () => {
+      const { u } = await populate();
+      const ct = randomCiphertext(700);
+      await uploadViaSession(t, u, ct, { path: "c.bin", chunkSize: 1000 });
+      const rows = await rowsOf(t, "files");
+      const assembled = rows.find((r) => r.chunk_count === 3)!;
+      const chunked = rows.find((r) => r.chunk_count === 1 && !isOneObjectBlob(r.blob_id as string))!;
+      const gens = JSON.parse(chunked.chunk_gens as string) as string[];
+      const missing = chunkKey(chunked.blob_id as string, 0, gens[0] as string);
+      const short = chunkKey(assembled.blob_id as string, 0, "");
+      await t.blobs.delete([missing]);
+      await putRaw(short, new Uint8Array(2499)); // the whole file holds 2500 bytes
       for (const repair of [false, true]) {
         const r = await fsck(repair);
         expect(r.ok).toBe(false);
         expect(r.repaired).toBe(0);
         expect(r.problems.map((p) => [p.kind, p.key, p.repaired]).sort()).toEqual([
-          ["missing_object", `${prefix}0.${gens[0]}`, false],
-          ["wrong_size", `${prefix}2.${gens[2]}`, false],
+          ["missing_object", missing, false],
+          ["wrong_size", short, false],
         ]);
-        expect(r.problems.find((p) => p.kind === "wrong_size")?.detail).toContain("499 bytes");
+        expect(r.problems.find((p) => p.kind === "wrong_size")?.detail).toContain("2499 bytes");
       }
     });
 

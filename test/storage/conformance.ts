@@ -6,7 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { BlobLengthError, BlobNotFoundError, type BlobStore } from "../../src/storage/blob-store.ts";
+import {
+  BlobLengthError,
+  BlobNotFoundError,
+  type BlobStore,
+  isComposable,
+} from "../../src/storage/blob-store.ts";
 
 /** A store under test and how to dispose of it. */
 export interface StoreUnderTest {
@@ -421,6 +426,64 @@ export function blobStoreConformance(name: string, make: () => Promise<StoreUnde
       expect(await digestOf(await s.get(key))).toEqual({ size, sha256: generatedDigest(size, 17) });
       const tail = await readAll(await s.get(key, { start: size - 10, end: size + 10 }));
       expect(tail).toEqual(pattern(256 * 1024, 17).subarray(256 * 1024 - 10));
+    });
+
+    // Composable (`compose`): every backend of this project has it.
+    test("compose stores the sources one after the other as a new object and leaves them unchanged", async () => {
+      const s = store();
+      if (!isComposable(s)) throw new Error(`${name} is not Composable`);
+      const p = fresh();
+      // Parts of 5 MiB and more take the server-side copy on S3; smaller ones the streamed copy.
+      for (const sizes of [[5 * MiB, 5 * MiB, 1000], [1000, 70_000, 1], [12_345]]) {
+        const parts = sizes.map((size, i) => pattern(size, i + 3));
+        const keys = sizes.map((_, i) => `${p}${sizes.length}-${sizes[0]}/${i}.g`);
+        for (const [i, key] of keys.entries()) await s.put(key, bodyOf(parts[i]!, 1 << 20), sizes[i]!);
+        const target = `${p}${sizes.length}-${sizes[0]}-all`;
+        await s.compose(
+          target,
+          keys.map((key, i) => ({ key, length: sizes[i]! })),
+        );
+        const whole = Buffer.concat(parts);
+        expect(await s.size(target)).toBe(whole.length);
+        expect(Buffer.from(await readAll(await s.get(target))).equals(whole)).toBe(true);
+        const mid = Math.floor(whole.length / 2);
+        const range = await readAll(await s.get(target, { start: mid - 3, end: mid + 5 }));
+        expect(Buffer.from(range).equals(whole.subarray(mid - 3, mid + 5))).toBe(true);
+        for (const [i, key] of keys.entries()) expect(await s.size(key)).toBe(sizes[i]!);
+      }
+    });
+
+    test("compose with a missing source throws BlobNotFoundError and stores nothing", async () => {
+      const s = store();
+      if (!isComposable(s)) throw new Error(`${name} is not Composable`);
+      const p = fresh();
+      await s.put(`${p}0`, bodyOf(pattern(6 * MiB, 1)), 6 * MiB);
+      for (const length of [6 * MiB, 10]) {
+        const e = await rejection(
+          s.compose(`${p}all-${length}`, [
+            { key: `${p}0`, length: 6 * MiB },
+            { key: `${p}gone`, length },
+          ]),
+        );
+        expect(e).toBeInstanceOf(BlobNotFoundError);
+        expect(await s.size(`${p}all-${length}`)).toBeNull();
+      }
+    });
+
+    test("compose whose source is not its declared length throws BlobLengthError and stores nothing", async () => {
+      const s = store();
+      if (!isComposable(s)) throw new Error(`${name} is not Composable`);
+      const p = fresh();
+      await s.put(`${p}0`, bodyOf(pattern(1000, 1)), 1000);
+      await s.put(`${p}1`, bodyOf(pattern(999, 2)), 999);
+      const e = await rejection(
+        s.compose(`${p}all`, [
+          { key: `${p}0`, length: 1000 },
+          { key: `${p}1`, length: 1000 },
+        ]),
+      );
+      expect(e).toBeInstanceOf(BlobLengthError);
+      expect(await s.size(`${p}all`)).toBeNull();
     });
   });
 }

@@ -1,16 +1,18 @@
 /**
  * The blob layout's key names (src/storage/layout.ts): chunked blobs, including every blob stored
  * before one-object blobs existed, keep their directory `b/<id[0..2]>/<id>/`; a one-object blob
- * is the single object `b/<id[1..3]>/<id>`; deletion targets and the blob id of a key agree.
+ * is the single object `b/<id[1..3]>/<id>` holding every chunk at its offset; deletion targets and the blob id of a key agree.
  */
 import { describe, expect, test } from "bun:test";
 import {
   blobIdOfKey,
+  blobObjects,
   blobPrefix,
   blobTarget,
   chunkKey,
   isOneObjectBlob,
   newOneObjectBlobId,
+  objectAt,
 } from "../../src/storage/layout.ts";
 
 const CHUNKED = "3f9a0c1d2e3f405162738495a6b7c8d9";
@@ -37,12 +39,22 @@ describe("blob layout keys", () => {
     expect(() => blobPrefix(id)).toThrow(/no prefix/);
   });
 
-  test("a one-object blob's chunk indexes past 0 name keys that are not its object, nor a chunked blob's", () => {
+  test("every chunk of a one-object blob is in its one object, at offset index × chunk_size", () => {
     const id = newOneObjectBlobId();
-    const other = chunkKey(id, 1, "");
-    expect(other).not.toBe(blobTarget(id));
-    expect(other.startsWith(`${blobTarget(id)}/`)).toBe(false);
-    expect(blobIdOfKey(other)).toBe(id);
+    expect(chunkKey(id, 3, "")).toBe(blobTarget(id));
+    const layout = { blobId: id, chunkSize: 1000, chunkCount: 3, size: 2500, gens: [""] };
+    expect(blobObjects(layout)).toEqual([{ key: blobTarget(id), start: 0, end: 2500 }]);
+    expect(objectAt(layout, 2499)).toEqual({ key: blobTarget(id), start: 0, end: 2500 });
+  });
+
+  test("a chunked blob's objects are its chunks, the last one shorter", () => {
+    const layout = { blobId: CHUNKED, chunkSize: 1000, chunkCount: 3, size: 2500, gens: ["a", "b", "c"] };
+    expect(blobObjects(layout)).toEqual([
+      { key: `b/3f/${CHUNKED}/0.a`, start: 0, end: 1000 },
+      { key: `b/3f/${CHUNKED}/1.b`, start: 1000, end: 2000 },
+      { key: `b/3f/${CHUNKED}/2.c`, start: 2000, end: 2500 },
+    ]);
+    expect(objectAt(layout, 1999)).toEqual({ key: `b/3f/${CHUNKED}/1.b`, start: 1000, end: 2000 });
   });
 
   test("keys outside the layout have no blob id", () => {

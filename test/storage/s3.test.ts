@@ -272,6 +272,46 @@ describe("S3BlobStore with a fake minio client", () => {
     expect(err.message).toContain("b/1");
   });
 
+  test("compose copies parts of 5 MiB server side, and throws leaving no object when minio aborts the copy silently", async () => {
+    const fake = new FakeS3();
+    const store = fakeStore(fake);
+    const MiB = 1024 * 1024;
+    fake.objects.set("a", new Uint8Array(5 * MiB).fill(1));
+    fake.objects.set("b", new Uint8Array(10).fill(2));
+    const sources = [
+      { key: "a", length: 5 * MiB },
+      { key: "b", length: 10 },
+    ];
+    await store.compose("all", sources);
+    expect(fake.composed).toBe(1);
+    expect(await store.size("all")).toBe(5 * MiB + 10);
+    fake.abortCompose = true;
+    await expect(store.compose("again", sources)).rejects.toThrow(/aborted/);
+    expect(await store.size("again")).toBeNull();
+  });
+
+  test("compose of parts under 5 MiB streams them into one PUT instead of a multipart copy", async () => {
+    const fake = new FakeS3();
+    const store = fakeStore(fake);
+    fake.objects.set("a", new Uint8Array(1000).fill(1));
+    fake.objects.set("b", new Uint8Array(10).fill(2));
+    await store.compose("all", [
+      { key: "a", length: 1000 },
+      { key: "b", length: 10 },
+    ]);
+    expect(fake.composed).toBe(0);
+    expect(
+      Buffer.from(fake.objects.get("all")!).equals(
+        Buffer.concat([Buffer.alloc(1000, 1), Buffer.alloc(10, 2)]),
+      ),
+    ).toBe(true);
+  });
+
+  test("presignGet names the object under the prefix, valid the given seconds", async () => {
+    const store = fakeStore(new FakeS3(), "pre");
+    expect(await store.presignGet("b/o1/x", 300)).toBe("http://fake/fake/pre/b/o1/x?X-Amz-Expires=300");
+  });
+
   test("deletePrefix deletes a large prefix in batches of at most 1000", async () => {
     const fake = new FakeS3();
     for (let i = 0; i < 2100; i++) fake.objects.set(`x/${i}`, new Uint8Array(0));
@@ -362,6 +402,22 @@ class FakeS3 implements S3Client {
   }
 
   async makeBucket(): Promise<void> {}
+
+  async presignedGetObject(bucket: string, name: string, expires = 0): Promise<string> {
+    return `http://fake/${bucket}/${name}?X-Amz-Expires=${expires}`;
+  }
+
+  /** Compose calls seen; with `abortCompose`, a part fails and the upload is aborted silently, as minio does. */
+  composed = 0;
+  abortCompose = false;
+
+  async composeObject(dest: { Object: string }, sources: { Object: string }[]): Promise<unknown> {
+    this.composed++;
+    const parts = sources.map((src) => this.read(src.Object));
+    if (this.abortCompose) return undefined;
+    this.objects.set(dest.Object, new Uint8Array(Buffer.concat(parts)));
+    return { etag: "x" };
+  }
 }
 
 function fakeStore(fake: FakeS3, prefix = ""): S3BlobStore {
