@@ -39,14 +39,14 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** Every blob directory (`blobs/b/<xx>/<blob_id>`) of the server's disk store. */
-function blobDirs(): Set<string> {
+/** Paths of the one-object blobs on the server's disk store (`b/xx/o…` files). */
+function oneObjectBlobs(): Set<string> {
   const root = join(server.dataDir, "blobs", "b");
   const out = new Set<string>();
   for (const xx of readdirSync(root, { withFileTypes: true })) {
     if (!xx.isDirectory()) continue;
     for (const id of readdirSync(join(root, xx.name), { withFileTypes: true }))
-      if (id.isDirectory()) out.add(join(root, xx.name, id.name));
+      if (id.isFile() && id.name.startsWith("o")) out.add(join(root, xx.name, id.name));
   }
   return out;
 }
@@ -160,25 +160,24 @@ describe("esync push after Ctrl-C", () => {
 });
 
 describe("esync pull detects ciphertext tampered with on the server", () => {
-  test("one byte changed inside a chunk object: exit 3, a one-line error, nothing written", async () => {
+  test("one byte changed inside the stored object (in its second chunk): exit 3, a one-line error, nothing written", async () => {
     const src = join(work, "tamper");
     mkdirSync(src, { recursive: true });
     await copyHead(realFileOver8MiB(), join(src, "victim.bin"), 8 * MiB + 4096); // two chunks
-    const before = blobDirs();
+    const before = oneObjectBlobs();
     const pushed = await runCli(cfg, ["push", src, "--folder", "tamper", "--create", "--json"]);
     expect(pushed.code).toBe(0);
-    const fresh = [...blobDirs()].filter((d) => !before.has(d));
+    // Finalize assembled the two chunks into one object (src/storage/layout.ts).
+    const fresh = [...oneObjectBlobs()].filter((p) => !before.has(p));
     expect(fresh).toHaveLength(1);
-    const chunk = readdirSync(fresh[0] as string).find((n) => n.startsWith("1."));
-    expect(chunk).toBeDefined();
-    const path = join(fresh[0] as string, chunk as string);
+    const path = fresh[0] as string;
     const fh = await open(path, "r+");
     const one = new Uint8Array(1);
-    await fh.read(one, 0, 1, 100);
+    await fh.read(one, 0, 1, 8 * MiB + 100);
     one[0] = (one[0] as number) ^ 0x01;
-    await fh.write(one, 0, 1, 100);
+    await fh.write(one, 0, 1, 8 * MiB + 100);
     await fh.close();
-    expect(statSync(path).size).toBe(ciphertextSizeFor(8 * MiB + 4096) - 8 * MiB);
+    expect(statSync(path).size).toBe(ciphertextSizeFor(8 * MiB + 4096));
 
     const dest = join(work, "tamper-restored");
     const r = await runCli(cfg, ["pull", "--folder", "tamper", dest]);

@@ -234,7 +234,12 @@ describe("DELETE /unregister_folder", () => {
     }
     const other = randomCiphertext(200);
     await uploadViaSession(t, u, other, { path: "keep.bin", folderHash: FOLDER_B });
-    expect(await blobFiles(t)).toHaveLength(3 + 1 + 5 + 1);
+    // Finalize assembles the multi-chunk sessions into one object each and queues their chunks:
+    // once those are swept, each file is one object.
+    t.clock.advance(t.config.blobGraceSeconds);
+    await t.sweeper.runOnce();
+    expect(await rowsOf(t, "blob_deletions")).toHaveLength(0);
+    expect(await blobFiles(t)).toHaveLength(files.length + 1);
 
     const r = await unregister(u, { ss58_address: u.address, folder_hash: FOLDER });
     expect(expectSuccess(r, ["status", "files_deleted"])).toEqual({
