@@ -62,6 +62,7 @@ import {
 import { signedSentence } from "../src/manifest/manifest.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
 import { currentRss, freePort, REPO_ROOT, startServer } from "../test/support/server.ts";
+import { plaintextSizeOf } from "./framing.ts";
 
 const MiB = 1024 * 1024;
 
@@ -134,7 +135,7 @@ function manifest(path: string) {
     ss58_address: address,
     folder_hash: "0123456789abcdef",
     ciphertext_hash: payloadHash,
-    size_bytes: SIZE - 48,
+    size_bytes: plaintextSizeOf(SIZE),
     timestamp: Math.floor(Date.now() / 1000),
     signature,
     signing_key: Array.from(folderKey.publicKey),

@@ -40,6 +40,7 @@ import {
 import { signedSentence } from "../src/manifest/manifest.ts";
 import { blake3Hex } from "../src/util/blake3.ts";
 import { REPO_ROOT, startServer } from "../test/support/server.ts";
+import { plaintextSizeOf } from "./framing.ts";
 
 const MiB = 1024 * 1024;
 
@@ -106,7 +107,7 @@ async function esyncUpload(url: string, ct: Uint8Array, path: string): Promise<s
     ss58_address: address,
     folder_hash: FOLDER,
     ciphertext_hash: hash,
-    size_bytes: ct.length - 48,
+    size_bytes: plaintextSizeOf(ct.length),
     timestamp: Math.floor(Date.now() / 1000),
     signature: Array.from(ed25519Sign(new TextEncoder().encode(signedSentence(hash)), folderKey)),
     signing_key: Array.from(folderKey.publicKey),

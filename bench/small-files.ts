@@ -62,6 +62,7 @@ import {
   startServer,
 } from "../test/support/server.ts";
 import { tempDir } from "../test/support/tmp.ts";
+import { plaintextSizeOf } from "./framing.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -175,7 +176,7 @@ for (let i = 0; i < N; i++) {
     ss58_address: address,
     folder_hash: FOLDER,
     ciphertext_hash: hash,
-    size_bytes: ct.length - 48,
+    size_bytes: plaintextSizeOf(ct.length),
     timestamp: Math.floor(Date.now() / 1000),
     signature: Array.from(ed25519Sign(enc.encode(signedSentence(hash)), folderKey)),
     signing_key: Array.from(folderKey.publicKey),

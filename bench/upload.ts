@@ -82,6 +82,7 @@ import { blake3Hex } from "../src/util/blake3.ts";
 import { type Cluster, startCluster } from "../test/support/cluster.ts";
 import { type DedicatedS3, s3Env, startDedicatedS3 } from "../test/support/s3-server.ts";
 import { currentRss, peakRss, REPO_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
+import { plaintextSizeOf } from "./framing.ts";
 
 // `--compare`: interleaved rounds of esync, the ceiling and @tus/server (see bench/compare.ts).
 if (process.argv.includes("--compare")) {
@@ -297,7 +298,7 @@ function manifest(): Record<string, unknown> {
     ss58_address: owner,
     folder_hash: "62656e6368000000",
     ciphertext_hash: payloadHash,
-    size_bytes: Math.max(0, SIZE - 48),
+    size_bytes: plaintextSizeOf(SIZE),
     timestamp: Math.floor(Date.now() / 1000),
     signature,
     signing_key: Array.from(folderKey.publicKey),
