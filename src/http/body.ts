@@ -87,7 +87,7 @@ export function bodyFinished(request: Request): boolean {
  */
 export const DRAIN_MS = 2000;
 export const DRAIN_IDLE_MS = 500;
-export const DRAIN_BYTES = 64 * 1024 * 1024;
+export const DRAIN_BYTES = 16 * 1024 * 1024;
 /** Most connections draining at once; past it an error answer closes its connection at once. */
 export const MAX_DRAINING = 32;
 
