@@ -18,7 +18,7 @@ import {
   responses,
   UPLOAD_BODY,
 } from "../http/contract.ts";
-import { downloadBody, downloadRedirect } from "../http/download-body.ts";
+import { downloadBody, downloadRedirect, fileBodyLimit } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
@@ -231,7 +231,12 @@ async function download(
     return new Response(null, { status: 302, headers: { ...redirected, location } });
   }
   const d = await s.files.open(row, start, end);
-  const body = await downloadBody(s.deps.blobs, d, request);
+  const body = await downloadBody(
+    s.deps.blobs,
+    d,
+    request,
+    fileBodyLimit(s.deps.config.headerTimeoutSeconds),
+  );
   const response = new Response(body, { status, headers: out });
   return body instanceof ReadableStream ? response : sentWhole(response);
 }

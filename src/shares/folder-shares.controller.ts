@@ -7,7 +7,7 @@
 import { Elysia, t } from "elysia";
 import { revisionEtag } from "../http/conditional.ts";
 import { authenticated, doc, integerParams, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
-import { downloadBody } from "../http/download-body.ts";
+import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { sentWhole } from "../http/instrument.ts";
 import type { RateLimiter } from "../http/rate-limit.ts";
@@ -149,7 +149,12 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
         };
         if (isHead(request)) return new Response(null, { status: 200, headers });
         const d = await s.files.open(row, 0, size);
-        const body = await downloadBody(s.deps.blobs, d, request);
+        const body = await downloadBody(
+          s.deps.blobs,
+          d,
+          request,
+          fileBodyLimit(s.deps.config.headerTimeoutSeconds),
+        );
         const response = new Response(body, { status: 200, headers });
         return body instanceof ReadableStream ? response : sentWhole(response);
       },
