@@ -106,7 +106,7 @@ export function fileBodyLimit(headerTimeoutSeconds: number): number {
 /**
  * The body of bytes `[start, end)` (`start < end`) of the one object `key` (a file share's blob,
  * docs/sharing.md), sent with `Content-Length` where Bun can: a file-backed `Blob` of the range on a
- * file-backed store (any size, as `downloadBody`); else up to `MAX_BUFFERED_BODY_BYTES` read into
+ * file-backed store up to `maxFileBodyBytes` (`fileBodyLimit`, as `downloadBody`); else up to `MAX_BUFFERED_BODY_BYTES` read into
  * memory; else the store's stream with the idle timer re-armed per piece.
  * @throws BlobNotFoundError when the object is missing; BlobReadError when the store cannot be read.
  */
@@ -116,8 +116,9 @@ export async function objectBody(
   start: number,
   end: number,
   request: Request,
+  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs)) {
+  if (isFileBacked(blobs) && end - start <= maxFileBodyBytes) {
     let size: number | null;
     try {
       size = await blobs.size(key);

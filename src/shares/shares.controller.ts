@@ -21,7 +21,7 @@ import {
   v1Responses,
   validationFailure,
 } from "../http/contract.ts";
-import { objectBody } from "../http/download-body.ts";
+import { fileBodyLimit, objectBody } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
@@ -333,7 +333,14 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
         };
         if (range) headers["content-range"] = `bytes ${start}-${end - 1}/${size}`;
         if (isHead(request)) return new Response(null, { status, headers });
-        const body = await objectBody(s.deps.blobs, r.blobKey, start, end, request);
+        const body = await objectBody(
+          s.deps.blobs,
+          r.blobKey,
+          start,
+          end,
+          request,
+          fileBodyLimit(s.deps.config.headerTimeoutSeconds),
+        );
         const response = new Response(body, { status, headers });
         return body instanceof ReadableStream ? response : sentWhole(response);
       },
