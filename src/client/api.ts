@@ -144,6 +144,32 @@ export function isTlsFailure(e: unknown): boolean {
   );
 }
 
+/**
+ * A `multipart/form-data` body of two parts: `name` holding `json` as JSON, then `ciphertext`
+ * (octet-stream), the shape of `POST /upload` and `POST /v1/shares`; `contentType` names its boundary.
+ */
+function jsonAndCiphertext(
+  name: string,
+  json: unknown,
+  ciphertext: Blob | Uint8Array,
+): { contentType: string; body: Blob } {
+  const boundary = `esync-${toHex(crypto.getRandomValues(new Uint8Array(16)))}`;
+  const head = utf8(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json\r\n\r\n` +
+      `${JSON.stringify(json)}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = utf8(`\r\n--${boundary}--\r\n`);
+  return {
+    contentType: `multipart/form-data; boundary=${boundary}`,
+    body: new Blob([
+      bodyBytes(head),
+      ciphertext instanceof Blob ? ciphertext : bodyBytes(ciphertext),
+      bodyBytes(tail),
+    ]),
+  };
+}
+
 function seg(s: string): string {
   return encodeURIComponent(s);
 }
@@ -333,22 +359,12 @@ export class EsyncApi {
    * ciphertext). A revision mismatch is `ApiError` 409 with `conflict` set.
    */
   upload(manifest: Manifest, ciphertext: Blob | Uint8Array, signal?: AbortSignal): Promise<UploadResult> {
-    const boundary = `esync-${toHex(crypto.getRandomValues(new Uint8Array(16)))}`;
-    const head = utf8(
-      `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\nContent-Type: application/json\r\n\r\n` +
-        `${JSON.stringify(manifest)}\r\n` +
-        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\nContent-Type: application/octet-stream\r\n\r\n`,
-    );
-    const tail = utf8(`\r\n--${boundary}--\r\n`);
+    const form = jsonAndCiphertext("manifest", manifest, ciphertext);
     return this.call({
       method: "POST",
       path: "/upload",
-      headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` },
-      body: new Blob([
-        bodyBytes(head),
-        ciphertext instanceof Blob ? ciphertext : bodyBytes(ciphertext),
-        bodyBytes(tail),
-      ]),
+      headers: { "Content-Type": form.contentType },
+      body: form.body,
       signal,
       timeout: false,
     });
@@ -736,22 +752,12 @@ export class EsyncApi {
     ciphertext: Blob | Uint8Array,
     signal?: AbortSignal,
   ): Promise<MintedShare> {
-    const boundary = `esync-${toHex(crypto.getRandomValues(new Uint8Array(16)))}`;
-    const head = utf8(
-      `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\nContent-Type: application/json\r\n\r\n` +
-        `${JSON.stringify(metadata)}\r\n` +
-        `--${boundary}\r\nContent-Disposition: form-data; name="ciphertext"\r\nContent-Type: application/octet-stream\r\n\r\n`,
-    );
-    const tail = utf8(`\r\n--${boundary}--\r\n`);
+    const form = jsonAndCiphertext("metadata", metadata, ciphertext);
     return this.callV1({
       method: "POST",
       path: "/v1/shares",
-      headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` },
-      body: new Blob([
-        bodyBytes(head),
-        ciphertext instanceof Blob ? ciphertext : bodyBytes(ciphertext),
-        bodyBytes(tail),
-      ]),
+      headers: { "Content-Type": form.contentType },
+      body: form.body,
       signal,
       timeout: false,
     });
