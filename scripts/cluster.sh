@@ -58,8 +58,8 @@ stop_all() {
   for f in "$dir"/node*/pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
-    # Only a process of ours: its command line runs this checkout's src/main.ts.
-    if [[ $pid =~ ^[0-9]+$ ]] && tr "\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$ROOT/src/main.ts"; then
+    # Only a process of ours: its command line runs this checkout's packages/server/src/main.ts.
+    if [[ $pid =~ ^[0-9]+$ ]] && tr "\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$ROOT/packages/server/src/main.ts"; then
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
@@ -167,7 +167,7 @@ start_node() {
   mkdir -p "$nd/data"
   # setsid: Ctrl-C reaches this script only, which then stops the nodes with SIGTERM.
   env "${node_env[@]}" ESYNC_HOST=127.0.0.1 ESYNC_PORT="$port" ESYNC_DATA_DIR="$nd/data" \
-    setsid bun "$ROOT/src/main.ts" >"$nd/log" 2>&1 &
+    setsid bun "$ROOT/packages/server/src/main.ts" >"$nd/log" 2>&1 &
   echo $! >"$nd/pid"
 }
 # Waits until node $1 answers /health with "healthy".

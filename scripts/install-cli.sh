@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the `esync` command: a small wrapper script that runs this checkout's CLI
-# (src/cli/esync.ts) with the Bun found now, so it works from any directory and shell.
+# (packages/cli/src/esync.ts) with the Bun found now, so it works from any directory and shell.
 #   scripts/install-cli.sh            -> ~/.local/bin/esync
 #   ESYNC_BIN_DIR=/usr/local/bin scripts/install-cli.sh
 # Installs the packages first when node_modules is missing. Prints the PATH line to add when the
@@ -20,10 +20,10 @@ target="$bin_dir/esync"
 cat >"$target" <<WRAPPER
 #!/bin/sh
 # esync command-line client, installed by $repo/scripts/install-cli.sh
-exec "$bun_path" "$repo/src/cli/esync.ts" "\$@"
+exec "$bun_path" "$repo/packages/cli/src/esync.ts" "\$@"
 WRAPPER
 chmod 755 "$target"
-echo "installed $target -> $repo/src/cli/esync.ts"
+echo "installed $target -> $repo/packages/cli/src/esync.ts"
 case ":$PATH:" in
   *":$bin_dir:"*) echo "esync is on your PATH: try \`esync --help\`" ;;
   *)

@@ -1,0 +1,35 @@
+/**
+ * @module cli/commands/mkdir
+ * `esync mkdir --folder LABEL PATH...`: creates directories in a folder on the server as
+ * folder entries (extensions §1.5), with their parents, so that they exist (and show in `ls`,
+ * `pull` and other devices) while empty. Creating an existing directory is not an error.
+ */
+
+import { type FolderRef, parentDirs, registerEntries } from "@esync/client/batch.ts";
+import type { Command } from "commander";
+import type { GlobalOptions } from "../config.ts";
+import { loadContext } from "../context.ts";
+import { printJson, println } from "../output.ts";
+import { resolveFolder } from "../resolve-folder.ts";
+import { folderPaths } from "./rm.ts";
+
+/** Registers `esync mkdir` on `program`. */
+export function registerMkdir(program: Command): void {
+  program
+    .command("mkdir")
+    .description("create (empty) directories in a folder on the server, with their parents")
+    .argument("<paths...>", "directory paths inside the folder, e.g. projects/2026")
+    .requiredOption("-f, --folder <label>", "folder label")
+    .action(async (paths: string[], opts: { folder: string }, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      const { keys } = await resolveFolder(ctx, opts.folder);
+      const f: FolderRef = { api: ctx.api, address: ctx.address, keys };
+      const dirs = folderPaths(paths);
+      await registerEntries(
+        f,
+        dirs.flatMap((d) => [...parentDirs(d), d]),
+      );
+      if (ctx.json) printJson({ folder: opts.folder, created: dirs });
+      else for (const d of dirs) println(`created ${d}/`);
+    });
+}

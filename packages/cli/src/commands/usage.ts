@@ -1,0 +1,103 @@
+/**
+ * @module cli/commands/usage
+ * `esync quota` (plaintext bytes and files stored, and the room left in the allowance, found
+ * from the advisory `/can_upload` answers of extensions §1.3: unlimited when the largest size
+ * fits, otherwise the largest size that fits, by bisection in at most 53 calls) and `esync du [--folder LABEL]` (the summaries of
+ * extensions §1.4: totals, by file type and by client family).
+ */
+
+import type { EsyncApi } from "@esync/client/api.ts";
+import type { Command } from "commander";
+import type { GlobalOptions } from "../config.ts";
+import { loadContext } from "../context.ts";
+import { formatSize, printJson, println, table } from "../output.ts";
+import { resolveFolder } from "../resolve-folder.ts";
+
+/**
+ * Plaintext bytes the account can still write (null: unlimited), the largest size
+ * `/can_upload` accepts, found by bisection.
+ */
+export async function roomLeft(api: EsyncApi, address: string): Promise<number | null> {
+  const fits = async (n: number) =>
+    (await api.canUpload({ ss58Address: address, folderHash: "", sizeBytes: n })).result;
+  if (await fits(Number.MAX_SAFE_INTEGER)) return null;
+  let lo = 0;
+  let hi = Number.MAX_SAFE_INTEGER;
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (await fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Registers `esync quota` and `esync du` on `program`. */
+export function registerUsage(program: Command): void {
+  program
+    .command("quota")
+    .description("storage used by the account and the room left in its allowance")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
+      const user = await ctx.api.userSummary(ctx.address);
+      const free = await roomLeft(ctx.api, ctx.address);
+      if (ctx.json)
+        return printJson({
+          address: ctx.address,
+          used_bytes: user.total_bytes,
+          file_count: user.file_count,
+          free_bytes: free,
+          quota_bytes: free === null ? null : user.total_bytes + free,
+        });
+      println(
+        `used:      ${formatSize(user.total_bytes)} (${user.total_bytes} bytes) in ${user.file_count} file(s)`,
+      );
+      println(
+        free === null
+          ? "allowance: unlimited"
+          : `allowance: ${formatSize(user.total_bytes + free)}, ${formatSize(free)} (${free} bytes) free`,
+      );
+    });
+  program
+    .command("du")
+    .description("storage used, by file type and by client family (whole account, or one folder)")
+    .option("-f, --folder <label>", "only this folder")
+    .action(async (opts: { folder?: string }, cmd: Command) => {
+      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
+      const folderHash = opts.folder ? (await resolveFolder(ctx, opts.folder)).keys.folderHash : undefined;
+      const [user, types, sources] = await Promise.all([
+        ctx.api.userSummary(ctx.address, folderHash),
+        ctx.api.fileTypeSummary(ctx.address, folderHash),
+        ctx.api.sourceSummary(ctx.address, folderHash),
+      ]);
+      // The bucket lists live with the wire schemas, whose framework (Elysia, TypeBox) only
+      // this command needs: loaded here, not on every start of the CLI.
+      const { FILE_TYPE_BUCKETS, SOURCE_BUCKETS } = await import("@esync/protocol/schemas.ts");
+      const rows = <K extends string>(keys: readonly K[], s: Record<string, number>) =>
+        keys.map((k) => ({ name: k, files: s[k] ?? 0, bytes: s[`${k}_bytes`] ?? 0 }));
+      const byType = rows(FILE_TYPE_BUCKETS, types);
+      const bySource = rows(SOURCE_BUCKETS, sources);
+      if (ctx.json)
+        return printJson({
+          folder: opts.folder ?? null,
+          total_bytes: user.total_bytes,
+          file_count: user.file_count,
+          by_type: byType,
+          by_source: bySource,
+        });
+      println(
+        `${opts.folder ? `folder "${opts.folder}"` : "account"}: ${formatSize(user.total_bytes)} in ${user.file_count} file(s)`,
+      );
+      for (const [title, list] of [
+        ["type", byType],
+        ["source", bySource],
+      ] as const) {
+        println();
+        println(
+          table(
+            [{ header: title }, { header: "files", align: "right" }, { header: "size", align: "right" }],
+            list.map((r) => [r.name, String(r.files), formatSize(r.bytes)]),
+          ),
+        );
+      }
+    });
+}

@@ -1,0 +1,159 @@
+/**
+ * `esync drive` end to end: two accounts (two configuration directories, two mnemonics) share
+ * a folder through the real CLI against a real server (docs/drives.md, "Client"): invite,
+ * join, both sync edits to the same folder, a writer lowered to reader is refused its next
+ * upload, a removed member is refused its next read.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
+import { runCli } from "./helpers.ts";
+
+setDefaultTimeout(300_000);
+const work = mkdtempSync(join(tmpdir(), "esync-drive-"));
+const ownerCfg = join(work, "owner");
+const memberCfg = join(work, "member");
+const ownerDir = join(work, "owner-team");
+const memberDir = join(work, "member-team");
+let server: ServerProcess;
+let ownerAddr = "";
+let memberAddr = "";
+
+beforeAll(async () => {
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+  const a = await runCli(ownerCfg, ["init", "--server", server.url, "--json"]);
+  const b = await runCli(memberCfg, ["init", "--server", server.url, "--json"]);
+  expect(a.code).toBe(0);
+  expect(b.code).toBe(0);
+  ownerAddr = String(a.json().address);
+  memberAddr = String(b.json().address);
+  mkdirSync(ownerDir);
+  writeFileSync(join(ownerDir, "plan.txt"), "owner's plan");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team", "--create"])).code).toBe(0);
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+test("invite, join and two accounts syncing edits to the same folder", async () => {
+  expect(memberAddr).not.toBe(ownerAddr);
+  const inv = await runCli(ownerCfg, [
+    "drive",
+    "invite",
+    "--folder",
+    "team",
+    "--role",
+    "writer",
+    "--uses",
+    "2",
+    "--expires",
+    "7d",
+    "--json",
+  ]);
+  expect(inv.code).toBe(0);
+  const { link, sealed } = inv.json<{ link: string; sealed: boolean }>();
+  expect(link).toMatch(/\/invite\/[A-Za-z0-9_-]{43}#k=[A-Za-z0-9_-]{43}$/);
+  expect(sealed).toBe(true);
+
+  const join1 = await runCli(memberCfg, ["drive", "join", link, "--json"]);
+  expect(join1.code).toBe(0);
+  expect(join1.json()).toMatchObject({ owner_ss58: ownerAddr, role: "writer", drive: `${ownerAddr}/team` });
+  expect(statSync(join(memberCfg, "drives.json")).mode & 0o777).toBe(0o600);
+
+  // The member pulls the owner's file with the drive key, edits it and adds one.
+  const drive = `${ownerAddr}/team`;
+  expect((await runCli(memberCfg, ["sync", memberDir, "--drive", drive, "--create-dir"])).code).toBe(0);
+  expect(readFileSync(join(memberDir, "plan.txt"), "utf8")).toBe("owner's plan");
+  writeFileSync(join(memberDir, "plan.txt"), "member's edit");
+  writeFileSync(join(memberDir, "notes.txt"), "member's notes");
+  const up = await runCli(memberCfg, ["sync", memberDir, "--drive", drive]);
+  expect(up.code).toBe(0);
+
+  // The owner sees both, answers with an edit, and the member sees that.
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
+  expect(readFileSync(join(ownerDir, "plan.txt"), "utf8")).toBe("member's edit");
+  expect(readFileSync(join(ownerDir, "notes.txt"), "utf8")).toBe("member's notes");
+  writeFileSync(join(ownerDir, "notes.txt"), "owner's reply");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
+  expect((await runCli(memberCfg, ["sync", memberDir, "--drive", "team"])).code).toBe(0);
+  expect(readFileSync(join(memberDir, "notes.txt"), "utf8")).toBe("owner's reply");
+
+  const ls = await runCli(memberCfg, ["ls", "--drive", drive, "--json"]);
+  expect(
+    ls
+      .json<{ files: { file_name: string }[] }>()
+      .files.map((f) => f.file_name)
+      .sort(),
+  ).toEqual(["notes.txt", "plan.txt"]);
+  // Another device of the member (same mnemonic, no drives.json) opens the grant blob kept by the server.
+  const device2 = join(work, "member-device2");
+  mkdirSync(device2, { mode: 0o700 });
+  for (const f of ["mnemonic", "config.json"]) {
+    writeFileSync(join(device2, f), readFileSync(join(memberCfg, f)), { mode: 0o600 });
+  }
+  const ls2 = await runCli(device2, ["ls", "--drive", drive, "--json"]);
+  expect(ls2.code).toBe(0);
+  expect(JSON.parse(readFileSync(join(device2, "drives.json"), "utf8")).drives).toEqual([
+    expect.objectContaining({ owner_ss58: ownerAddr, label: "team" }),
+  ]);
+  const members = await runCli(ownerCfg, ["drive", "members", "--folder", "team", "--json"]);
+  expect(members.json<{ members: { member_ss58: string; role: string }[] }>().members).toEqual([
+    expect.objectContaining({ member_ss58: memberAddr, role: "writer" }),
+  ]);
+  const invites = await runCli(ownerCfg, ["drive", "invites", "--folder", "team", "--json"]);
+  expect(
+    invites.json<{ invites: { use_count: number; sealed_token?: string }[] }>().invites[0],
+  ).toMatchObject({
+    use_count: 1,
+    sealed_token: expect.any(String),
+  });
+});
+
+test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {
+  const drive = `${ownerAddr}/team`;
+  const role = await runCli(ownerCfg, ["drive", "role", memberAddr, "reader", "--folder", "team"]);
+  expect(role.code).toBe(0);
+  writeFileSync(join(memberDir, "new.txt"), "refused");
+  const push = await runCli(memberCfg, ["push", memberDir, "--drive", drive]);
+  expect(push.code).toBe(2);
+  expect(push.stderr).toContain(
+    `your role on drive ${drive} is reader: uploads, deletions and renames are refused`,
+  );
+  const sync = await runCli(memberCfg, ["sync", memberDir, "--drive", drive]);
+  expect(sync.code).toBe(2);
+  expect(sync.stderr).toContain("is reader");
+  expect((await runCli(memberCfg, ["ls", "--drive", drive])).code).toBe(0);
+});
+
+test("a removed member's next read is refused 403 with a clear message", async () => {
+  const drive = `${ownerAddr}/team`;
+  expect((await runCli(ownerCfg, ["drive", "remove", memberAddr, "--folder", "team"])).code).toBe(0);
+  const ls = await runCli(memberCfg, ["ls", "--drive", drive]);
+  expect(ls.code).toBe(2);
+  expect(ls.stderr).toContain(`403 forbidden: you are no longer a member of drive ${drive}`);
+  const pull = await runCli(memberCfg, ["pull", "--drive", drive, join(work, "pulled")]);
+  expect(pull.code).toBe(2);
+  expect(pull.stderr).toContain("no longer a member");
+});
+
+test("revoke ends an invite and leave forgets the drive", async () => {
+  const inv = await runCli(ownerCfg, ["drive", "invite", "--folder", "team", "--role", "reader", "--json"]);
+  const { link } = inv.json<{ link: string }>();
+  const id = (await runCli(ownerCfg, ["drive", "invites", "--folder", "team", "--json"])).json<{
+    invites: { invite_id: string }[];
+  }>().invites[0]?.invite_id as string;
+  expect((await runCli(ownerCfg, ["drive", "revoke", id, "--folder", "team"])).code).toBe(0);
+  const refused = await runCli(memberCfg, ["drive", "join", link]);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain("410 gone");
+  const again = await runCli(ownerCfg, ["drive", "invite", "--folder", "team", "--role", "reader", "--json"]);
+  expect((await runCli(memberCfg, ["drive", "join", again.json<{ link: string }>().link])).code).toBe(0);
+  const left = await runCli(memberCfg, ["drive", "leave", "--drive", `${ownerAddr}/team`]);
+  expect(left.code).toBe(0);
+  expect(JSON.parse(readFileSync(join(memberCfg, "drives.json"), "utf8")).drives).toEqual([]);
+  const members = await runCli(ownerCfg, ["drive", "members", "--folder", "team", "--json"]);
+  expect(members.json<{ members: unknown[] }>().members).toEqual([]);
+});

@@ -1,0 +1,80 @@
+/**
+ * Attribute changes and renames across two devices of one account (the sync engine in-process
+ * against a real server): a `touch` (modification time only) propagates, and a directory
+ * renamed on one device while the other edits a file inside it ends with the edit at the new
+ * path (docs/attributes.md).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
+import { makeDevice } from "./support.ts";
+
+const work = mkdtempSync(join(tmpdir(), "esync-attr-sync-"));
+let server: ServerProcess;
+
+beforeAll(async () => {
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("attribute changes", () => {
+  test("a touch (modification time only) is uploaded and lands on the other device", async () => {
+    const a = await makeDevice("a", join(work, "touch-a"), server.url, "touch");
+    const b = await makeDevice("b", join(work, "touch-b"), server.url, "touch");
+    mkdirSync(a.root, { recursive: true });
+    mkdirSync(b.root, { recursive: true });
+    writeFileSync(join(a.root, "f.txt"), "same content");
+    await a.sync();
+    await b.sync();
+    utimesSync(join(a.root, "f.txt"), 981_173_106, 981_173_106); // 2001-02-03
+    const up = await a.sync();
+    expect(up.uploaded).toBe(1);
+    const down = await b.sync();
+    expect(down.downloaded).toBe(1);
+    expect(Math.round(statSync(join(b.root, "f.txt")).mtimeMs)).toBe(981_173_106_000);
+    expect(readFileSync(join(b.root, "f.txt"), "utf8")).toBe("same content");
+    // Settled: nothing more to do on either side.
+    expect((await a.sync()).uploaded + (await b.sync()).uploaded).toBe(0);
+  }, 60_000);
+});
+
+describe("a rename against an edit", () => {
+  test("a directory renamed on A while B edits a file inside it: the edit follows the rename", async () => {
+    const a = await makeDevice("a", join(work, "mv-a"), server.url, "mv");
+    const b = await makeDevice("b", join(work, "mv-b"), server.url, "mv");
+    mkdirSync(join(a.root, "d"), { recursive: true });
+    mkdirSync(b.root, { recursive: true });
+    writeFileSync(join(a.root, "d", "x.txt"), "original x");
+    writeFileSync(join(a.root, "d", "y.txt"), "original y");
+    await a.sync();
+    await b.sync();
+
+    renameSync(join(a.root, "d"), join(a.root, "e"));
+    expect((await a.sync()).renamed).toBe(2);
+    writeFileSync(join(b.root, "d", "x.txt"), "edited on B");
+    const rb = await b.sync();
+    expect(rb.failures).toEqual([]);
+    expect(existsSync(join(b.root, "d"))).toBe(false);
+    expect(readFileSync(join(b.root, "e", "x.txt"), "utf8")).toBe("edited on B");
+    expect(readFileSync(join(b.root, "e", "y.txt"), "utf8")).toBe("original y");
+
+    await a.sync();
+    expect(existsSync(join(a.root, "d"))).toBe(false);
+    expect(readFileSync(join(a.root, "e", "x.txt"), "utf8")).toBe("edited on B");
+  }, 60_000);
+});

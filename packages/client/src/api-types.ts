@@ -1,0 +1,128 @@
+/**
+ * @module client/api-types
+ * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (spec §2,
+ * §4; complement §5), derived from the schemas of `src/wire/schemas.ts` through
+ * `src/wire/types.ts`, and the client's request options. Byte arrays stay JSON arrays of
+ * integers (`number[]`); use `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix
+ * seconds.
+ */
+
+import type * as S from "@esync/protocol/schemas.ts";
+import type { SortColumn } from "@esync/protocol/schemas.ts";
+import type { HealthInfo as WireHealthInfo } from "@esync/protocol/types.ts";
+import type { Static } from "@sinclair/typebox";
+
+/** `POST /delete_files` (extensions §1.1): per-id results, also when some ids fail. */
+export type DeleteFilesResult = Static<typeof S.DeleteFilesResult>;
+/** `POST /rename_files` (extensions §1.2): per-entry successes and failures. */
+export type RenameFilesResult = Static<typeof S.RenameFilesResult>;
+/** `GET /list_folder_entries/{ss58}/{folder_hash}` (extensions §1.5; flat). */
+export type ListFolderEntriesResult = Static<typeof S.ListFolderEntriesResult>;
+/** `POST /register_folder_entries` (extensions §1.5): `count` = named entries now present. */
+export type RegisterFolderEntriesResult = Static<typeof S.RegisterFolderEntriesResult>;
+/** `DELETE /unregister_folder_entries` (extensions §1.5): `count` = entries removed. */
+export type UnregisterFolderEntriesResult = Static<typeof S.UnregisterFolderEntriesResult>;
+/** `POST /can_upload` (extensions §1.3; flat, also when the answer is no). */
+export type CanUploadResult = Static<typeof S.CanUploadResult>;
+
+/**
+ * `GET /health` (no envelope; complement §5). Only `status` is required, so that the client
+ * also reads servers that send less than esync does.
+ */
+export type HealthInfo = Pick<WireHealthInfo, "status"> & Partial<Omit<WireHealthInfo, "status">>;
+
+export type { SortColumn } from "@esync/protocol/schemas.ts";
+export type {
+  AcceptResult,
+  BrowseFolderEntry,
+  BrowseResult,
+  Capabilities,
+  ChunkStored,
+  DeleteFileResult,
+  DriveInvites,
+  DriveMember,
+  DriveMembers,
+  FileTypeSummary,
+  InviteMeta,
+  InviteMinted,
+  ListFoldersResult,
+  Memberships,
+  MintInviteBody,
+  Page,
+  RegisterFolderResult,
+  RemoteFileEntry,
+  RemoteFolderInfo,
+  SearchFileHit,
+  SearchResult,
+  SessionCreated,
+  SessionDeleted,
+  SessionStatus,
+  SourceSummary,
+  StateResult,
+  UnregisterFolderResult,
+  UploadResult,
+  UserSummary,
+} from "@esync/protocol/types.ts";
+
+/** One entry of a rename batch (extensions §1.2); hashes are 32 bytes. */
+export interface RenameEntry {
+  oldPathHash: Uint8Array;
+  /** BLAKE3(UTF-8(NFC(new path))). */
+  newPathHash: Uint8Array;
+  /** The revision the client believes current (32 bytes). */
+  baseRevisionId: Uint8Array;
+  /** Framed cipher of the new path under the folder key (complement §2); default empty. */
+  newEncryptedPath?: Uint8Array;
+  newFileName?: string | null;
+  newRelativePath?: string | null;
+}
+
+/** Filters of `/search_files` (spec §4.9, complement §4); every one optional, combined with AND. */
+export interface SearchFilters {
+  /** Case-insensitive substring of `file_name` (or `relative_path`), up to 256 characters. */
+  q?: string;
+  /** Category (`image`, `pdf`, …) or extension (`.png`); several are sent comma-separated. */
+  fileType?: string | string[];
+  /** Plaintext bytes, inclusive. */
+  sizeMin?: number;
+  sizeMax?: number;
+  /** `created_at` bounds, Unix seconds, inclusive. */
+  dateFrom?: number;
+  dateTo?: number;
+  offset?: number;
+  /** Default 25 on the server, capped at 10000. */
+  limit?: number;
+  sortBy?: SortColumn;
+  sortOrder?: "asc" | "desc";
+}
+
+/** Options of `/browse`: the directory, paging, and the search filters it shares. */
+export interface BrowseOptions extends Pick<SearchFilters, "q" | "fileType" | "sortBy" | "sortOrder"> {
+  /** Directory inside the folder, POSIX style; default the root. */
+  path?: string;
+  offset?: number;
+  limit?: number;
+}
+
+/** A `Range` request (RFC 9110 single range): `start-end` (inclusive), `start-`, or the last `suffix` bytes. */
+export type ByteRange = { start: number; end?: number } | { suffix: number };
+
+/** A download: the ciphertext stream and the service's headers (complement §5). */
+export interface DownloadResult {
+  /** 200 for the whole blob, 206 for a range. */
+  status: number;
+  /** Ciphertext bytes. */
+  body: ReadableStream<Uint8Array>;
+  /** Bytes in `body` (`Content-Length`), or null when absent. */
+  contentLength: number | null;
+  /** Parsed `Content-Range` of a 206. */
+  contentRange: { start: number; end: number; total: number } | null;
+  /** Plaintext size (`X-Size-Bytes`). */
+  sizeBytes: number | null;
+  /** `X-Revision-Id`, hex. */
+  revisionIdHex: string | null;
+  /** `X-Revision-Seq`. */
+  revisionSeq: number | null;
+  /** `ETag`: the revision's strong validator (quoted revision id hex), for `If-Range` on a resume. */
+  etag: string | null;
+}

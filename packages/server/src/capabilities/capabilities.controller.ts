@@ -1,0 +1,33 @@
+/**
+ * @module capabilities/capabilities.controller
+ * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
+ * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
+ * shared drives with folder invites, reader and writer (docs/drives.md).
+ */
+
+import { Capabilities } from "@esync/protocol/schemas.ts";
+import type { Capabilities as CapabilitiesBody } from "@esync/protocol/types.ts";
+import { Elysia } from "elysia";
+
+/** What this server advertises on `/v1/capabilities`. */
+export const V1_CAPABILITIES: CapabilitiesBody = {
+  shares: true,
+  folder_shares: true,
+  folder_share_revoke_by_hash: true,
+  share_owner_wrap: true,
+  folder_grants: true,
+  folder_grant_writes: true,
+  member_folder_shares: false,
+  upload_folder_shares: false,
+};
+
+/** The capabilities route (no token, no envelope). */
+export function capabilitiesController() {
+  return new Elysia({ name: "capabilities" }).get("/v1/capabilities", () => Response.json(V1_CAPABILITIES), {
+    response: { 200: Capabilities },
+    detail: {
+      tags: ["health"],
+      summary: "Feature flags of the v1 routes (no auth, no envelope)",
+    },
+  });
+}

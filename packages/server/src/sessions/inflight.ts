@@ -1,0 +1,173 @@
+/**
+ * @module sessions/inflight
+ * Admission of chunk PUTs (docs/operations.md, "Chunk upload slots"). Every chunk PUT holds a
+ * connection and a file descriptor (or an S3 connection) for as long as its body streams, so the
+ * slots are capped per account and over all accounts, and they go to clients that move bytes:
+ * - an account may hold at most `min(maxPerAccount, fair share)` slots, the fair share being
+ *   `max(fairFloor, floor(maxTotal / active accounts))` (the newcomer's account counted);
+ * - when several client addresses hold slots, an address may hold at most its fair share too,
+ *   computed the same way over active addresses (one address alone, e.g. every client behind one
+ *   proxy, is not limited by it);
+ * - when all `maxTotal` slots are taken, a newcomer within its shares evicts the slowest holder
+ *   that is over its account's or address's share, or that moves fewer than
+ *   `minBytesPerSecond` on average after `graceMs`: the evicted PUT is answered 408
+ *   `request_timeout`. With no such holder the newcomer gets 429 `too_many_requests` with
+ *   `Retry-After: 1` (a real overload).
+ */
+import { type AppError, fail } from "@esync/protocol/errors.ts";
+
+/** Settings of `ChunkSlots`. */
+export interface SlotPolicy {
+  /** Most slots one account may hold (`ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER`). */
+  maxPerAccount: number;
+  /** Most slots over all accounts (`ESYNC_MAX_INFLIGHT_CHUNKS`). */
+  maxTotal: number;
+  /** Smallest fair share of an account or address, slots (`ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR`). */
+  fairFloor: number;
+  /** Time a holder may move no bytes before it counts as slow, milliseconds. */
+  graceMs: number;
+  /** Below this average rate, bytes per second, a holder past `graceMs` is slow (0: never). */
+  minBytesPerSecond: number;
+}
+
+/** What a slot's holder exposes once its body is open: its progress, and how to stop it. */
+export interface SlotHolder {
+  /** Body bytes received so far. */
+  received(): number;
+  /** Fails the body with `error` (the request is then answered with it). */
+  evict(error: AppError): void;
+}
+
+/** One slot taken by `ChunkSlots.acquire`. */
+export interface Slot {
+  /** Makes the slot evictable: before this, it is never chosen. */
+  attach(holder: SlotHolder): void;
+  /** Gives the slot back; idempotent (an evicted slot is already given back). */
+  release(): void;
+}
+
+interface Held {
+  account: string;
+  address: string;
+  /** Milliseconds (the limiter's clock) when the slot was taken. */
+  since: number;
+  holder: SlotHolder | null;
+}
+
+function add(m: Map<string, number>, k: string, d: number): void {
+  const n = (m.get(k) ?? 0) + d;
+  if (n <= 0) m.delete(k);
+  else m.set(k, n);
+}
+
+/** Chunk PUT slots per account, per address and in total; see the module comment. */
+export class ChunkSlots {
+  private readonly held = new Set<Held>();
+  private readonly perAccount = new Map<string, number>();
+  private readonly perAddress = new Map<string, number>();
+
+  /**
+   * @param policy the caps and the slowness rule.
+   * @param nowMs the clock, milliseconds (tests pass a manual one).
+   */
+  constructor(
+    private readonly policy: SlotPolicy,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {}
+
+  /** Fair share of one of `active` accounts or addresses, slots. */
+  private share(active: number): number {
+    return Math.max(this.policy.fairFloor, Math.floor(this.policy.maxTotal / Math.max(1, active)));
+  }
+
+  /**
+   * Takes a slot for `account` connecting from `address`, evicting a slow or over-share holder
+   * when every slot is taken.
+   * @throws AppError `too_many_requests` (429, `Retry-After: 1`) when `account` or `address` is
+   *   at its cap, or every slot is taken and no holder may be evicted.
+   */
+  acquire(account: string, address: string): Slot {
+    const p = this.policy;
+    const accounts = this.perAccount.size + (this.perAccount.has(account) ? 0 : 1);
+    const accountShare = this.share(accounts);
+    const accountCap = Math.min(p.maxPerAccount, accountShare);
+    if ((this.perAccount.get(account) ?? 0) >= accountCap)
+      throw fail(
+        "too_many_requests",
+        `At most ${accountCap} chunk uploads in flight per user while ${accounts} users upload`,
+        { retryAfter: 1 },
+      );
+    const addresses = this.perAddress.size + (this.perAddress.has(address) ? 0 : 1);
+    const addressShare = addresses > 1 ? this.share(addresses) : Number.POSITIVE_INFINITY;
+    if ((this.perAddress.get(address) ?? 0) >= addressShare)
+      throw fail(
+        "too_many_requests",
+        `At most ${addressShare} chunk uploads in flight per client address while ${addresses} addresses upload`,
+        { retryAfter: 1 },
+      );
+    if (this.held.size >= p.maxTotal) {
+      const victim = this.slowestEvictable(accountShare, addressShare);
+      if (!victim)
+        throw fail("too_many_requests", "The server has too many chunk uploads in flight; retry", {
+          retryAfter: 1,
+        });
+      const rate = Math.round(this.rate(victim));
+      this.drop(victim);
+      victim.holder?.evict(
+        fail(
+          "request_timeout",
+          `The chunk body arrived at ${rate} bytes/s and its upload slot went to another client; retry faster`,
+        ),
+      );
+    }
+    const h: Held = { account, address, since: this.nowMs(), holder: null };
+    this.held.add(h);
+    add(this.perAccount, account, 1);
+    add(this.perAddress, address, 1);
+    return {
+      attach: (holder) => {
+        h.holder = holder;
+      },
+      release: () => this.drop(h),
+    };
+  }
+
+  /** Average rate of a holder since its slot was taken, bytes per second (elapsed at least 1 s). */
+  private rate(h: Held): number {
+    const elapsed = Math.max(1000, this.nowMs() - h.since);
+    return ((h.holder?.received() ?? 0) * 1000) / elapsed;
+  }
+
+  /** The evictable holder with the lowest rate (the oldest among equals), or null. */
+  private slowestEvictable(accountShare: number, addressShare: number): Held | null {
+    const p = this.policy;
+    const now = this.nowMs();
+    let best: Held | null = null;
+    let bestRate = Number.POSITIVE_INFINITY;
+    for (const h of this.held) {
+      if (!h.holder) continue;
+      const rate = this.rate(h);
+      const over =
+        (this.perAccount.get(h.account) ?? 0) > accountShare ||
+        (this.perAddress.get(h.address) ?? 0) > addressShare;
+      const slow = p.minBytesPerSecond > 0 && now - h.since >= p.graceMs && rate < p.minBytesPerSecond;
+      if (!over && !slow) continue;
+      if (rate < bestRate || (rate === bestRate && best && h.since < best.since)) {
+        best = h;
+        bestRate = rate;
+      }
+    }
+    return best;
+  }
+
+  private drop(h: Held): void {
+    if (!this.held.delete(h)) return;
+    add(this.perAccount, h.account, -1);
+    add(this.perAddress, h.address, -1);
+  }
+
+  /** Slots held by `account` (all accounts when omitted). */
+  inflight(account?: string): number {
+    return account === undefined ? this.held.size : (this.perAccount.get(account) ?? 0);
+  }
+}
