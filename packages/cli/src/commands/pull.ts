@@ -31,6 +31,7 @@ import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { folderTarget } from "../drives.ts";
+import { positiveInt } from "../options.ts";
 import {
   CliError,
   describeError,
@@ -48,7 +49,6 @@ import {
 import { progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { checkLabel } from "./folder.ts";
-import { positiveInt } from "./push.ts";
 
 interface PullOptions {
   folder?: string;

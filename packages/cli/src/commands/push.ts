@@ -44,6 +44,7 @@ import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { folderTarget } from "../drives.ts";
+import { collect, positiveInt } from "../options.ts";
 import {
   CliError,
   describeError,
@@ -64,7 +65,6 @@ import { progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { Throttle, ThrottledApi } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
-import { collect } from "./sync.ts";
 
 interface PushOptions {
   folder?: string;
@@ -95,13 +95,6 @@ export interface PushFileResult {
   revision_seq?: number;
   error?: string;
   exit_code?: ExitCode;
-}
-
-/** A positive integer option, or a usage error naming it. */
-export function positiveInt(name: string, value: string, max = 64): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw usageError(`${name} must be an integer 1..${max}`);
-  return n;
 }
 
 /** Large files (sent through sessions, `--parallel` chunks each) uploaded at once, at most. */

@@ -16,9 +16,9 @@ import { SyncState, statePath } from "@esync/client/sync/state-db.ts";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { collect } from "../options.ts";
 import { printJson, println, reportUnsyncable, usageError } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
-import { collect } from "./sync.ts";
 
 interface StatusOptions {
   folder: string;

@@ -10,9 +10,9 @@
  */
 import type { Command } from "commander";
 import { configDir, configPaths, type GlobalOptions } from "../config.ts";
+import { collect } from "../options.ts";
 import { printJson, println, table, usageError } from "../output.ts";
 import { addPair, pairName, readPairs, removePairs } from "../sync-pairs.ts";
-import { collect } from "./sync.ts";
 
 interface PairOptions {
   folder?: string;

@@ -26,6 +26,7 @@ import type { Command } from "commander";
 import { configDir, configPaths, type GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
 import { folderTarget } from "../drives.ts";
+import { collect, positiveInt } from "../options.ts";
 import {
   CliError,
   describeError,
@@ -41,7 +42,6 @@ import { resolveFolder } from "../resolve-folder.ts";
 import { configuredPairs, syncAll } from "../sync-pairs.ts";
 import { limitRate } from "../throttle.ts";
 import { checkLabel } from "./folder.ts";
-import { positiveInt } from "./push.ts";
 
 interface SyncOptions {
   folder?: string;
@@ -55,11 +55,6 @@ interface SyncOptions {
   interval: string;
   jobs: string;
   debounce: string;
-}
-
-/** Collects a repeatable option's values. */
-export function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 /** One line describing a settled action. */

@@ -24,20 +24,13 @@ import type { Static } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import { guardedBody } from "../http/body.ts";
 import { evaluatePreconditions, parsePreconditions, revisionEtag } from "../http/conditional.ts";
-import {
-  authenticated,
-  doc,
-  type ErrorStatus,
-  integerParams,
-  rawBody,
-  responses,
-  UPLOAD_BODY,
-} from "../http/contract.ts";
+import { authenticated, doc, type ErrorStatus, rawBody, responses, UPLOAD_BODY } from "../http/contract.ts";
 import { downloadBody, downloadRedirect, fileBodyLimit } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
+import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import { toRemoteFileEntry } from "./file-entry.ts";
 import { layoutOf } from "./files.service.ts";

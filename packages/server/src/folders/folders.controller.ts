@@ -21,16 +21,9 @@ import {
   UnregisterFolderResult,
 } from "@esync/protocol/schemas.ts";
 import { Elysia } from "elysia";
-import {
-  authenticated,
-  bodyAddress,
-  doc,
-  flatResponses,
-  integerParams,
-  jsonBody,
-  responses,
-} from "../http/contract.ts";
+import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
+import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import { checkFolderEntryPaths } from "./folders.service.ts";
 

@@ -9,58 +9,12 @@
  * ownership in the handler (403).
  */
 
-import { type AppError, ERRORS, type ErrorCode, fail } from "@esync/protocol/errors.ts";
-import {
-  ConflictEnvelope,
-  ERROR_CODE_KEY,
-  ErrorEnvelope,
-  FlatError,
-  successOf,
-} from "@esync/protocol/schemas.ts";
-import type { Static, TObject, TSchema } from "@sinclair/typebox";
-import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import { type DocumentDecoration, t, ValidationError } from "elysia";
+import { type ErrorCode, fail } from "@esync/protocol/errors.ts";
+import { ConflictEnvelope, ErrorEnvelope, FlatError, successOf } from "@esync/protocol/schemas.ts";
+import type { TSchema } from "@sinclair/typebox";
+import { type DocumentDecoration, t } from "elysia";
 import type { Services } from "../services.ts";
 import { readJson } from "./request.ts";
-
-/** The code a failing value gets when its schema names none, by where the value is. */
-const DEFAULT_CODE: Record<string, ErrorCode> = {
-  body: "invalid_manifest",
-  params: "invalid_parameter",
-  query: "invalid_parameter",
-  headers: "invalid_parameter",
-};
-
-const WHERE: Record<string, string> = {
-  body: "request body",
-  params: "path parameter",
-  query: "query parameter",
-  headers: "header",
-};
-
-function isErrorCode(v: unknown): v is ErrorCode {
-  return typeof v === "string" && Object.hasOwn(ERRORS, v);
-}
-
-/**
- * Maps a failed schema validation to the spec's error (all 400): the failing schema's
- * `x-error-code` if any, else the top-level field's, else `invalid_manifest` for bodies and
- * `invalid_parameter` for path, query and header values. The message names the field.
- */
-export function validationFailure(e: ValidationError): AppError {
-  const first = e.valueError as
-    | { path?: string; message?: string; schema?: Record<string, unknown> }
-    | undefined;
-  const path = first?.path ?? "";
-  const field = path.split("/").filter(Boolean);
-  const root = (e.validator as { schema?: { properties?: Record<string, Record<string, unknown>> } })?.schema;
-  const top = field[0] !== undefined ? root?.properties?.[field[0]] : undefined;
-  const named = first?.schema?.[ERROR_CODE_KEY] ?? top?.[ERROR_CODE_KEY];
-  const code = isErrorCode(named) ? named : (DEFAULT_CODE[e.type] ?? "invalid_parameter");
-  const where = WHERE[e.type] ?? e.type;
-  const what = field.length ? `${where} ${field.join(".")}` : where;
-  return fail(code, `${what}: ${first?.message ?? "invalid value"}`);
-}
 
 /** Resolved callers, one authentication per request. */
 const callers = new WeakMap<Request, Promise<string>>();
@@ -114,63 +68,6 @@ const RAW_BODY = "raw";
  */
 export function rawBody() {
   return () => RAW_BODY;
-}
-
-type ObjectSchema = { properties: Record<string, TSchema & { type?: unknown }> };
-
-/**
- * A transform hook that turns integer path and query parameters from text into numbers before
- * validation: query values of decimal digits (an empty value is absent; beyond 2^53 − 1 read as
- * 2^53 − 1), path values in canonical decimal (no sign or leading zeros). Anything else becomes
- * NaN, which the integer schema rejects.
- */
-export function integerParams(schemas: { params?: ObjectSchema; query?: ObjectSchema }) {
-  const ints = (s?: ObjectSchema) =>
-    s
-      ? Object.entries(s.properties)
-          .filter(([, v]) => v.type === "integer")
-          .map(([k]) => k)
-      : [];
-  const queryInts = ints(schemas.query);
-  const paramInts = ints(schemas.params);
-  return ({ query, params }: { query: Record<string, unknown>; params: Record<string, unknown> }) => {
-    for (const k of queryInts) {
-      const v = query[k];
-      if (typeof v !== "string") continue;
-      if (v === "") delete query[k];
-      else query[k] = /^\d+$/.test(v) ? Math.min(Number(v), Number.MAX_SAFE_INTEGER) : Number.NaN;
-    }
-    for (const k of paramInts) {
-      const v = params[k];
-      if (typeof v === "string") params[k] = /^(0|[1-9]\d{0,15})$/.test(v) ? Number(v) : Number.NaN;
-    }
-  };
-}
-
-const compiled = new WeakMap<
-  TObject,
-  { check: TypeCheck<TObject>; coerce: ReturnType<typeof integerParams> }
->();
-
-/**
- * Checks a query string against a route's query schema outside a request, as the route does
- * (integer coercion, `validationFailure`); absent values stay absent (no schema defaults).
- * @throws AppError as `validationFailure`.
- */
-export function checkQuery<S extends TObject>(schema: S, qs: URLSearchParams): Static<S> {
-  let c = compiled.get(schema);
-  if (!c) {
-    c = {
-      check: TypeCompiler.Compile(schema),
-      coerce: integerParams({ query: schema as unknown as ObjectSchema }),
-    };
-    compiled.set(schema, c);
-  }
-  const query: Record<string, unknown> = {};
-  for (const [k, v] of qs) if (!(k in query)) query[k] = v;
-  c.coerce({ query, params: {} });
-  if (!c.check.Check(query)) throw validationFailure(new ValidationError("query", schema, query));
-  return query as Static<S>;
 }
 
 /** Error statuses a route can answer. */

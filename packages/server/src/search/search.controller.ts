@@ -18,8 +18,9 @@ import {
   SearchResult,
 } from "@esync/protocol/schemas.ts";
 import { Elysia } from "elysia";
-import { authenticated, doc, integerParams, responses } from "../http/contract.ts";
+import { authenticated, doc, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
+import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import { browseQueryOf, searchQueryOf } from "./search.query.ts";
 

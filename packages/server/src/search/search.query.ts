@@ -17,7 +17,7 @@ import {
 } from "@esync/protocol/schemas.ts";
 import type { Static } from "@sinclair/typebox";
 import { type ProfileRules, profileRules } from "../config/profile.ts";
-import { checkQuery } from "../http/contract.ts";
+import { checkQuery } from "../http/validate.ts";
 import { parseFileType } from "./file-types.ts";
 
 export {

@@ -19,17 +19,10 @@ import {
 } from "@esync/protocol/schemas.ts";
 import { Elysia } from "elysia";
 import { bodyFailure, guardBody } from "../http/body.ts";
-import {
-  authenticated,
-  BINARY_BODY,
-  doc,
-  integerParams,
-  jsonBody,
-  rawBody,
-  responses,
-} from "../http/contract.ts";
+import { authenticated, BINARY_BODY, doc, jsonBody, rawBody, responses } from "../http/contract.ts";
 import { success } from "../http/envelope.ts";
 import { peerAddress } from "../http/peer.ts";
+import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import type { OpenChunkBody } from "./session.engine.ts";
 

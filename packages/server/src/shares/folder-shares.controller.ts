@@ -23,11 +23,12 @@ import {
 } from "@esync/protocol/schemas.ts";
 import { Elysia, t } from "elysia";
 import { revisionEtag } from "../http/conditional.ts";
-import { authenticated, doc, integerParams, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
+import { authenticated, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
 import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { sentWhole } from "../http/instrument.ts";
 import type { RateLimiter } from "../http/rate-limit.ts";
+import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import { rfc3339, type ShareTtl } from "./share-rules.ts";
 import { clientAddress, v1Json } from "./shares.controller.ts";

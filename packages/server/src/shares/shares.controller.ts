@@ -23,21 +23,13 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Elysia, t, ValidationError } from "elysia";
 import { withoutPreamble } from "../files/single-upload.ts";
 import { bodyFailure, guardedBody } from "../http/body.ts";
-import {
-  authenticated,
-  BINARY_BODY,
-  doc,
-  integerParams,
-  jsonBody,
-  rawBody,
-  v1Responses,
-  validationFailure,
-} from "../http/contract.ts";
+import { authenticated, BINARY_BODY, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
 import { fileBodyLimit, objectBody } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
 import type { RateLimiter } from "../http/rate-limit.ts";
+import { integerParams, validationFailure } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import { rfc3339, SHARE_CHUNK_BYTES, type ShareTtl } from "./share-rules.ts";
 import type { OpenShareChunk, ShareMetadataInput } from "./shares.service.ts";
