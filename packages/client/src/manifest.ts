@@ -1,10 +1,10 @@
 /**
  * @module client/manifest
- * The signed upload manifest (wire fact, complement §1) and the hashes it carries.
+ * The signed upload manifest (wire fact, docs/protocol.md#manifest) and the hashes it carries.
  *
- * - `path_hash = BLAKE3(utf8(NFC(relative_path)))` (complement §6), the file's identity in a
- *   folder; its 64-hex form is the `file_id` of URLs (complement §5).
- * - `salted_hash = BLAKE3(utf8(ss58) ‖ plaintext)` (complement §6), computed streaming by
+ * - `path_hash = BLAKE3(utf8(NFC(relative_path)))` (docs/protocol.md#client-keys), the file's identity in a
+ *   folder; its 64-hex form is the `file_id` of URLs (docs/protocol.md#sync-endpoints).
+ * - `salted_hash = BLAKE3(utf8(ss58) ‖ plaintext)` (docs/protocol.md#client-keys), computed streaming by
  *   `SaltedHasher`.
  * - `signature` = Ed25519 (folder key) over the UTF-8 bytes of the fixed sentence of
  *   `manifestSignatureText`, misspellings included; `signing_key` = the folder's public key.
@@ -15,7 +15,7 @@
 import { ed25519Verify } from "@polkadot/util-crypto";
 import { Blake3, blake3, toHex, utf8 } from "./hash.ts";
 
-/** The manifest as sent on the wire (complement §1). Field order follows the complement. */
+/** The manifest as sent on the wire (docs/protocol.md#manifest). Field order follows the complement. */
 export interface Manifest {
   ss58_address: string;
   /** 16 lowercase hex. */
@@ -42,14 +42,14 @@ export interface Manifest {
   file_name: string | null;
   relative_path: string | null;
   source?: string | null;
-  /** esync extension: opaque client-encrypted attributes (README "File attributes"); absent when not sent. */
+  /** esync extension: opaque client-encrypted attributes (docs/user-guide.md#file-attributes); absent when not sent. */
   attributes?: number[];
 }
 
 /** Name this library puts in `source`. */
 export const MANIFEST_SOURCE = "esync";
 
-/** The exact sentence the manifest signature covers (complement §1; its spelling is the format). */
+/** The exact sentence the manifest signature covers (docs/protocol.md#manifest; its spelling is the format). */
 export function manifestSignatureText(ciphertextHash: string): string {
   return `I here by declare that the file with hash ${ciphertextHash} that i am uploading is in par with the ToS of the provider`;
 }
@@ -116,7 +116,7 @@ export function saltedHash(ss58Address: string, plaintext: Uint8Array): Uint8Arr
   return blake3(input);
 }
 
-/** Revision fields of a write (complement §1 "Revisions"). */
+/** Revision fields of a write (docs/protocol.md#manifest "Revisions"). */
 export interface RevisionInfo {
   /** 1 for a new file, else current + 1 (at least). */
   revisionSeq: number;
