@@ -8,8 +8,8 @@
 import type { ApiClientOptions } from "@esync/client/api.ts";
 import { EsyncApi } from "@esync/client/api.ts";
 import type { ChunkStored, UploadResult } from "@esync/client/api-types.ts";
-import type { Manifest } from "@esync/client/manifest.ts";
 import { realSleep } from "@esync/client/retry.ts";
+import type { WireManifest } from "@esync/protocol/manifest.ts";
 import { type CommandContext, retryNotice } from "./context.ts";
 import { parseSize, usageError } from "./output.ts";
 
@@ -54,7 +54,7 @@ export class ThrottledApi extends EsyncApi {
 
   /** `upload`, started when the throttle allows. */
   override async upload(
-    manifest: Manifest,
+    manifest: WireManifest,
     ciphertext: Blob | Uint8Array,
     signal?: AbortSignal,
   ): Promise<UploadResult> {

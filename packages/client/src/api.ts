@@ -16,6 +16,8 @@
  * const { folders } = await api.listFolders(identity.address);
  * ```
  */
+
+import type { WireManifest } from "@esync/protocol/manifest.ts";
 import { renameDeclaration } from "@esync/protocol/rename.ts";
 import { ApiError, errorFromResponse } from "./api-error.ts";
 import type {
@@ -60,7 +62,6 @@ import type {
 import { bodyBytes } from "./byte-stream.ts";
 import { toHex, utf8 } from "./hash.ts";
 import type { FolderKeys } from "./keys.ts";
-import type { Manifest } from "./manifest.ts";
 import { type RetryPolicy, withRetry } from "./retry.ts";
 import type {
   FileShareMeta,
@@ -358,7 +359,7 @@ export class EsyncApi {
    * `POST /upload`: single-shot upload of a whole blob (the real clients use it up to 8 MiB of
    * ciphertext). A revision mismatch is `ApiError` 409 with `conflict` set.
    */
-  upload(manifest: Manifest, ciphertext: Blob | Uint8Array, signal?: AbortSignal): Promise<UploadResult> {
+  upload(manifest: WireManifest, ciphertext: Blob | Uint8Array, signal?: AbortSignal): Promise<UploadResult> {
     const form = jsonAndCiphertext("manifest", manifest, ciphertext);
     return this.call({
       method: "POST",
@@ -372,7 +373,7 @@ export class EsyncApi {
 
   /** `POST /upload/session`: opens a chunked upload session. */
   createSession(input: {
-    manifest: Manifest;
+    manifest: WireManifest;
     chunkCount: number;
     chunkSize: number;
     ciphertextSize: number;

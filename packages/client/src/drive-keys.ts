@@ -25,13 +25,14 @@
  * `@node-rs/argon2` (Argon2id), `@scure/bip39`.
  */
 import { randomBytes } from "node:crypto";
+import { blake3Hex } from "@esync/protocol/blake3.ts";
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { hashRaw } from "@node-rs/argon2";
 import { entropyToMnemonic, mnemonicToEntropy } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
-import { blake3Hex, utf8 } from "./hash.ts";
+import { utf8 } from "./hash.ts";
 import { bip39SeedAsync, type FolderKeys, folderKeysFromMnemonic } from "./keys.ts";
 
 /** Thrown for an invite link, sealed token or grant blob that is malformed or does not open. */

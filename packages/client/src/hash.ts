@@ -38,11 +38,6 @@ export function blake3(data: Uint8Array | string): Uint8Array {
   return new Uint8Array(blake3OneShot(typeof data === "string" ? utf8(data) : data));
 }
 
-/** BLAKE3 of `data` as 64 lowercase hex characters. */
-export function blake3Hex(data: Uint8Array | string): string {
-  return blake3OneShot(typeof data === "string" ? utf8(data) : data).toString("hex");
-}
-
 /** BLAKE3 of a whole file, read as a stream (bounded memory); 64 lowercase hex characters. */
 export async function blake3FileHex(path: string): Promise<string> {
   const h = new Blake3();

@@ -5,6 +5,7 @@
  * uploader. Each module cites the docs/protocol.md section its rules come from.
  */
 
+export { blake3Hex } from "@esync/protocol/blake3.ts";
 export {
   ciphertextSizeFor,
   FRAME_OVERHEAD_BYTES,
@@ -13,6 +14,7 @@ export {
   HEADER_BYTES,
   plaintextSizeFor,
 } from "@esync/protocol/framing.ts";
+export { signedSentence, verifyWireManifestSignature, type WireManifest } from "@esync/protocol/manifest.ts";
 export { RENAME_DECLARATION_PREFIX, renameDeclaration } from "@esync/protocol/rename.ts";
 export * from "./api.ts";
 export * from "./api-error.ts";

@@ -7,52 +7,16 @@
  * - `salted_hash = BLAKE3(utf8(ss58) ‖ plaintext)` (docs/protocol.md#client-keys), computed streaming by
  *   `SaltedHasher`.
  * - `signature` = Ed25519 (folder key) over the UTF-8 bytes of the fixed sentence of
- *   `manifestSignatureText`, misspellings included; `signing_key` = the folder's public key.
+ *   `signedSentence` (the protocol package), misspellings included; `signing_key` = the folder's public key.
  * - Byte fields are JSON arrays of integers; `base_revision_id` is null for a new file.
  * - `encrypted_path` is sent empty, as the real clients do (it is opaque to the server and
  *   the plaintext `relative_path` is sent anyway).
  */
-import { ed25519Verify } from "@polkadot/util-crypto";
+import { signedSentence, type WireManifest } from "@esync/protocol/manifest.ts";
 import { Blake3, blake3, toHex, utf8 } from "./hash.ts";
-
-/** The manifest as sent on the wire (docs/protocol.md#manifest). Field order follows the complement. */
-export interface Manifest {
-  ss58_address: string;
-  /** 16 lowercase hex. */
-  folder_hash: string;
-  /** 64 lowercase hex: BLAKE3 of the whole blob. */
-  ciphertext_hash: string;
-  /** Plaintext bytes. */
-  size_bytes: number;
-  /** Client Unix seconds. */
-  timestamp: number;
-  /** 64 bytes. */
-  signature: number[];
-  /** 32 bytes. */
-  signing_key: number[];
-  /** 32 bytes. */
-  path_hash: number[];
-  /** 32 bytes. */
-  salted_hash: number[];
-  /** 1 for a new file, else greater than the current revision's. */
-  revision_seq: number;
-  /** 32 bytes, or null for a new file. */
-  base_revision_id: number[] | null;
-  encrypted_path: number[];
-  file_name: string | null;
-  relative_path: string | null;
-  source?: string | null;
-  /** esync extension: opaque client-encrypted attributes (docs/user-guide.md#file-attributes); absent when not sent. */
-  attributes?: number[];
-}
 
 /** Name this library puts in `source`. */
 export const MANIFEST_SOURCE = "esync";
-
-/** The exact sentence the manifest signature covers (docs/protocol.md#manifest; its spelling is the format). */
-export function manifestSignatureText(ciphertextHash: string): string {
-  return `I here by declare that the file with hash ${ciphertextHash} that i am uploading is in par with the ToS of the provider`;
-}
 
 /** A path that cannot name a file inside a folder. */
 export class InvalidRelativePathError extends Error {
@@ -176,7 +140,7 @@ function bytesField(b: Uint8Array | readonly number[], length: number | null, na
 }
 
 /** Builds and signs a manifest. Throws `RangeError`/`InvalidRelativePathError` on bad input. */
-export function buildManifest(input: ManifestInput, signer: ManifestSigner): Manifest {
+export function buildManifest(input: ManifestInput, signer: ManifestSigner): WireManifest {
   if (!/^[0-9a-f]{64}$/.test(input.ciphertextHash))
     throw new RangeError("ciphertext_hash must be 64 lowercase hex");
   if (!/^[0-9a-f]{16}$/.test(input.folderHash)) throw new RangeError("folder_hash must be 16 lowercase hex");
@@ -187,7 +151,7 @@ export function buildManifest(input: ManifestInput, signer: ManifestSigner): Man
   if (!Number.isSafeInteger(revision.revisionSeq) || revision.revisionSeq < 1) {
     throw new RangeError("revision_seq must be a positive integer");
   }
-  const signature = signer.sign(utf8(manifestSignatureText(input.ciphertextHash)));
+  const signature = signer.sign(utf8(signedSentence(input.ciphertextHash)));
   return {
     ss58_address: input.ss58Address,
     folder_hash: input.folderHash,
@@ -215,26 +179,13 @@ export function buildManifest(input: ManifestInput, signer: ManifestSigner): Man
  * signature covers only `ciphertext_hash`, so it stays valid and is not redone.
  */
 export function rebaseManifest(
-  manifest: Manifest,
+  manifest: WireManifest,
   current: { currentRevisionId: Uint8Array | readonly number[] | null; currentRevisionSeq: number },
-): Manifest {
+): WireManifest {
   if (current.currentRevisionId === null) return { ...manifest, revision_seq: 1, base_revision_id: null };
   return {
     ...manifest,
     revision_seq: current.currentRevisionSeq + 1,
     base_revision_id: bytesField(current.currentRevisionId, 32, "current_revision_id"),
   };
-}
-
-/** True when `manifest.signature` is a valid Ed25519 signature by `signing_key` of the sentence. */
-export function verifyManifestSignature(manifest: Manifest): boolean {
-  try {
-    return ed25519Verify(
-      utf8(manifestSignatureText(manifest.ciphertext_hash)),
-      Uint8Array.from(manifest.signature),
-      Uint8Array.from(manifest.signing_key),
-    );
-  } catch {
-    return false;
-  }
 }

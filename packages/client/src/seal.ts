@@ -19,10 +19,11 @@ import { readFileSync, statSync } from "node:fs";
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { blake3Hex } from "@esync/protocol/blake3.ts";
 import { ciphertextSizeFor } from "@esync/protocol/framing.ts";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
 import { encryptBytes, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
-import { Blake3, blake3FileHex, blake3Hex, fromHex, toHex } from "./hash.ts";
+import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher, saltedHash } from "./manifest.ts";
 
 /** Ciphertexts up to this size stay in memory unless told otherwise: 8 MiB. */

@@ -14,11 +14,12 @@
  * wrap); the wrap is `0x01 ‖ nonce 24 ‖ XChaCha20-Poly1305 ciphertext`.
  */
 import { basename } from "node:path";
+import { blake3Hex } from "@esync/protocol/blake3.ts";
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import type { EsyncApi } from "./api.ts";
 import { ApiError } from "./api-error.ts";
 import type { FrameEncryptor } from "./frame.ts";
-import { blake3DeriveKey, blake3Hex, concatBytes, utf8 } from "./hash.ts";
+import { blake3DeriveKey, concatBytes, utf8 } from "./hash.ts";
 import { bip39SeedAsync, type Identity } from "./keys.ts";
 import { sealFile } from "./seal.ts";
 import {

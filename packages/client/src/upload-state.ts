@@ -9,7 +9,7 @@
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { Manifest } from "./manifest.ts";
+import type { WireManifest } from "@esync/protocol/manifest.ts";
 import type { SealedFileRecord } from "./seal.ts";
 
 /** A session upload that has not been finalized yet. */
@@ -25,7 +25,7 @@ export interface PendingUpload {
   /** The spilled blob: path, base nonce and hashes, so it can be reused or reproduced. */
   sealed: SealedFileRecord;
   /** The manifest the session was opened with. */
-  manifest: Manifest;
+  manifest: WireManifest;
   /** Unix seconds. */
   createdAt: number;
 }

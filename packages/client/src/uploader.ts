@@ -24,6 +24,7 @@
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { WireManifest } from "@esync/protocol/manifest.ts";
 import type { EsyncApi } from "./api.ts";
 import { ApiError } from "./api-error.ts";
 import type { UploadResult } from "./api-types.ts";
@@ -32,7 +33,6 @@ import { fromHex, toHex } from "./hash.ts";
 import {
   buildManifest,
   fileId,
-  type Manifest,
   type ManifestSigner,
   NEW_FILE,
   normalizeRelativePath,
@@ -133,7 +133,7 @@ export interface UploadOutcome {
   /** The server's result; null when a resumed session turned out to be finalized already. */
   result: UploadResult | null;
   /** The manifest finally accepted. */
-  manifest: Manifest;
+  manifest: WireManifest;
   mode: "single" | "session";
   sessionId: string | null;
   /** True when an earlier session was resumed. */
@@ -273,7 +273,7 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
   return runSessions(ctx, sealed, manifest, null, st.mtimeMs, false);
 }
 
-async function singleShot(ctx: Ctx, sealed: SealedBlob, first: Manifest): Promise<UploadOutcome> {
+async function singleShot(ctx: Ctx, sealed: SealedBlob, first: WireManifest): Promise<UploadOutcome> {
   let manifest = first;
   ctx.progress.startSending(sealed.ciphertextSize, 1);
   for (let rebases = 0; ; rebases++) {
@@ -361,7 +361,7 @@ async function abandon(ctx: Ctx, sessionId: string, spillPath: string | null): P
 async function runSessions(
   ctx: Ctx,
   sealed: SealedBlob,
-  first: Manifest,
+  first: WireManifest,
   resumeId: string | null,
   mtimeMs: number,
   resumed: boolean,
@@ -471,7 +471,7 @@ async function runSessions(
 
 function outcome(
   result: UploadResult | null,
-  manifest: Manifest,
+  manifest: WireManifest,
   sessionId: string | null,
   resumed: boolean,
   bytesSent: number,

@@ -3,6 +3,7 @@
  * blob, and folder keys rebuilt from the drive key.
  */
 import { expect, test } from "bun:test";
+import { blake3Hex } from "@esync/protocol/blake3.ts";
 import {
   DriveKeyError,
   driveKey,
@@ -15,7 +16,6 @@ import {
   sealGrant,
   sealInviteToken,
 } from "../src/drive-keys.ts";
-import { blake3Hex } from "../src/hash.ts";
 import { identityFromMnemonic } from "../src/index.ts";
 
 const owner = await identityFromMnemonic(`${"abandon ".repeat(11)}about`);

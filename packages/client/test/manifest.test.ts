@@ -10,16 +10,16 @@ import {
   folderHash,
   InvalidRelativePathError,
   identityFromMnemonic,
-  manifestSignatureText,
   nextRevision,
   normalizeRelativePath,
   pathHash,
   rebaseManifest,
   SaltedHasher,
   saltedHash,
+  signedSentence,
   toHex,
   utf8,
-  verifyManifestSignature,
+  verifyWireManifestSignature,
 } from "../src/index.ts";
 
 const identity = await identityFromMnemonic(`${"abandon ".repeat(11)}about`);
@@ -51,7 +51,7 @@ function sample(overrides: Partial<Parameters<typeof buildManifest>[0]> = {}) {
 
 describe("signature", () => {
   test("the sentence is exactly the wire text, misspellings included", () => {
-    expect(manifestSignatureText("abc")).toBe(
+    expect(signedSentence("abc")).toBe(
       "I here by declare that the file with hash abc that i am uploading is in par with the ToS of the provider",
     );
   });
@@ -60,12 +60,10 @@ describe("signature", () => {
     const m = sample();
     expect(m.signature).toHaveLength(64);
     expect(m.signing_key).toEqual(Array.from(folder.signingKey));
-    expect(opensslVerify(utf8(manifestSignatureText(HASH)), m.signature, m.signing_key)).toBe(true);
-    expect(opensslVerify(utf8(manifestSignatureText("b".repeat(64))), m.signature, m.signing_key)).toBe(
-      false,
-    );
-    expect(verifyManifestSignature(m)).toBe(true);
-    expect(verifyManifestSignature({ ...m, ciphertext_hash: "b".repeat(64) })).toBe(false);
+    expect(opensslVerify(utf8(signedSentence(HASH)), m.signature, m.signing_key)).toBe(true);
+    expect(opensslVerify(utf8(signedSentence("b".repeat(64))), m.signature, m.signing_key)).toBe(false);
+    expect(verifyWireManifestSignature(m)).toBe(true);
+    expect(verifyWireManifestSignature({ ...m, ciphertext_hash: "b".repeat(64) })).toBe(false);
   });
 });
 
@@ -172,7 +170,7 @@ describe("revisions", () => {
     const rebased = rebaseManifest(m, { currentRevisionId: Uint8Array.from(rid), currentRevisionSeq: 7 });
     expect(rebased.revision_seq).toBe(8);
     expect(rebased.base_revision_id).toEqual(rid);
-    expect(verifyManifestSignature(rebased)).toBe(true);
+    expect(verifyWireManifestSignature(rebased)).toBe(true);
     const gone = rebaseManifest(rebased, { currentRevisionId: null, currentRevisionSeq: 0 });
     expect(gone.revision_seq).toBe(1);
     expect(gone.base_revision_id).toBeNull();

@@ -90,9 +90,9 @@ export function createBlake3(): Blake3 {
   };
 }
 
-/** One-shot BLAKE3 of `data` as lowercase hex. */
-export function blake3Hex(data: Uint8Array): string {
+/** One-shot BLAKE3 of `data` (a string is hashed as its UTF-8 bytes) as 64 lowercase hex characters. */
+export function blake3Hex(data: Uint8Array | string): string {
   const h = createBlake3();
-  h.update(data);
+  h.update(typeof data === "string" ? new TextEncoder().encode(data) : data);
   return h.digestHex();
 }

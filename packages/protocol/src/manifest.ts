@@ -50,6 +50,54 @@ export function signedSentence(ciphertextHash: string): string {
   return `I here by declare that the file with hash ${ciphertextHash} that i am uploading is in par with the ToS of the provider`;
 }
 
+/**
+ * The manifest as it travels in JSON (docs/protocol.md, "The signed manifest"): byte fields are
+ * arrays of integers (0–255), sizes in bytes, `timestamp` in client Unix seconds. `parseManifest`
+ * turns it into a `Manifest`; clients build it with their library's manifest builder.
+ */
+export interface WireManifest {
+  ss58_address: string;
+  /** 16 lowercase hex. */
+  folder_hash: string;
+  /** 64 lowercase hex: BLAKE3 of the whole ciphertext. */
+  ciphertext_hash: string;
+  /** Plaintext bytes. */
+  size_bytes: number;
+  /** Client Unix seconds. */
+  timestamp: number;
+  /** 64 bytes: Ed25519 by `signing_key` over the UTF-8 bytes of `signedSentence(ciphertext_hash)`. */
+  signature: number[];
+  /** 32 bytes: the folder's Ed25519 public key. */
+  signing_key: number[];
+  /** 32 bytes: BLAKE3(utf8(NFC(relative_path))). */
+  path_hash: number[];
+  /** 32 bytes: BLAKE3(utf8(ss58_address) ‖ plaintext). */
+  salted_hash: number[];
+  /** 1 for a new file, else one more than the current revision's. */
+  revision_seq: number;
+  /** 32 bytes, or null for a new file. */
+  base_revision_id: number[] | null;
+  encrypted_path: number[];
+  file_name: string | null;
+  relative_path: string | null;
+  source?: string | null;
+  /** esync extension: opaque client-encrypted attributes (docs/attributes.md); absent when not sent. */
+  attributes?: number[];
+}
+
+/**
+ * True when `m.signature` is a valid Ed25519 signature by `m.signing_key` of the declaration
+ * sentence over `m.ciphertext_hash` (the check the server makes on every manifest).
+ */
+export function verifyWireManifestSignature(m: WireManifest): boolean {
+  if (m.signature.length !== 64 || m.signing_key.length !== 32) return false;
+  return ed25519Valid(
+    new TextEncoder().encode(signedSentence(m.ciphertext_hash)),
+    Uint8Array.from(m.signature),
+    Uint8Array.from(m.signing_key),
+  );
+}
+
 const HEX16 = /^[0-9a-f]{16}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
