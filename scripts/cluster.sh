@@ -19,7 +19,7 @@
 # optional ESYNC_S3_REGION and ESYNC_S3_BUCKET) when that is set. Installing PostgreSQL or Ceph
 # (scripts/pg/install.sh, scripts/s3/install.sh) needs root. Every other ESYNC_* variable set
 # here (ESYNC_LOG_LEVEL, ESYNC_SWEEP_INTERVAL_SECONDS, ...) is passed to every node, so the
-# settings match across nodes as they must (README "Running several nodes").
+# settings match across nodes as they must (docs/operator-guide.md#running-several-nodes).
 #
 # Node i keeps its spool in DIR/node<i>/data and logs to DIR/node<i>/log; DIR/cluster.env holds
 # the shared variables and the URLs.

@@ -4,7 +4,7 @@
  * units: KiB, MiB, MiB/s), durations and dates, plain-text tables, JSON for scripts, and the exit codes with the one-line error
  * messages they come with.
  *
- * Exit codes (also in `esync --help` and the README):
+ * Exit codes (also in `esync --help` and docs/user-guide.md#commands):
  *
  * | code | meaning |
  * |---|---|

@@ -15,9 +15,9 @@ import { CliError, EXIT } from "./output.ts";
 /** A folder resolved from its label. */
 export interface ResolvedFolder {
   label: string;
-  /** Keys and `folderHash` derived from the label (complement §1, §6). */
+  /** Keys and `folderHash` derived from the label (docs/protocol.md#manifest, #client-keys). */
   keys: FolderKeys;
-  /** The server's entry (spec §4.2), or null when it was not registered (dry run with `create`). */
+  /** The server's entry (docs/protocol.md#folders), or null when it was not registered (dry run with `create`). */
   entry: RemoteFolderInfo | null;
   /** True when this call registered the folder. */
   registered: boolean;

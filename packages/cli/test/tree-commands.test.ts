@@ -1,6 +1,6 @@
 /**
  * `esync mv`, `rm` (batch, `-r`), `mkdir`, `quota`, `du` and `pull` of empty directories,
- * run as the real CLI against a real server (extensions §1.1-1.5).
+ * run as the real CLI against a real server (docs/protocol.md#delete-files, #rename-files, #quota, #summaries, #folder-entries).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";

@@ -1,13 +1,13 @@
 /**
  * @module client/api-error
  * The one error the API client throws for a failed request: the HTTP status, the service's
- * error code and message (spec §7 envelope `{"Error": {"error", "message"}}`), the Conflict
- * envelope's current revision on a 409 from upload/finalize (complement §1), and
+ * error code and message (docs/protocol.md#errors envelope `{"Error": {"error", "message"}}`), the Conflict
+ * envelope's current revision on a 409 from upload/finalize (docs/protocol.md#manifest), and
  * `Retry-After`. Transport failures (connection refused, reset, timeout) are status 0 with
  * code `network_error`.
  */
 
-/** Current revision carried by a 409 Conflict envelope (complement §1). */
+/** Current revision carried by a 409 Conflict envelope (docs/protocol.md#manifest). */
 export interface ConflictInfo {
   /** 32 bytes, or null when no file exists at the path. */
   currentRevisionId: Uint8Array | null;

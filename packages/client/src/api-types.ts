@@ -1,7 +1,6 @@
 /**
  * @module client/api-types
- * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (spec §2,
- * §4; complement §5), derived from the schemas of `src/wire/schemas.ts` through
+ * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (docs/protocol.md#conventions, #response-families, #sync-endpoints), derived from the schemas of `src/wire/schemas.ts` through
  * `src/wire/types.ts`, and the client's request options. Byte arrays stay JSON arrays of
  * integers (`number[]`); use `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix
  * seconds.
@@ -12,21 +11,21 @@ import type { SortColumn } from "@esync/protocol/schemas.ts";
 import type { HealthInfo as WireHealthInfo } from "@esync/protocol/types.ts";
 import type { Static } from "@sinclair/typebox";
 
-/** `POST /delete_files` (extensions §1.1): per-id results, also when some ids fail. */
+/** `POST /delete_files` (docs/protocol.md#delete-files): per-id results, also when some ids fail. */
 export type DeleteFilesResult = Static<typeof S.DeleteFilesResult>;
-/** `POST /rename_files` (extensions §1.2): per-entry successes and failures. */
+/** `POST /rename_files` (docs/protocol.md#rename-files): per-entry successes and failures. */
 export type RenameFilesResult = Static<typeof S.RenameFilesResult>;
-/** `GET /list_folder_entries/{ss58}/{folder_hash}` (extensions §1.5; flat). */
+/** `GET /list_folder_entries/{ss58}/{folder_hash}` (docs/protocol.md#folder-entries; flat). */
 export type ListFolderEntriesResult = Static<typeof S.ListFolderEntriesResult>;
-/** `POST /register_folder_entries` (extensions §1.5): `count` = named entries now present. */
+/** `POST /register_folder_entries` (docs/protocol.md#folder-entries): `count` = named entries now present. */
 export type RegisterFolderEntriesResult = Static<typeof S.RegisterFolderEntriesResult>;
-/** `DELETE /unregister_folder_entries` (extensions §1.5): `count` = entries removed. */
+/** `DELETE /unregister_folder_entries` (docs/protocol.md#folder-entries): `count` = entries removed. */
 export type UnregisterFolderEntriesResult = Static<typeof S.UnregisterFolderEntriesResult>;
-/** `POST /can_upload` (extensions §1.3; flat, also when the answer is no). */
+/** `POST /can_upload` (docs/protocol.md#quota; flat, also when the answer is no). */
 export type CanUploadResult = Static<typeof S.CanUploadResult>;
 
 /**
- * `GET /health` (no envelope; complement §5). Only `status` is required, so that the client
+ * `GET /health` (no envelope; docs/protocol.md#sync-endpoints). Only `status` is required, so that the client
  * also reads servers that send less than esync does.
  */
 export type HealthInfo = Pick<WireHealthInfo, "status"> & Partial<Omit<WireHealthInfo, "status">>;
@@ -64,20 +63,20 @@ export type {
   UserSummary,
 } from "@esync/protocol/types.ts";
 
-/** One entry of a rename batch (extensions §1.2); hashes are 32 bytes. */
+/** One entry of a rename batch (docs/protocol.md#rename-files); hashes are 32 bytes. */
 export interface RenameEntry {
   oldPathHash: Uint8Array;
   /** BLAKE3(UTF-8(NFC(new path))). */
   newPathHash: Uint8Array;
   /** The revision the client believes current (32 bytes). */
   baseRevisionId: Uint8Array;
-  /** Framed cipher of the new path under the folder key (complement §2); default empty. */
+  /** Framed cipher of the new path under the folder key (docs/protocol.md#ciphertext); default empty. */
   newEncryptedPath?: Uint8Array;
   newFileName?: string | null;
   newRelativePath?: string | null;
 }
 
-/** Filters of `/search_files` (spec §4.9, complement §4); every one optional, combined with AND. */
+/** Filters of `/search_files` (docs/protocol.md#search, #open-rules); every one optional, combined with AND. */
 export interface SearchFilters {
   /** Case-insensitive substring of `file_name` (or `relative_path`), up to 256 characters. */
   q?: string;
@@ -107,7 +106,7 @@ export interface BrowseOptions extends Pick<SearchFilters, "q" | "fileType" | "s
 /** A `Range` request (RFC 9110 single range): `start-end` (inclusive), `start-`, or the last `suffix` bytes. */
 export type ByteRange = { start: number; end?: number } | { suffix: number };
 
-/** A download: the ciphertext stream and the service's headers (complement §5). */
+/** A download: the ciphertext stream and the service's headers (docs/protocol.md#sync-endpoints). */
 export interface DownloadResult {
   /** 200 for the whole blob, 206 for a range. */
   status: number;

@@ -1,6 +1,6 @@
 /**
  * @module client/api
- * Typed HTTP client (fetch) for the whole service API: spec §4 and complement §5.
+ * Typed HTTP client (fetch) for the whole service API: docs/protocol.md#response-families, #sync-endpoints.
  * Success bodies arrive as `{"Success": {...}}` and are returned unwrapped; every failure is
  * thrown as an `ApiError` (see `api-error.ts`). Every request but `/health` carries
  * `Authorization: Bearer <token>` from the `TokenSource`; on a 401 a renewable source is
@@ -8,7 +8,7 @@
  *
  * `/upload` is `multipart/form-data` with the part `manifest` (JSON) first and the part
  * `ciphertext` (raw bytes, with **no** `filename`, as the real clients send it) second
- * (complement §5); the body is assembled by hand because `FormData` always adds a filename.
+ * (docs/protocol.md#sync-endpoints); the body is assembled by hand because `FormData` always adds a filename.
  *
  * @example
  * ```ts
@@ -81,7 +81,7 @@ export interface ApiClientOptions {
   baseUrl: string;
   /** Bearer token source, or a fixed token string. Required for every endpoint but `/health`. */
   token?: TokenSource | string;
-  /** Sent as `X-Billing-Bypass` on `/search_files` when set (spec §5.5). */
+  /** Sent as `X-Billing-Bypass` on `/search_files` when set (docs/protocol.md#authentication). */
   billingBypass?: string;
   /** The fetch to use; default the global one (tests pass fakes). */
   fetch?: typeof fetch;
@@ -459,7 +459,7 @@ export class EsyncApi {
 
   /**
    * `GET /download/{ss58}/{folder_hash}/{file_id}`, optionally one `Range`. Returns the
-   * ciphertext stream (200 or 206) and the headers of complement §5; a 416 is `ApiError`. With
+   * ciphertext stream (200 or 206) and the headers of docs/protocol.md#sync-endpoints; a 416 is `ApiError`. With
    * `ifRange` (an ETag), the range is served only if the file is still that revision; otherwise
    * the answer is 200 with the whole current file.
    */
@@ -547,7 +547,7 @@ export class EsyncApi {
     return bytes;
   }
 
-  /** `GET /search_files/{ss58}` with every filter of spec §4.9. */
+  /** `GET /search_files/{ss58}` with every filter of docs/protocol.md#search. */
   searchFiles(ss58: string, filters: SearchFilters = {}): Promise<SearchResult> {
     const headers: Record<string, string> = {};
     if (this.options.billingBypass) headers["X-Billing-Bypass"] = this.options.billingBypass;
@@ -588,7 +588,7 @@ export class EsyncApi {
   }
 
   /**
-   * `POST /delete_files` (extensions §1.1): deletes up to `MAX_BATCH_DELETE` files of one folder
+   * `POST /delete_files` (docs/protocol.md#delete-files): deletes up to `MAX_BATCH_DELETE` files of one folder
    * in one transaction. `fileIds` are 64-hex `path_hash`es. Per-id failures are in `errors`
    * (the answer is 200); more than 1000 ids is `ApiError` 400 `batch_too_large`.
    */
@@ -611,7 +611,7 @@ export class EsyncApi {
   }
 
   /**
-   * `POST /rename_files` (extensions §1.2): re-keys files without touching their ciphertext.
+   * `POST /rename_files` (docs/protocol.md#rename-files): re-keys files without touching their ciphertext.
    * The batch is signed here with `signer` (the folder's Ed25519 key) over the rename
    * declaration (`renameDeclaration`, the builder the server verifies with). Each entry
    * succeeds or fails on its own (`failures[].reason`: `not_found`, `target_exists`,
@@ -645,13 +645,13 @@ export class EsyncApi {
     });
   }
 
-  /** `GET /list_folder_entries/{ss58}/{folder_hash}` (extensions §1.5; flat): every registered directory. */
+  /** `GET /list_folder_entries/{ss58}/{folder_hash}` (docs/protocol.md#folder-entries; flat): every registered directory. */
   listFolderEntries(ss58: string, folderHash: string): Promise<ListFolderEntriesResult> {
     return this.callFlat({ method: "GET", path: `/list_folder_entries/${seg(ss58)}/${seg(folderHash)}` });
   }
 
   /**
-   * `POST /register_folder_entries` (extensions §1.5): idempotent; at most 500 paths a call
+   * `POST /register_folder_entries` (docs/protocol.md#folder-entries): idempotent; at most 500 paths a call
    * (drive-relative, NFC, no leading or trailing `/`); an invalid path is 400 `invalid_manifest`.
    */
   registerFolderEntries(input: {
@@ -670,7 +670,7 @@ export class EsyncApi {
     });
   }
 
-  /** `DELETE /unregister_folder_entries` (extensions §1.5): removes exactly the named entries (≤ 500). */
+  /** `DELETE /unregister_folder_entries` (docs/protocol.md#folder-entries): removes exactly the named entries (≤ 500). */
   unregisterFolderEntries(input: {
     ss58Address: string;
     folderHash: string;
@@ -688,7 +688,7 @@ export class EsyncApi {
   }
 
   /**
-   * `POST /can_upload` (extensions §1.3; flat, advisory): would a write of `sizeBytes`
+   * `POST /can_upload` (docs/protocol.md#quota; flat, advisory): would a write of `sizeBytes`
    * plaintext bytes be accepted now. `folderHash` `""` asks about the account itself.
    */
   canUpload(input: { ss58Address: string; folderHash: string; sizeBytes: number }): Promise<CanUploadResult> {
@@ -703,7 +703,7 @@ export class EsyncApi {
     });
   }
 
-  /** `GET /get_user_summary/{ss58}` (extensions §1.4): plaintext bytes and files stored. */
+  /** `GET /get_user_summary/{ss58}` (docs/protocol.md#summaries): plaintext bytes and files stored. */
   userSummary(ss58: string, folderHash?: string): Promise<UserSummary> {
     return this.call({
       method: "GET",
@@ -712,7 +712,7 @@ export class EsyncApi {
     });
   }
 
-  /** `GET /get_file_type_summary/{ss58}` (extensions §1.4): files and bytes per category. */
+  /** `GET /get_file_type_summary/{ss58}` (docs/protocol.md#summaries): files and bytes per category. */
   fileTypeSummary(ss58: string, folderHash?: string): Promise<FileTypeSummary> {
     return this.call({
       method: "GET",
@@ -721,7 +721,7 @@ export class EsyncApi {
     });
   }
 
-  /** `GET /get_source_summary/{ss58}` (extensions §1.4): files and bytes per client family. */
+  /** `GET /get_source_summary/{ss58}` (docs/protocol.md#summaries): files and bytes per client family. */
   sourceSummary(ss58: string, folderHash?: string): Promise<SourceSummary> {
     return this.call({
       method: "GET",
@@ -907,7 +907,7 @@ export class EsyncApi {
   }
 
   /**
-   * `GET /v1/capabilities` (extensions §2.1; anonymous, flat). A missing key reads as false, and
+   * `GET /v1/capabilities` (docs/protocol.md#capabilities; anonymous, flat). A missing key reads as false, and
    * a 404 (an older server without the route) as every flag false.
    */
   async capabilities(): Promise<Capabilities> {

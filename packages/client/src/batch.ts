@@ -1,7 +1,6 @@
 /**
  * @module client/batch
- * Whole-tree operations of a folder on top of the batch endpoints (extensions §1.1, §1.2,
- * §1.5), split into the server's batch limits: deleting many files, moving a file or a whole
+ * Whole-tree operations of a folder on top of the batch endpoints (docs/protocol.md#delete-files, #rename-files, #folder-entries), split into the server's batch limits: deleting many files, moving a file or a whole
  * directory (files re-keyed by signed `/rename_files` batches, directory entries registered at
  * the new prefix and unregistered at the old one), and registering directory entries.
  */
@@ -11,11 +10,11 @@ import { toHex } from "./hash.ts";
 import type { FolderKeys } from "./keys.ts";
 import { pathHash } from "./manifest.ts";
 
-/** Ids per `/delete_files` call (extensions §1.1). */
+/** Ids per `/delete_files` call (docs/protocol.md#delete-files). */
 export const DELETE_BATCH = 1000;
-/** Entries per `/rename_files` call (extensions §9 item 6: 1000). */
+/** Entries per `/rename_files` call (docs/protocol.md#rename-files: 1000). */
 export const RENAME_BATCH = 1000;
-/** Paths per `/register_folder_entries` or `/unregister_folder_entries` call (extensions §1.5). */
+/** Paths per `/register_folder_entries` or `/unregister_folder_entries` call (docs/protocol.md#folder-entries). */
 export const FOLDER_ENTRY_BATCH = 500;
 
 /** The folder an operation works on. */
@@ -161,7 +160,7 @@ export interface TreeMove {
 
 /**
  * Moves the directory `from` (every file under it, and every directory entry at or under it)
- * to `to` (extensions §1.2 last rule): files in rename batches, then the entries registered at
+ * to `to` (docs/protocol.md#rename-files last rule): files in rename batches, then the entries registered at
  * the new prefix (with `to` itself and its parents) and unregistered at the old one. Entries of
  * a directory whose files did not all move stay at the old prefix too.
  */

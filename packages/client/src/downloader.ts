@@ -1,10 +1,10 @@
 /**
  * @module client/downloader
- * Downloads one file of a folder listing, decrypts it while it streams (complement §2) and
+ * Downloads one file of a folder listing, decrypts it while it streams (docs/protocol.md#ciphertext) and
  * writes it atomically: to a temporary file beside the destination (mode 0600), fsynced, then
  * renamed over it. Before the rename the plaintext is checked against the listing: its size
  * (`size_bytes`, which also catches a blob cut at a frame boundary) and its `salted_hash`
- * (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6). Nothing is left at the destination when
+ * (`BLAKE3(utf8(ss58) ‖ plaintext)`, docs/protocol.md#client-keys). Nothing is left at the destination when
  * any check fails.
  *
  * A download whose connection breaks resumes where it stopped with `Range: bytes=<received>-`

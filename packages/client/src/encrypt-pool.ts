@@ -2,7 +2,7 @@
  * @module client/encrypt-pool
  * A pool of worker threads that encrypt frames, so encryption (pure JS, the client's costly
  * step at roughly 70–130 MB/s per core) can use more than one core. Frames are independent
- * (each has its own nonce, complement §2), so `encryptStream` with a pool keeps several in
+ * (each has its own nonce, docs/protocol.md#ciphertext), so `encryptStream` with a pool keeps several in
  * flight and emits them in order. The blob is byte-identical to the single-threaded one.
  *
  * Create one pool per process (e.g. per `esync push`), pass it to `encryptStream`,

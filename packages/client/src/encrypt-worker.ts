@@ -1,6 +1,6 @@
 /**
  * @module client/encrypt-worker
- * Worker side of `EncryptPool`: encrypts one frame per message (complement §2 framing, via
+ * Worker side of `EncryptPool`: encrypts one frame per message (docs/protocol.md#ciphertext framing, via
  * `encryptFrame`). Message in: `{ id, key, baseNonce, index, plaintext }` (plaintext buffer
  * transferred); message out: `{ id, frame }` (frame buffer transferred) or `{ id, error }`.
  */

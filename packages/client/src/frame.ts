@@ -1,6 +1,6 @@
 /**
  * @module client/frame
- * The ciphertext format (wire fact, complement §2), streaming in both directions.
+ * The ciphertext format (wire fact, docs/protocol.md#ciphertext), streaming in both directions.
  *
  * XChaCha20-Poly1305 (`@noble/ciphers`), empty AAD, 256 KiB plaintext frames:
  *

@@ -2,8 +2,8 @@
  * @module client/hash
  * Hash and byte helpers of the client: BLAKE3 (native, `@napi-rs/blake-hash`), SHA-256
  * (`Bun.CryptoHasher`), hex conversion. BLAKE3 is the hash of `ciphertext_hash`, `path_hash`
- * and `salted_hash` (complement §1, §2, §6); SHA-256 is used for `folder_hash` and the
- * folder key derivation (complement §1, §6).
+ * and `salted_hash` (docs/protocol.md#manifest, #ciphertext, #client-keys); SHA-256 is used for `folder_hash` and the
+ * folder key derivation (docs/protocol.md#manifest, #client-keys).
  */
 import { Blake3Hasher, blake3 as blake3OneShot } from "@napi-rs/blake-hash";
 import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";

@@ -2,7 +2,7 @@
  * @module client
  * The esync client library: keys from a BIP39 mnemonic, `sig1.` tokens, the framed
  * XChaCha20-Poly1305 ciphertext, signed manifests, a typed API client and a resumable
- * uploader. See each module for the complement section its rules come from.
+ * uploader. Each module cites the docs/protocol.md section its rules come from.
  */
 
 export { blake3Hex } from "@esync/protocol/blake3.ts";

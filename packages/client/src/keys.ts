@@ -4,12 +4,12 @@
  *
  * - **Account** (our decision, issue 5): the sr25519 key of the mnemonic with standard
  *   Substrate derivation (`mnemonicToMiniSecret`, optional `//hard/soft` path), shown as an SS58
- *   address (prefix 42 unless told otherwise). It signs `sig1.` tokens (complement §3).
- * - **Folder keys** (wire fact, complement §6):
+ *   address (prefix 42 unless told otherwise). It signs `sig1.` tokens (docs/protocol.md#authentication).
+ * - **Folder keys** (wire fact, docs/protocol.md#client-keys):
  *   `folder_mnemonic = BIP39_mnemonic_from_entropy(SHA-256(BIP39_seed(master, "")[0..32] ‖ utf8(label)))`,
  *   folder key = `BIP39_seed(folder_mnemonic, "")[0..32]`, which is both the XChaCha20-Poly1305
  *   key and the Ed25519 seed whose public key is the manifest's `signing_key`.
- * - `folderHash(label)` = first 16 hex of SHA-256(utf8 label) (complement §1, spec §2.1).
+ * - `folderHash(label)` = first 16 hex of SHA-256(utf8 label) (docs/protocol.md#manifest, #conventions).
  *
  * Libraries: `@scure/bip39` (mnemonics and BIP39 seeds), `@polkadot/keyring` +
  * `@polkadot/util-crypto` (sr25519, SS58), `node:crypto` (Ed25519), `Bun.CryptoHasher` (SHA-256).
@@ -85,13 +85,13 @@ export async function bip39SeedAsync(mnemonic: string): Promise<Uint8Array> {
   return mnemonicToSeedWebcrypto(m, "");
 }
 
-/** `hex(SHA-256(utf8(label)))[0..16]`: the 16 lowercase hex characters naming a folder (complement §1). */
+/** `hex(SHA-256(utf8(label)))[0..16]`: the 16 lowercase hex characters naming a folder (docs/protocol.md#manifest). */
 export function folderHash(label: string): string {
   return toHex(sha256(label)).slice(0, 16);
 }
 
 /**
- * The 24-word folder mnemonic of `label` (complement §6), from the master seed's first 32
+ * The 24-word folder mnemonic of `label` (docs/protocol.md#client-keys), from the master seed's first 32
  * bytes (pass the 64-byte `bip39Seed(master)` to skip recomputing it).
  */
 export function folderMnemonic(master: string | Uint8Array, label: string): string {
@@ -100,7 +100,7 @@ export function folderMnemonic(master: string | Uint8Array, label: string): stri
   return entropyToMnemonic(entropy, wordlist);
 }
 
-/** Keys of one sync folder (complement §6). */
+/** Keys of one sync folder (docs/protocol.md#client-keys). */
 export interface FolderKeys {
   /** The folder label the keys were derived from. */
   readonly label: string;

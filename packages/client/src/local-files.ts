@@ -15,7 +15,7 @@ import { normalizeRelativePath, SaltedHasher, saltedHash } from "./manifest.ts";
 const WHOLE_READ_BYTES = 1024 * 1024;
 
 /**
- * `salted_hash` (`BLAKE3(utf8(ss58) ‖ plaintext)`, complement §6) of a local file: read in one
+ * `salted_hash` (`BLAKE3(utf8(ss58) ‖ plaintext)`, docs/protocol.md#client-keys) of a local file: read in one
  * piece when `size` (as last seen) is at most 1 MiB, else streamed.
  */
 export async function fileSaltedHash(path: string, ss58Address: string, size?: number): Promise<Uint8Array> {

@@ -1,10 +1,10 @@
 /**
  * @module client/manifest
- * The signed upload manifest (wire fact, complement §1) and the hashes it carries.
+ * The signed upload manifest (wire fact, docs/protocol.md#manifest) and the hashes it carries.
  *
- * - `path_hash = BLAKE3(utf8(NFC(relative_path)))` (complement §6), the file's identity in a
- *   folder; its 64-hex form is the `file_id` of URLs (complement §5).
- * - `salted_hash = BLAKE3(utf8(ss58) ‖ plaintext)` (complement §6), computed streaming by
+ * - `path_hash = BLAKE3(utf8(NFC(relative_path)))` (docs/protocol.md#client-keys), the file's identity in a
+ *   folder; its 64-hex form is the `file_id` of URLs (docs/protocol.md#sync-endpoints).
+ * - `salted_hash = BLAKE3(utf8(ss58) ‖ plaintext)` (docs/protocol.md#client-keys), computed streaming by
  *   `SaltedHasher`.
  * - `signature` = Ed25519 (folder key) over the UTF-8 bytes of the fixed sentence of
  *   `signedSentence` (the protocol package), misspellings included; `signing_key` = the folder's public key.
@@ -80,7 +80,7 @@ export function saltedHash(ss58Address: string, plaintext: Uint8Array): Uint8Arr
   return blake3(input);
 }
 
-/** Revision fields of a write (complement §1 "Revisions"). */
+/** Revision fields of a write (docs/protocol.md#manifest "Revisions"). */
 export interface RevisionInfo {
   /** 1 for a new file, else current + 1 (at least). */
   revisionSeq: number;

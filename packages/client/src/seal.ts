@@ -1,8 +1,8 @@
 /**
  * @module client/seal
  * One encryption pass over a file that yields everything an upload needs: the blob
- * (complement §2), its BLAKE3 `ciphertext_hash`, and the `salted_hash` of the plaintext
- * (complement §6), all computed while the bytes stream.
+ * (docs/protocol.md#ciphertext), its BLAKE3 `ciphertext_hash`, and the `salted_hash` of the plaintext
+ * (docs/protocol.md#client-keys), all computed while the bytes stream.
  *
  * Where the blob goes (our decision): the manifest needs `ciphertext_hash` before the first
  * byte is sent, and the random base nonce makes every encryption different, so the blob is

@@ -1,6 +1,6 @@
 /**
  * @module client/token
- * Wallet-signed bearer tokens (complement §3.1): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
+ * Wallet-signed bearer tokens (docs/protocol.md#wallet-tokens): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
  * the signature (lowercase hex) made by the account key over the UTF-8 bytes of
  * `hcfs-auth:<ss58>:<expires_unix>`. The server accepts it while
  * `now < expires_unix <= now + 86400`.
@@ -11,7 +11,7 @@
 import { toHex, utf8 } from "./hash.ts";
 import type { AccountSigner } from "./keys.ts";
 
-/** Longest lifetime the server accepts, seconds (complement §3.1). */
+/** Longest lifetime the server accepts, seconds (docs/protocol.md#wallet-tokens). */
 export const MAX_TOKEN_LIFETIME_SECONDS = 86400;
 /** Lifetime of tokens made by `WalletTokenSource` unless told otherwise, seconds. */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 3600;

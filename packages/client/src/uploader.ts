@@ -3,10 +3,10 @@
  * Uploads one local file: seal (encrypt + hash once, `seal.ts`), sign the manifest, send.
  *
  * - Ciphertext ≤ 8 MiB: single-shot `POST /upload`, the blob in memory.
- * - Larger: a session (spec §4.4–4.8) with `chunk_size` 8 MiB; chunks are file-backed slices
+ * - Larger: a session (docs/protocol.md#upload-sessions) with `chunk_size` 8 MiB; chunks are file-backed slices
  *   of the spilled blob, sent at most `parallelism` (4) at a time; then `status` once to resend
  *   anything missing, then finalize (empty body, `Content-Length: 0`), as the real clients do
- *   (complement §2).
+ *   (docs/protocol.md#ciphertext).
  * - Network errors, 5xx and 429 are retried with jittered exponential backoff (`retry.ts`).
  *   A finalize whose answer was lost is settled by `status`: `finalized` means done.
  * - With a `stateFile`, the session id, base nonce and spill path are remembered before the
@@ -17,7 +17,7 @@
  * - Retries that run out on an outage (network, 5xx, 429 for the whole budget) keep the session,
  *   state and spill file, so the next run resumes. Any other failure deletes the session and
  *   forgets it; if even the DELETE fails, the state is kept so a later run can resume or clean up.
- * - A 409 Conflict envelope (complement §1) is thrown as `ApiError`, unless
+ * - A 409 Conflict envelope (docs/protocol.md#manifest) is thrown as `ApiError`, unless
  *   `onConflict: "rebase"`: the manifest moves onto the current revision (signature unchanged)
  *   and the upload is redone (a new session: a session's manifest is fixed at creation).
  */
@@ -44,9 +44,9 @@ import { DEFAULT_RETRY, type RetryPolicy, realSleep, type Sleep, withRetry } fro
 import { openSealedFile, type SealedBlob, sealedFileRecord, sealFile, WHOLE_READ_BYTES } from "./seal.ts";
 import { type PendingUpload, type UploadStateFile, uploadKey } from "./upload-state.ts";
 
-/** Largest ciphertext sent single-shot: 8 MiB (complement §2). */
+/** Largest ciphertext sent single-shot: 8 MiB (docs/protocol.md#ciphertext). */
 export const SINGLE_SHOT_LIMIT = 8 * 1024 * 1024;
-/** Session chunk size: 8 MiB (complement §2; the server allows up to 16 MiB). */
+/** Session chunk size: 8 MiB (docs/protocol.md#ciphertext; the server allows up to 16 MiB). */
 export const DEFAULT_CHUNK_SIZE = 8 * 1024 * 1024;
 /** Chunks in flight at once. */
 export const DEFAULT_PARALLELISM = 4;

@@ -1,5 +1,5 @@
 /**
- * The API client on the product endpoints (extensions §1.1-1.5, §2.1) against a real server:
+ * The API client on the product endpoints (docs/protocol.md#delete-files, #rename-files, #quota, #summaries, #folder-entries, #capabilities) against a real server:
  * batch delete, signed batch rename, folder entries, can_upload, summaries, capabilities.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-/** Ciphertext format of complement §2: the KAT, round trips at every size boundary, and rejections. */
+/** Ciphertext format of docs/protocol.md#ciphertext: the KAT, round trips at every size boundary, and rejections. */
 import { describe, expect, test } from "bun:test";
 import {
   CiphertextError,
@@ -67,7 +67,7 @@ async function rejection(p: Promise<unknown>): Promise<CiphertextError> {
   throw new Error("expected a CiphertextError");
 }
 
-describe("complement §2 test vectors", () => {
+describe("docs/protocol.md#ciphertext test vectors", () => {
   test("the KAT blob decrypts with the alpha folder key to its ASCII text", async () => {
     const plain = await decryptBytes(KAT_KEY, KAT_BLOB);
     expect(new TextDecoder().decode(plain)).toBe("hippius hcfs at-rest decrypt KAT v1");

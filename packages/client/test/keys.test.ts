@@ -1,4 +1,4 @@
-/** Keys and hashes of complement §1, §2 and §6, checked against the real clients' test vectors. */
+/** Keys and hashes of docs/protocol.md#manifest, #ciphertext, #client-keys, checked against the real clients' test vectors. */
 import { describe, expect, test } from "bun:test";
 import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";
 import { decodeAddress, ed25519PairFromSeed, ed25519Sign, signatureVerify } from "@polkadot/util-crypto";
@@ -23,7 +23,7 @@ import {
 
 const MASTER = `${"abandon ".repeat(11)}about`;
 
-describe("complement §2 and §6 test vectors", () => {
+describe("docs/protocol.md#ciphertext, #client-keys test vectors", () => {
   test('folder_hash("default") is 37a8eec1ce19687d', () => {
     expect(folderHash("default")).toBe("37a8eec1ce19687d");
   });

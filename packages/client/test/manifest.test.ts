@@ -1,4 +1,4 @@
-/** Manifests of complement §1: every field, the Ed25519 signature over the exact sentence, revisions. */
+/** Manifests of docs/protocol.md#manifest: every field, the Ed25519 signature over the exact sentence, revisions. */
 import { describe, expect, test } from "bun:test";
 import { createPublicKey, verify } from "node:crypto";
 import {
@@ -68,7 +68,7 @@ describe("signature", () => {
 });
 
 describe("fields", () => {
-  test("carries every field of complement §1, byte fields as JSON arrays of integers", () => {
+  test("carries every field of docs/protocol.md#manifest, byte fields as JSON arrays of integers", () => {
     const m = sample();
     const json = JSON.parse(JSON.stringify(m));
     expect(Object.keys(json)).toEqual([

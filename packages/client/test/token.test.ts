@@ -1,4 +1,4 @@
-/** `sig1.` wallet tokens of complement §3: format, signature, lifetime bounds and renewal. */
+/** `sig1.` wallet tokens of docs/protocol.md#authentication: format, signature, lifetime bounds and renewal. */
 import { describe, expect, test } from "bun:test";
 import { signatureVerify } from "@polkadot/util-crypto";
 import {

@@ -1,8 +1,8 @@
 /**
  * @module errors
- * The one error catalogue of the service (spec §7 plus complement §1 and §4, extensions §8.1). Every failure a
+ * The one error catalogue of the service (docs/protocol.md#errors plus docs/protocol.md#manifest, #open-rules, #errors). Every failure a
  * client can see is an `AppError` carrying one of these codes; `errorResponse` in
- * `src/http/envelope.ts` turns it into the spec's envelope, or into the flat `{"error", "message"}`
+ * `src/http/envelope.ts` turns it into the protocol's envelope, or into the flat `{"error", "message"}`
  * body on the `/v1/` routes (docs/sharing.md).
  */
 
@@ -48,7 +48,7 @@ export const ERRORS = {
 /** An error code from the catalogue. */
 export type ErrorCode = keyof typeof ERRORS;
 
-/** Current revision details carried by a 409 from upload/finalize (complement §1 Conflict envelope). */
+/** Current revision details carried by a 409 from upload/finalize (docs/protocol.md#manifest Conflict envelope). */
 export interface ConflictDetails {
   /** 32 bytes, or null when no file exists at the path. */
   currentRevisionId: Uint8Array | null;
@@ -66,7 +66,7 @@ export class AppError extends Error {
     readonly extra: {
       /** Seconds, sent as `Retry-After`. */
       retryAfter?: number;
-      /** Makes the response use the Conflict envelope (complement §1). */
+      /** Makes the response use the Conflict envelope (docs/protocol.md#manifest). */
       conflict?: ConflictDetails;
       /** Extra response headers (e.g. `Content-Range` on 416). */
       headers?: Record<string, string>;

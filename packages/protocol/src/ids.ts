@@ -16,7 +16,7 @@ export function toHex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
 }
 
-/** Bytes as the JSON array of integers used on the wire (spec §2.1). */
+/** Bytes as the JSON array of integers used on the wire (docs/protocol.md#conventions). */
 export function toIntArray(bytes: Uint8Array | null): number[] | null {
   return bytes === null ? null : Array.from(bytes);
 }

@@ -1,6 +1,6 @@
 /**
  * @module manifest
- * Parsing and validation of the signed file manifest (spec §2.3, complement §1). Every field is
+ * Parsing and validation of the signed file manifest (docs/protocol.md#upload-sessions, #manifest). Every field is
  * checked for type and size; the Ed25519 signature over the fixed ToS sentence is verified.
  * Fields are also checked against each other: `path_hash` must be
  * `BLAKE3(utf8(NFC(relative_path)))` when `relative_path` is given, `relative_path` must be a
@@ -42,10 +42,10 @@ export interface Manifest {
 export const MAX_ENCRYPTED_PATH_BYTES = 8192;
 /** Longest `file_name` / `relative_path` accepted, characters. */
 export const MAX_NAME_CHARS = 4096;
-/** Longest `attributes` accepted, bytes (an esync extension outside the signed sentence; README "File attributes"). */
+/** Longest `attributes` accepted, bytes (an esync extension outside the signed sentence; docs/user-guide.md#file-attributes). */
 export const MAX_ATTRIBUTES_BYTES = 4096;
 
-/** The exact sentence a client signs (complement §1; its spelling is part of the wire format). */
+/** The exact sentence a client signs (docs/protocol.md#manifest; its spelling is part of the wire format). */
 export function signedSentence(ciphertextHash: string): string {
   return `I here by declare that the file with hash ${ciphertextHash} that i am uploading is in par with the ToS of the provider`;
 }
@@ -101,7 +101,7 @@ export function verifyWireManifestSignature(m: WireManifest): boolean {
 const HEX16 = /^[0-9a-f]{16}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
-/** True for a `folder_hash`: exactly 16 lowercase hex characters (spec §2.1, §8). */
+/** True for a `folder_hash`: exactly 16 lowercase hex characters (docs/protocol.md#conventions, #limits). */
 export function isFolderHash(s: unknown): s is string {
   return typeof s === "string" && HEX16.test(s);
 }

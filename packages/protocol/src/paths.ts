@@ -8,14 +8,14 @@
 import { MAX_NAME_CHARS, relativePathProblem } from "./manifest.ts";
 
 /**
- * True when `p` passes the checks of an upload's `relative_path` (complement §1): "validated like
- * upload paths" (extensions §1.6).
+ * True when `p` passes the checks of an upload's `relative_path` (docs/protocol.md#manifest): "validated like
+ * upload paths" (docs/protocol.md#relative-path-backfill).
  */
 export function isUploadPath(p: string): boolean {
   return p.length <= MAX_NAME_CHARS && relativePathProblem(p) === null;
 }
 
-/** True when `p` is a valid directory entry: an upload path, in NFC (extensions §1.5). */
+/** True when `p` is a valid directory entry: an upload path, in NFC (docs/protocol.md#folder-entries). */
 export function isDirectoryPath(p: string): boolean {
   return isUploadPath(p) && p.normalize("NFC") === p;
 }

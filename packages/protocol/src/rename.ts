@@ -1,6 +1,6 @@
 /**
  * @module files/rename
- * The signed rename declaration of `POST /rename_files` (extensions.md §1.2, a wire fact): the
+ * The signed rename declaration of `POST /rename_files` (docs/protocol.md#rename-files, a wire fact): the
  * entries sorted by `old_path_hash` (ascending byte order), each written
  * `<hex old_path_hash>:<hex new_path_hash>`, joined by single commas, after a fixed prefix that
  * ends with a colon and one space. Ed25519 over its UTF-8 bytes.

@@ -1,9 +1,9 @@
 /**
  * @module wire/schemas
- * The contract of the HTTP API, described once (spec §2, §4; complement §1, §4, §5): TypeBox
+ * The contract of the HTTP API, described once (docs/protocol.md#conventions, #response-families, #manifest, #open-rules, #sync-endpoints): TypeBox
  * schemas of every route's path parameters, query, headers, JSON bodies and responses. The
  * controllers give them to Elysia, which validates requests with them (failures become the
- * spec's error codes through `validationFailure` in `src/http/contract.ts`) and builds the
+ * protocol's error codes through `validationFailure` in `src/http/contract.ts`) and builds the
  * OpenAPI document from them; `src/wire/types.ts` derives the TypeScript types (`Static<>`)
  * that the server and the client library share.
  *
@@ -30,7 +30,7 @@ FormatRegistry.Set("ss58", isSs58);
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
 
-/** An SS58 address in a path (spec §2.1): at most 256 bytes, base58 with a valid checksum. */
+/** An SS58 address in a path (docs/protocol.md#conventions): at most 256 bytes, base58 with a valid checksum. */
 const AddressParam = Type.String({
   format: "ss58",
   minLength: 1,
@@ -38,7 +38,7 @@ const AddressParam = Type.String({
   description: "SS58 address of the owner",
   ...failsWith("invalid_user_id"),
 });
-/** `folder_hash`: first 16 hex characters of SHA-256(label) (spec §2.1). */
+/** `folder_hash`: first 16 hex characters of SHA-256(label) (docs/protocol.md#conventions). */
 const FolderHash = Type.String({
   pattern: "^[0-9a-f]{16}$",
   description: "16 lowercase hex characters: the first 8 bytes of SHA-256(label)",
@@ -57,15 +57,14 @@ const NO_NUL = "^[^\\u0000]*$";
 
 /**
  * A session id in a path. One that is not even a string (bytes that are not UTF-8 once
- * percent-decoded, such as `%ff`) names no session: 404 `not_found`, as any unknown id (spec
- * §4.5–§4.8 list 404 for these paths, not 400).
+ * percent-decoded, such as `%ff`) names no session: 404 `not_found`, as any unknown id (docs/protocol.md#upload-sessions list 404 for these paths, not 400).
  */
 const SessionId = Type.String({
   minLength: 1,
   description: "session_id from POST /upload/session",
   ...failsWith("not_found"),
 });
-/** A u32 in decimal, no sign or leading zeros (spec §4.5 `chunk_index`). */
+/** A u32 in decimal, no sign or leading zeros (docs/protocol.md#upload-sessions `chunk_index`). */
 const ChunkIndex = Type.Integer({
   minimum: 0,
   maximum: 0xffffffff,
@@ -78,7 +77,7 @@ const byte = Type.Integer({ minimum: 0, maximum: 255 });
 const Bytes32 = Type.Array(byte, { minItems: 32, maxItems: 32, description: "32 bytes as integers" });
 /** Bytes as integers. */
 const ByteArray = Type.Array(byte, { description: "bytes as integers" });
-/** esync extension: a file's opaque, client-encrypted attributes (mode, mtime, symlink); README "File attributes". */
+/** esync extension: a file's opaque, client-encrypted attributes (mode, mtime, symlink); docs/user-guide.md#file-attributes. */
 const Attributes = Type.Array(byte, {
   minItems: 1,
   maxItems: MAX_ATTRIBUTES_BYTES,
@@ -87,20 +86,20 @@ const Attributes = Type.Array(byte, {
 const UnixSeconds = Type.Integer({ description: "Unix seconds" });
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-/** A non-negative integer query parameter; decimal digits only (complement §4). */
+/** A non-negative integer query parameter; decimal digits only (docs/protocol.md#open-rules). */
 function uintQuery(description: string, extra: { default?: number; maximum?: number } = {}) {
   const maximum = extra.maximum ?? Number.MAX_SAFE_INTEGER;
   return Type.Optional(Type.Integer({ minimum: 0, description, ...extra, maximum }));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Envelopes (spec §4, §7; complement §1)
+// Envelopes (docs/protocol.md#response-families, #errors, #manifest)
 
 /** `{"Error": {"error", "message"}}` */
 export const ErrorEnvelope = Type.Object({
   Error: Type.Object({ error: Type.String(), message: Type.String() }),
 });
-/** `{"Conflict": {...}}`: a 409 from upload or finalize (complement §1). */
+/** `{"Conflict": {...}}`: a 409 from upload or finalize (docs/protocol.md#manifest). */
 export const ConflictEnvelope = Type.Object({
   Conflict: Type.Object({
     error: Type.String(),
@@ -110,7 +109,7 @@ export const ConflictEnvelope = Type.Object({
   }),
 });
 
-/** A quota refusal (402), flat on every route (extensions §0.2, §1.3). */
+/** A quota refusal (402), flat on every route (docs/protocol.md#response-families, #quota). */
 export const FlatError = Type.Object({
   error: Type.String(),
   message: Type.String(),
@@ -127,7 +126,7 @@ export function successOf<S extends ReturnType<typeof Type.Object>>(schema: S) {
 // ---------------------------------------------------------------------------------------------
 // Bodies of responses
 
-/** A registered folder (spec §2.2). */
+/** A registered folder (docs/protocol.md#folders). */
 export const RemoteFolderInfo = Type.Object({
   label: Type.String(),
   folder_hash: FolderHash,
@@ -141,20 +140,20 @@ export const RemoteFolderInfo = Type.Object({
   ),
 });
 
-/** `GET /list_folders/{base_address}` (spec §4.2). */
+/** `GET /list_folders/{base_address}` (docs/protocol.md#folders). */
 export const ListFoldersResult = Type.Object({
   base_address: Type.String(),
   folders: Type.Array(RemoteFolderInfo),
 });
-/** `POST /register_folder` (spec §4.1). */
+/** `POST /register_folder` (docs/protocol.md#folders). */
 export const RegisterFolderResult = Type.Object({ status: Type.Literal("registered") });
-/** `DELETE /unregister_folder` (spec §4.3). */
+/** `DELETE /unregister_folder` (docs/protocol.md#folders). */
 export const UnregisterFolderResult = Type.Object({
   status: Type.Literal("unregistered"),
   files_deleted: Type.Integer({ minimum: 0 }),
 });
 
-/** A file of `/get_state` and `/browse` (spec §2.5 without folder fields; complement §5). */
+/** A file of `/get_state` and `/browse` (docs/protocol.md#file-entries without folder fields; docs/protocol.md#sync-endpoints). */
 export const RemoteFileEntry = Type.Object({
   path_hash: Bytes32,
   salted_hash: Bytes32,
@@ -166,7 +165,7 @@ export const RemoteFileEntry = Type.Object({
   relative_path: NullableString,
   store_hash: NullableString,
   arion_hash: Type.Union([Type.String(), Type.Null()], {
-    description: "the product's name of store_hash (extensions §1.7): the same value",
+    description: "the product's name of store_hash (docs/protocol.md#api-profiles): the same value",
   }),
   chunk_hashes: Type.Union([Type.Array(Type.String()), Type.Null()]),
   created_at: UnixSeconds,
@@ -190,14 +189,14 @@ const PageFields = {
 /** Fields shared by paged listings. */
 export const Page = Type.Object(PageFields);
 
-/** A search result (spec §2.5): a file entry plus its folder. */
+/** A search result (docs/protocol.md#file-entries): a file entry plus its folder. */
 export const SearchFileHit = Type.Object({
   ...RemoteFileEntry.properties,
   folder_hash: FolderHash,
   folder_label: Type.String({ description: '"" when the folder is not registered' }),
 });
 
-/** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
+/** `GET /get_state/{ss58}/{folder_hash}` (docs/protocol.md#sync-endpoints). */
 export const StateResult = Type.Object({
   ss58_address: Type.String(),
   folder_hash: FolderHash,
@@ -205,7 +204,7 @@ export const StateResult = Type.Object({
   ...PageFields,
 });
 
-/** `GET /search_files/{ss58}` (spec §4.9). */
+/** `GET /search_files/{ss58}` (docs/protocol.md#search). */
 export const SearchResult = Type.Object({
   ss58_address: Type.String(),
   files: Type.Array(SearchFileHit),
@@ -229,7 +228,7 @@ export const BrowseResult = Type.Object({
   ...PageFields,
 });
 
-/** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (complement §5). */
+/** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (docs/protocol.md#sync-endpoints). */
 export const DeleteFileResult = Type.Object({
   status: Type.Literal("deleted"),
   file_id: Type.String(),
@@ -237,7 +236,7 @@ export const DeleteFileResult = Type.Object({
   folder_hash: FolderHash,
 });
 
-/** `POST /upload` and session finalize (spec §2.4). */
+/** `POST /upload` and session finalize (docs/protocol.md#upload-result). */
 export const UploadResult = Type.Object({
   upload_id: Type.String(),
   timestamp: UnixSeconds,
@@ -246,10 +245,10 @@ export const UploadResult = Type.Object({
   updated_at: UnixSeconds,
 });
 
-/** `POST /upload/session` (spec §4.4). */
+/** `POST /upload/session` (docs/protocol.md#upload-sessions). */
 export const SessionCreated = Type.Object({ session_id: Type.String(), expires_at: UnixSeconds });
 
-/** `GET /upload/session/{id}/status` (spec §2.3, §4.6). */
+/** `GET /upload/session/{id}/status` (docs/protocol.md#upload-sessions). */
 export const SessionStatus = Type.Object({
   session_id: Type.String(),
   state: Type.Union([Type.Literal("receiving"), Type.Literal("finalized")]),
@@ -259,22 +258,22 @@ export const SessionStatus = Type.Object({
   ciphertext_hash: Type.String(),
 });
 
-/** `PUT /upload/session/{id}/chunk/{index}` (spec §4.5). */
+/** `PUT /upload/session/{id}/chunk/{index}` (docs/protocol.md#upload-sessions). */
 export const ChunkStored = Type.Object({ chunk_index: Type.Integer({ minimum: 0 }) });
 
-/** `DELETE /upload/session/{id}` (spec §4.8). */
+/** `DELETE /upload/session/{id}` (docs/protocol.md#upload-sessions). */
 export const SessionDeleted = Type.Object({ deleted: Type.Literal(true) });
 
-/** `GET /health` (complement §5; no envelope). */
+/** `GET /health` (docs/protocol.md#sync-endpoints; no envelope). */
 export const HealthInfo = Type.Object({
   status: Type.Literal("healthy"),
   version: Type.String(),
   capabilities: Type.Array(Type.String()),
 });
 
-/** `GET /healthz` (extensions §2.2): the process answers; nothing is checked. */
+/** `GET /healthz` (docs/protocol.md#health-probes): the process answers; nothing is checked. */
 export const Liveness = Type.Object({ status: Type.Literal("ok") });
-/** `GET /readyz` (extensions §2.2): 200 `ready`, or 503 `not_ready` naming the failing dependency. */
+/** `GET /readyz` (docs/protocol.md#health-probes): 200 `ready`, or 503 `not_ready` naming the failing dependency. */
 export const Readiness = Type.Object({
   status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
   checks: Type.Record(Type.String(), Type.String(), { description: "dependency → ok or what failed" }),
@@ -283,7 +282,7 @@ export const Readiness = Type.Object({
 // ---------------------------------------------------------------------------------------------
 // Bodies of requests (every failing field: 400 invalid_manifest)
 
-/** The signed manifest (spec §2.3, complement §1); its signature and rules are checked by the service. */
+/** The signed manifest (docs/protocol.md#upload-sessions, #manifest); its signature and rules are checked by the service. */
 export const Manifest = Type.Object({
   ss58_address: Type.Optional(Type.String({ description: "owner (alias user_id)" })),
   user_id: Type.Optional(Type.String({ description: "alias of ss58_address" })),
@@ -309,7 +308,7 @@ const MAX_LABEL_CHARS = 1024;
 
 const BodyAddress = Type.String({ format: "ss58", description: "SS58 address of the owner" });
 
-/** `POST /register_folder` (spec §4.1): `ss58_address` or its alias `user_id` is required. */
+/** `POST /register_folder` (docs/protocol.md#folders): `ss58_address` or its alias `user_id` is required. */
 export const RegisterFolderBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
@@ -320,14 +319,14 @@ export const RegisterFolderBody = Type.Object({
   ),
 });
 
-/** `DELETE /unregister_folder` (spec §4.3): `ss58_address` or its alias `user_id` is required. */
+/** `DELETE /unregister_folder` (docs/protocol.md#folders): `ss58_address` or its alias `user_id` is required. */
 export const UnregisterFolderBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
   folder_hash: FolderHash,
 });
 
-/** `POST /upload/session` (spec §4.4); the layout rules are the session engine's. */
+/** `POST /upload/session` (docs/protocol.md#upload-sessions); the layout rules are the session engine's. */
 export const CreateSessionBody = Type.Object({
   manifest: Manifest,
   chunk_count: Type.Integer({ minimum: 1, maximum: 0xffffffff }),
@@ -352,12 +351,12 @@ export const SessionParams = Type.Object({ session_id: SessionId });
 export const ChunkParams = Type.Object({ session_id: SessionId, chunk_index: ChunkIndex });
 
 // ---------------------------------------------------------------------------------------------
-// Queries (complement §4: malformed numbers are 400 invalid_parameter)
+// Queries (docs/protocol.md#open-rules: malformed numbers are 400 invalid_parameter)
 
-/** `/get_state` page size: default and cap (complement §5). */
+/** `/get_state` page size: default and cap (docs/protocol.md#sync-endpoints). */
 export const STATE_DEFAULT_LIMIT = 1000;
 export const STATE_MAX_LIMIT = 5000;
-/** `/search_files` page size: default and cap (spec §4.9). */
+/** `/search_files` page size: default and cap (docs/protocol.md#search). */
 export const SEARCH_DEFAULT_LIMIT = 25;
 export const SEARCH_MAX_LIMIT = 10000;
 /** `/browse` page size: default and cap (issue 3). */
@@ -377,16 +376,16 @@ function pageQuery(def: number, max: number, maximum?: number) {
   };
 }
 
-/** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
+/** `GET /get_state/{ss58}/{folder_hash}` (docs/protocol.md#sync-endpoints). */
 export const StateQuery = Type.Object(pageQuery(STATE_DEFAULT_LIMIT, STATE_MAX_LIMIT, 999_999_999_999_999));
 
-/** Columns results can be sorted by (spec §4.9), in the spec's order. */
+/** Columns results can be sorted by (docs/protocol.md#search), in the order of docs/protocol.md#summaries. */
 export const SORT_COLUMNS = ["file_name", "size_bytes", "created_at", "updated_at"] as const;
 /** A column results can be sorted by. */
 export type SortColumn = (typeof SORT_COLUMNS)[number];
-/** Search sort keys: the columns plus `uploaded_by` (extensions §1.7). */
+/** Search sort keys: the columns plus `uploaded_by` (docs/protocol.md#api-profiles). */
 export const SEARCH_SORT_KEYS = [...SORT_COLUMNS, "uploaded_by"] as const;
-/** Browse sort keys: the search keys plus `extension` (extensions §1.7). */
+/** Browse sort keys: the search keys plus `extension` (docs/protocol.md#api-profiles). */
 export const BROWSE_SORT_KEYS = [...SEARCH_SORT_KEYS, "extension"] as const;
 
 function sortQuery(keys: readonly string[]) {
@@ -403,7 +402,7 @@ function sortQuery(keys: readonly string[]) {
   };
 }
 
-/** `uploaded_by` filter (extensions §1.7). */
+/** `uploaded_by` filter (docs/protocol.md#api-profiles). */
 const UploadedBy = Type.Optional(
   Type.String({
     description:
@@ -429,7 +428,7 @@ const FileType = Type.Optional(
   }),
 );
 
-/** `GET /search_files/{ss58}` (spec §4.9, complement §4); bounds are inclusive. */
+/** `GET /search_files/{ss58}` (docs/protocol.md#search, #open-rules); bounds are inclusive. */
 export const SearchQuery = Type.Object({
   q: Q,
   file_type: FileType,
@@ -509,22 +508,24 @@ export const DownloadHeaders = Type.Object({
   ),
 });
 
-/** Headers of `GET /search_files/{ss58}` (spec §5.5). */
+/** Headers of `GET /search_files/{ss58}` (docs/protocol.md#authentication). */
 export const SearchHeaders = Type.Object({
-  "x-billing-bypass": Type.Optional(Type.String({ description: "accepted and ignored (spec §5.5)" })),
+  "x-billing-bypass": Type.Optional(
+    Type.String({ description: "accepted and ignored (docs/protocol.md#authentication)" }),
+  ),
 });
 
 // ---------------------------------------------------------------------------------------------
-// Product extensions (extensions.md §1, §2): batch operations, folder entries, quota, summaries
+// Product extensions (docs/protocol.md#api-profiles, #capabilities): batch operations, folder entries, quota, summaries
 
-/** Most ids of one `POST /delete_files` (extensions §1.1, §8.2). */
+/** Most ids of one `POST /delete_files` (docs/protocol.md#delete-files, #limits). */
 export const MAX_BATCH_DELETE = 1000;
-/** Most entries of one `POST /rename_files` (extensions §9 item 6). */
+/** Most entries of one `POST /rename_files` (docs/protocol.md#rename-files). */
 export const MAX_BATCH_RENAME = 1000;
-/** Most entries of one folder-entry or `/register_relative_paths` call (extensions §8.2). */
+/** Most entries of one folder-entry or `/register_relative_paths` call (docs/protocol.md#limits). */
 export const MAX_PATH_BATCH = 500;
 
-/** `POST /delete_files` (extensions §1.1); ids that are not 64 hex fail one by one, not the request. */
+/** `POST /delete_files` (docs/protocol.md#delete-files); ids that are not 64 hex fail one by one, not the request. */
 export const DeleteFilesBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
@@ -538,7 +539,7 @@ export const DeleteFilesBody = Type.Object({
   ),
 });
 
-/** `POST /delete_files` answer (extensions §1.1): 200 also when some ids fail. */
+/** `POST /delete_files` answer (docs/protocol.md#delete-files): 200 also when some ids fail. */
 export const DeleteFilesResult = Type.Object({
   deleted: Type.Optional(
     Type.Array(
@@ -558,7 +559,7 @@ export const DeleteFilesResult = Type.Object({
   files_deleted: Type.Integer({ minimum: 0 }),
 });
 
-/** One entry of `POST /rename_files` (extensions §1.2). */
+/** One entry of `POST /rename_files` (docs/protocol.md#rename-files). */
 export const SingleRename = Type.Object({
   old_path_hash: Bytes32,
   new_path_hash: Bytes32,
@@ -570,7 +571,7 @@ export const SingleRename = Type.Object({
   base_revision_id: Bytes32,
 });
 
-/** `POST /rename_files` (extensions §1.2): one Ed25519 signature over the sorted hash pairs. */
+/** `POST /rename_files` (docs/protocol.md#rename-files): one Ed25519 signature over the sorted hash pairs. */
 export const RenameFilesBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
@@ -587,7 +588,7 @@ export const RenameFilesBody = Type.Object({
   signing_key: Bytes32,
 });
 
-/** `POST /rename_files` answer (extensions §1.2): 200 also when some entries fail. */
+/** `POST /rename_files` answer (docs/protocol.md#rename-files): 200 also when some entries fail. */
 export const RenameFilesResult = Type.Object({
   status: Type.Literal("ok"),
   renamed_count: Type.Integer({ minimum: 0 }),
@@ -613,12 +614,12 @@ export const RenameFilesResult = Type.Object({
 });
 
 /**
- * Largest folder-entry body, bytes: 500 paths of up to 4096 characters fit (extensions §1.5 bounds
+ * Largest folder-entry body, bytes: 500 paths of up to 4096 characters fit (docs/protocol.md#folder-entries bounds
  * the paths, not the body).
  */
 export const MAX_FOLDER_ENTRIES_BODY_BYTES = 4 * 1024 * 1024;
 
-/** Register and unregister folder entries (extensions §1.5, §9 item 1). */
+/** Register and unregister folder entries (docs/protocol.md#folder-entries). */
 export const FolderEntriesBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
@@ -647,7 +648,7 @@ export const ListFolderEntriesResult = Type.Object({
   ),
 });
 
-/** Largest `limit` of `GET /list_folder_entries` (docs/operations.md, "Big answers and batches"). */
+/** Largest `limit` of `GET /list_folder_entries` (docs/operator-guide.md#big-answers-and-batches). */
 export const MAX_FOLDER_ENTRIES_PAGE = 1000;
 
 /**
@@ -670,10 +671,10 @@ export const ListFolderEntriesQuery = Type.Object({
   ),
 });
 
-/** Largest `/register_relative_paths` body, bytes (extensions §1.6). */
+/** Largest `/register_relative_paths` body, bytes (docs/protocol.md#relative-path-backfill). */
 export const MAX_RELATIVE_PATHS_BODY_BYTES = 4 * 1024 * 1024;
 
-/** `POST /register_relative_paths/{ss58}/{folder_hash}` (extensions §1.6). */
+/** `POST /register_relative_paths/{ss58}/{folder_hash}` (docs/protocol.md#relative-path-backfill). */
 export const RegisterRelativePathsBody = Type.Object({
   entries: Type.Array(
     Type.Object({
@@ -700,7 +701,7 @@ export const RegisterRelativePathsResult = Type.Object({
   ),
 });
 
-/** `GET /v1/capabilities` (extensions §2.1, v1 family: the object itself). A missing key means false. */
+/** `GET /v1/capabilities` (docs/protocol.md#capabilities, v1 family: the object itself). A missing key means false. */
 export const Capabilities = Type.Object({
   shares: Type.Boolean(),
   folder_shares: Type.Boolean(),
@@ -712,7 +713,7 @@ export const Capabilities = Type.Object({
   upload_folder_shares: Type.Boolean(),
 });
 
-/** `POST /can_upload` (extensions §1.3). */
+/** `POST /can_upload` (docs/protocol.md#quota). */
 export const CanUploadBody = Type.Object({
   ss58_address: Type.Optional(BodyAddress),
   user_id: Type.Optional(BodyAddress),
@@ -728,14 +729,14 @@ export const CanUploadResult = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
 });
 
-/** Query of the three summaries (extensions §1.4): `folder_hash` limits a summary to one folder. */
+/** Query of the three summaries (docs/protocol.md#summaries): `folder_hash` limits a summary to one folder. */
 export const SummaryQuery = Type.Object({
   folder_hash: Type.Optional(
     Type.String({ pattern: "^[0-9a-f]{16}$", description: "limit the summary to this folder (16 hex)" }),
   ),
 });
 const U64 = Type.Integer({ minimum: 0 });
-/** `GET /get_user_summary/{ss58}` (extensions §1.4). */
+/** `GET /get_user_summary/{ss58}` (docs/protocol.md#summaries). */
 export const UserSummary = Type.Object({
   ss58_address: Type.String(),
   total_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
@@ -743,7 +744,7 @@ export const UserSummary = Type.Object({
   created_at: Type.Integer({ description: "Unix seconds of the first file write; 0 without files" }),
   updated_at: Type.Integer({ description: "Unix seconds of the last change; 0 without files" }),
 });
-/** The file-type buckets of `/get_file_type_summary`, in the spec's order. */
+/** The file-type buckets of `/get_file_type_summary`, in the order of docs/protocol.md#summaries. */
 export const FILE_TYPE_BUCKETS = [
   "image",
   "video",

@@ -8,61 +8,61 @@
 import type { Static } from "@sinclair/typebox";
 import type * as S from "./schemas.ts";
 
-/** A registered folder (spec §2.2). */
+/** A registered folder (docs/protocol.md#folders). */
 export type RemoteFolderInfo = Static<typeof S.RemoteFolderInfo>;
-/** `GET /list_folders/{base_address}` (spec §4.2). */
+/** `GET /list_folders/{base_address}` (docs/protocol.md#folders). */
 export type ListFoldersResult = Static<typeof S.ListFoldersResult>;
-/** `POST /register_folder` (spec §4.1). */
+/** `POST /register_folder` (docs/protocol.md#folders). */
 export type RegisterFolderResult = Static<typeof S.RegisterFolderResult>;
-/** `DELETE /unregister_folder` (spec §4.3). */
+/** `DELETE /unregister_folder` (docs/protocol.md#folders). */
 export type UnregisterFolderResult = Static<typeof S.UnregisterFolderResult>;
-/** A file of `/get_state` and `/browse` (spec §2.5 without folder fields; complement §5). */
+/** A file of `/get_state` and `/browse` (docs/protocol.md#file-entries without folder fields; docs/protocol.md#sync-endpoints). */
 export type RemoteFileEntry = Static<typeof S.RemoteFileEntry>;
-/** A search result (spec §2.5): a file entry plus its folder. */
+/** A search result (docs/protocol.md#file-entries): a file entry plus its folder. */
 export type SearchFileHit = Static<typeof S.SearchFileHit>;
 /** Fields shared by paged listings. */
 export type Page = Static<typeof S.Page>;
-/** `GET /get_state/{ss58}/{folder_hash}` (complement §5). */
+/** `GET /get_state/{ss58}/{folder_hash}` (docs/protocol.md#sync-endpoints). */
 export type StateResult = Static<typeof S.StateResult>;
-/** `GET /search_files/{ss58}` (spec §4.9). */
+/** `GET /search_files/{ss58}` (docs/protocol.md#search). */
 export type SearchResult = Static<typeof S.SearchResult>;
 /** A subfolder of a `/browse` listing; counts are recursive. */
 export type BrowseFolderEntry = Static<typeof S.BrowseFolderEntry>;
 /** `GET /browse/{ss58}/{folder_hash}`: subfolders first, then files at `path`. */
 export type BrowseResult = Static<typeof S.BrowseResult>;
-/** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (complement §5). */
+/** `DELETE /delete/{ss58}/{folder_hash}/{file_id}` (docs/protocol.md#sync-endpoints). */
 export type DeleteFileResult = Static<typeof S.DeleteFileResult>;
-/** `POST /upload` and session finalize (spec §2.4). */
+/** `POST /upload` and session finalize (docs/protocol.md#upload-result). */
 export type UploadResult = Static<typeof S.UploadResult>;
-/** `POST /upload/session` (spec §4.4). */
+/** `POST /upload/session` (docs/protocol.md#upload-sessions). */
 export type SessionCreated = Static<typeof S.SessionCreated>;
-/** `GET /upload/session/{id}/status` (spec §2.3, §4.6). */
+/** `GET /upload/session/{id}/status` (docs/protocol.md#upload-sessions). */
 export type SessionStatus = Static<typeof S.SessionStatus>;
-/** `PUT /upload/session/{id}/chunk/{index}` (spec §4.5). */
+/** `PUT /upload/session/{id}/chunk/{index}` (docs/protocol.md#upload-sessions). */
 export type ChunkStored = Static<typeof S.ChunkStored>;
-/** `DELETE /upload/session/{id}` (spec §4.8). */
+/** `DELETE /upload/session/{id}` (docs/protocol.md#upload-sessions). */
 export type SessionDeleted = Static<typeof S.SessionDeleted>;
-/** `GET /health` (complement §5; no envelope). */
+/** `GET /health` (docs/protocol.md#sync-endpoints; no envelope). */
 export type HealthInfo = Static<typeof S.HealthInfo>;
 /** The signed manifest as sent in `POST /upload/session` and the `manifest` part of `/upload`. */
 export type ManifestBody = Static<typeof S.Manifest>;
-/** `POST /upload/session` body (spec §4.4). */
+/** `POST /upload/session` body (docs/protocol.md#upload-sessions). */
 export type CreateSessionBody = Static<typeof S.CreateSessionBody>;
-/** `POST /register_folder` body (spec §4.1). */
+/** `POST /register_folder` body (docs/protocol.md#folders). */
 export type RegisterFolderBody = Static<typeof S.RegisterFolderBody>;
-/** `DELETE /unregister_folder` body (spec §4.3). */
+/** `DELETE /unregister_folder` body (docs/protocol.md#folders). */
 export type UnregisterFolderBody = Static<typeof S.UnregisterFolderBody>;
-/** `GET /search_files/{ss58}` query parameters (spec §4.9). */
+/** `GET /search_files/{ss58}` query parameters (docs/protocol.md#search). */
 export type SearchQueryParams = Static<typeof S.SearchQuery>;
 /** `GET /browse/{ss58}/{folder_hash}` query parameters. */
 export type BrowseQueryParams = Static<typeof S.BrowseQuery>;
-/** `GET /v1/capabilities` (extensions §2.1). */
+/** `GET /v1/capabilities` (docs/protocol.md#capabilities). */
 export type Capabilities = Static<typeof S.Capabilities>;
-/** `GET /get_user_summary/{ss58}` (extensions §1.4). */
+/** `GET /get_user_summary/{ss58}` (docs/protocol.md#summaries). */
 export type UserSummary = Static<typeof S.UserSummary>;
-/** `GET /get_file_type_summary/{ss58}` (extensions §1.4). */
+/** `GET /get_file_type_summary/{ss58}` (docs/protocol.md#summaries). */
 export type FileTypeSummary = Static<typeof S.FileTypeSummary>;
-/** `GET /get_source_summary/{ss58}` (extensions §1.4). */
+/** `GET /get_source_summary/{ss58}` (docs/protocol.md#summaries). */
 export type SourceSummary = Static<typeof S.SourceSummary>;
 /** `POST /v1/drive-invites` body (docs/drives.md). */
 export type MintInviteBody = Static<typeof S.MintInviteBody>;

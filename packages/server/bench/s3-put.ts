@@ -3,7 +3,7 @@
  * (minio `makeRequestStreamAsync`, `UNSIGNED-PAYLOAD`, the body streamed as it comes) against
  * minio's public `putObject(bucket, key, stream, size)` (which reads a body of up to 64 MiB into
  * memory and hashes it, MD5 with payload signing off, SHA-256 with it on, before sending).
- * Decides README "S3 writes": which one the store uses, and why.
+ * Decides docs/operator-guide.md#s3: which one the store uses, and why.
  *
  *   bun bench/s3-put.ts [--mib 512] [--chunk-mib 8] [--concurrency 4] [--rounds 3]
  * Uses the test RGW (test/support/s3-server.ts). Prints MB/s and this process's CPU s/GiB per

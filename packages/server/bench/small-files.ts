@@ -16,7 +16,7 @@
  * Each checkout's server runs with the environment its `bun run start` script sets (the
  * `NAME=value` assignments before `bun run src/main.ts` in its package.json, evaluated by bash,
  * e.g. the file-system pool size), plus every `--server-env`: a bench measures what a user who
- * starts the server as the README says gets.
+ * starts the server as docs/operator-guide.md#commands says gets.
  *
  * `--compare REF` extracts REF (`git archive`, its own directory, this checkout's node_modules)
  * and runs both checkouts' server and CLI (`worktree` is this checkout as it is on disk) in

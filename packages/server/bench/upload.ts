@@ -41,10 +41,8 @@
  * Reports per level: MB/s end to end (total bytes / wall time from the first session open to
  * the last finalize response; MB = 10^6 bytes), finalize latency (each file's finalize call),
  * server peak RSS (VmHWM of the server process, and the highest VmRSS sampled every 20 ms).
- * Baseline (../shared/design/facts.md, same machines): raw ingest of 16 MiB PUTs into Elysia +
- * BLAKE3 + disk, no finalize: c=1 680–826, c=4 862–1109, c=8 912–1308 MB/s. Targets (issue 2):
- * ≥ 600 MB/s end to end at c=4, peak RSS < 250 MiB. With S3 (issue 4) the baseline is the raw
- * ceiling measured in the same run; target ≥ 80% of it at c=4.
+ * Baselines and current figures: docs/benchmarks.md (with S3 the baseline is the raw ceiling
+ * measured in the same run).
  * Prints a table and writes JSON to bench/results/upload-<time>.json (or `--out`).
  *
  * `--nodes N` (N ≥ 2; S3 only, so `--storage s3` is implied) measures several nodes against one, on

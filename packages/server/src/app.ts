@@ -1,7 +1,7 @@
 /**
  * @module app
  * `createApp(deps)` wires services, controllers (one Elysia plugin per feature), the OpenAPI page
- * and the single error handler that turns every failure into the spec's envelope (spec §7);
+ * and the single error handler that turns every failure into the spec's envelope (docs/protocol.md#errors);
  * failed schema validations become error codes through `validationFailure`.
  * Tests build it on an in-memory database and a temporary blob directory and call `handle`
  * (`app.handle` with request ids, the access log and HTTP metrics: src/http/instrument.ts).

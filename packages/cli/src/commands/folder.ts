@@ -1,8 +1,7 @@
 /**
  * @module cli/commands/folder
- * `esync folder add|list|rm`: the server's folder registry (spec §4.1–4.3). A folder is
- * named by its label; its `folder_hash` and keys are derived from the label (complement §1,
- * §6), so the same label on another device with the same mnemonic is the same folder.
+ * `esync folder add|list|rm`: the server's folder registry (docs/protocol.md#folders). A folder is
+ * named by its label; its `folder_hash` and keys are derived from the label (docs/protocol.md#manifest, #client-keys), so the same label on another device with the same mnemonic is the same folder.
  */
 
 import { ApiError } from "@esync/client/api-error.ts";

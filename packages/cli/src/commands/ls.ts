@@ -1,7 +1,7 @@
 /**
  * @module cli/commands/ls
  * `esync ls [PATH] --folder LABEL`: the subfolders and files of one directory of a folder on
- * the server (`/browse`, extensions "New query parameters on GET /browse"), every page, as a
+ * the server (`/browse`, docs/protocol.md#api-profiles), every page, as a
  * listing (directories first, with their file counts and sizes) or as JSON. A PATH that is
  * neither a directory with files nor a directory entry exits 1.
  */
@@ -14,7 +14,7 @@ import { folderTarget } from "../drives.ts";
 import { CliError, EXIT, formatDate, formatSize, printJson, println, table } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 
-/** The largest page `/browse` serves (extensions: larger values are lowered to 200). */
+/** The largest page `/browse` serves (docs/protocol.md#api-profiles: larger values are lowered to 200). */
 const BROWSE_PAGE = 200;
 
 /** A path given on the command line as the directory `/browse` expects: no leading or trailing `/`. */

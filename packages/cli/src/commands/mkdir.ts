@@ -1,7 +1,7 @@
 /**
  * @module cli/commands/mkdir
  * `esync mkdir --folder LABEL PATH...`: creates directories in a folder on the server as
- * folder entries (extensions §1.5), with their parents, so that they exist (and show in `ls`,
+ * folder entries (docs/protocol.md#folder-entries), with their parents, so that they exist (and show in `ls`,
  * `pull` and other devices) while empty. Creating an existing directory is not an error.
  */
 

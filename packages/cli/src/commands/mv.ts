@@ -1,8 +1,8 @@
 /**
  * @module cli/commands/mv
  * `esync mv --folder LABEL SRC DST`: renames a file, or a whole directory, of a folder on the
- * server without re-uploading (extensions §1.2: signed `/rename_files` batches; a directory's
- * entries move with it, §1.5). Like `mv`, a DST that is an existing directory receives SRC
+ * server without re-uploading (docs/protocol.md#rename-files: signed `/rename_files` batches; a directory's
+ * entries move with it, docs/protocol.md#folder-entries). Like `mv`, a DST that is an existing directory receives SRC
  * inside it. An existing file at DST is never overwritten.
  */
 

@@ -10,7 +10,7 @@
  * `..` segment, does not hash to the entry's `path_hash`, or leads (through a symbolic link)
  * outside DEST is refused. Files already identical locally are not downloaded again.
  *
- * Attributes (README "File attributes") are restored: symbolic links as links, permission bits
+ * Attributes (docs/user-guide.md#file-attributes) are restored: symbolic links as links, permission bits
  * and modification times. A local file that differs from the server's is only replaced when
  * it is the copy an earlier pull or sync wrote and nobody edited since (DEST/.esync/state.sqlite
  * records what was written), or with `--force`; otherwise it is kept and reported.

@@ -7,8 +7,8 @@
  * 2. Register the folder if the server does not list it yet.
  * 3. Read the folder's state (`/get_state`, every page). A local file is unchanged when the
  *    server has its path with the same `salted_hash` (which the client computes from the
- *    plaintext, complement §6), kind and permission bits (from the attributes); unchanged files
- *    are not sent. Every upload carries the file's attributes (README "File attributes").
+ *    plaintext, docs/protocol.md#client-keys), kind and permission bits (from the attributes); unchanged files
+ *    are not sent. Every upload carries the file's attributes (docs/user-guide.md#file-attributes).
  * 4. Upload the rest with `uploadFile`, `--jobs` files at a time (8), of which at most
  *    `LARGE_JOBS` (3) are large files (ciphertext over the single-shot limit, through a
  *    session), each with `--parallel` chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
@@ -227,7 +227,7 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions & { fold
   if (walk.files.length > 0) say(`checking ${walk.files.length} file(s) against the server...`);
   const results: PushFileResult[] = [];
   const todo: PlannedFile[] = [];
-  // Empty directories become folder entries (extensions §1.5), registered in batches below.
+  // Empty directories become folder entries (docs/protocol.md#folder-entries), registered in batches below.
   const newDirs: string[] = [];
   for (const file of walk.files) {
     ctx.signal.throwIfAborted();

@@ -1,9 +1,9 @@
 /**
  * @module cli/commands/rm
  * `esync rm --folder LABEL PATH...`: deletes files of a folder on the server by their path
- * inside the folder, all in `/delete_files` batches (extensions §1.1; `file_id` = hex of
+ * inside the folder, all in `/delete_files` batches (docs/protocol.md#delete-files; `file_id` = hex of
  * `path_hash`). With `-r`, a directory goes with every file under it and its directory entries
- * (extensions §1.5).
+ * (docs/protocol.md#folder-entries).
  */
 
 import { deleteMany, type FolderRef, isUnder, unregisterEntries } from "@esync/client/batch.ts";

@@ -1,6 +1,6 @@
 /**
  * @module cli/commands/search
- * `esync search [Q]`: cross-folder file search on the server (`/search_files`, spec §4.9),
+ * `esync search [Q]`: cross-folder file search on the server (`/search_files`, docs/protocol.md#search),
  * printed as a table with human-readable sizes and ISO dates, or as the server's JSON.
  */
 

@@ -1,9 +1,9 @@
 /**
  * @module cli/commands/usage
  * `esync quota` (plaintext bytes and files stored, and the room left in the allowance, found
- * from the advisory `/can_upload` answers of extensions §1.3: unlimited when the largest size
+ * from the advisory `/can_upload` answers of docs/protocol.md#quota: unlimited when the largest size
  * fits, otherwise the largest size that fits, by bisection in at most 53 calls) and `esync du [--folder LABEL]` (the summaries of
- * extensions §1.4: totals, by file type and by client family).
+ * docs/protocol.md#summaries: totals, by file type and by client family).
  */
 
 import type { EsyncApi } from "@esync/client/api.ts";

@@ -1,5 +1,5 @@
 /**
- * The sync engine on the product endpoints (extensions §1.2, §1.5) against a real server: a
+ * The sync engine on the product endpoints (docs/protocol.md#rename-files, #folder-entries) against a real server: a
  * directory renamed on one device is one `/rename_files` batch (no upload, the stored blobs
  * stay), empty directories travel as folder entries with no marker file on the server, and
  * marker files written by older versions are migrated to entries.

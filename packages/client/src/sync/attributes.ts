@@ -1,7 +1,7 @@
 /**
  * @module sync/attributes
  * File attributes carried in the manifest's optional `attributes` field (an esync extension;
- * README "File attributes"): what a file is (regular file or symbolic link), its permission
+ * docs/user-guide.md#file-attributes): what a file is (regular file or symbolic link), its permission
  * bits and its modification time, so that a restore is faithful.
  *
  * Wire form (opaque to the server, which stores and returns it unchanged):
@@ -9,13 +9,13 @@
  * - `k = HKDF-SHA256(folder key, salt = "", info = "esync attributes v1")`, 32 bytes;
  * - `aad = utf8("esync-attributes-v2:") ‖ salted_hash`, binding the attributes to the content
  *   they describe (the server cannot move them onto other content; the hash is in every
- *   `/get_state` entry). They stay valid when `/rename_files` moves the row (extensions §1.2);
+ *   `/get_state` entry). They stay valid when `/rename_files` moves the row (docs/protocol.md#rename-files);
  * - `json = {"v":2,"type":"file"|"symlink"|"dir","mode":<permission bits>,"mtime_ms":<ms>}`.
  * Version 1 (written before renames existed) also bound the path:
  * `aad = utf8("esync-attributes-v1:") ‖ path_hash ‖ salted_hash`, `"v":1`; it is still read, and
  * reported as `pathBound` because a rename of the row makes it unreadable.
  *
- * The manifest signature (complement §1) covers only `ciphertext_hash`, so this field lies
+ * The manifest signature (docs/protocol.md#manifest) covers only `ciphertext_hash`, so this field lies
  * outside what the server verifies; its integrity comes from the AEAD tag above. A symbolic
  * link's content (the blob) is its target path, encrypted like any file content.
  */
@@ -25,7 +25,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 
 /**
  * What a path holds. `dir` is an empty directory, stored as a zero-byte marker file
- * `DIR/.esync-dir` (`DIR_MARKER`) until the server has folder entries (extensions §1.5).
+ * `DIR/.esync-dir` (`DIR_MARKER`) until the server has folder entries (docs/protocol.md#folder-entries).
  */
 export type EntryKind = "file" | "symlink" | "dir";
 

@@ -16,14 +16,14 @@
  *   under a temporary name and renamed into place; mode and mtime come from the attributes.
  *
  * Renames of regular files are sent as one signed `POST /rename_files` batch per round
- * (`propagateRenames`, extensions §1.2): the row moves, the ciphertext stays. An entry the
+ * (`propagateRenames`, docs/protocol.md#rename-files): the row moves, the ciphertext stays. An entry the
  * server refuses because the remote moved on (`revision_mismatch`, `not_found`) is planned
  * again; any other refused entry, and every file whose mode changed with the move, goes
  * through `propagateRename` (upload at the new path, then delete the old one), as do rows
  * whose attributes are of version 1 (bound to the path, `sync/attributes.ts`): the upload
  * reseals them.
  *
- * Empty directories are folder entries (extensions §1.5): the planner sees each registered
+ * Empty directories are folder entries (docs/protocol.md#folder-entries): the planner sees each registered
  * directory with nothing under it on the server as the marker path `DIR/.esync-dir`; creating
  * one registers the entry, deleting one unregisters it (with ancestors gone locally). Marker
  * files that older versions uploaded are migrated at the start of a pass: the entry is
@@ -169,7 +169,7 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
 const FOLDER_ENTRY_REVISION = "";
 
 /**
- * Adds the folder entries (extensions §1.5) to `remote` as empty-directory marker versions:
+ * Adds the folder entries (docs/protocol.md#folder-entries) to `remote` as empty-directory marker versions:
  * each entry with no file and no other entry under it becomes `DIR/.esync-dir` of kind `dir`
  * (unless a marker file of an older version is still there), with `dirHash` as its hash.
  */
@@ -582,7 +582,7 @@ function batchable(a: SyncAction): a is Extract<SyncAction, { op: "rename_remote
 
 /**
  * Sends the batchable renames among `actions` as one signed `POST /rename_files` call
- * (extensions §1.2) and records each success as the base of its new path. Returns the actions
+ * (docs/protocol.md#rename-files) and records each success as the base of its new path. Returns the actions
  * settled here (done, or deferred to the next round because the path changed locally or the
  * remote moved on); the others, and failed entries, are left to `propagateRename`.
  */

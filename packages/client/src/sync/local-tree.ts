@@ -2,7 +2,7 @@
  * @module sync/local-tree
  * The local side of a sync: every regular file and symbolic link under the synced directory
  * (excludes applied), each with its fingerprint (size, mtime, mode, inode) and its content
- * hash, the `salted_hash` of complement §6 (of the file's bytes, or of a link's target path).
+ * hash, the `salted_hash` of docs/protocol.md#client-keys (of the file's bytes, or of a link's target path).
  * A hash is reused from the state database when the fingerprint has not moved since the last
  * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept).
  * `walkLocalTree` finds the same entries without hashing any (push hashes only the files the

@@ -50,7 +50,7 @@ export interface RemoteVersion {
   /** The file row; for a folder entry, a stand-in with the marker path's hash and no content. */
   entry: RemoteFileEntry;
   /**
-   * Set when this version is a directory entry (extensions §1.5) seen as the empty-directory
+   * Set when this version is a directory entry (docs/protocol.md#folder-entries) seen as the empty-directory
    * marker path `DIR/.esync-dir`: the directory path. Such a version has no file row.
    */
   folderEntry?: string;
@@ -61,7 +61,7 @@ export interface RemoteTree {
   entries: Map<string, RemoteVersion>;
   /** Entries that cannot be placed: no `relative_path`, or a path that does not hash to `path_hash`. */
   unplaceable: RemoteFileEntry[];
-  /** Every registered directory entry of the folder (extensions §1.5), when read. */
+  /** Every registered directory entry of the folder (docs/protocol.md#folder-entries), when read. */
   dirEntries?: Set<string>;
 }
 

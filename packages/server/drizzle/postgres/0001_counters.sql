@@ -1,7 +1,7 @@
 -- Counters kept by triggers on files in the transaction of every write, replace, rename and
 -- delete, as drizzle/0012 (account_usage) and drizzle/0013 (usage_buckets) keep them on SQLite.
 
--- The summary bucket of kind 'type' (extensions §1.4): the file_type category (spec §4.9,
+-- The summary bucket of kind 'type' (docs/protocol.md#summaries): the file_type category (docs/protocol.md#search,
 -- src/search/file-types.ts) of the extension; 'other' without a file name or a listed extension.
 CREATE FUNCTION esync_type_bucket(file_name text, ext text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

@@ -3,7 +3,7 @@
 -- rows instead of checking q on every row of an index range (100k-300k rows on a large account).
 --   search_entries.id = ((oid << 16 | class << 13 | date bucket) << 23) + sequence:
 --     class        0 other (no ext or one outside the categories), 1..7 the file_type categories of
---                  spec §4.9 in FILE_TYPE_CATEGORIES order (search_ext_classes maps ext -> class);
+--                  docs/protocol.md#search in FILE_TYPE_CATEGORIES order (search_ext_classes maps ext -> class);
 --     date bucket  0 for created_at before 2000-01-01 (946684800), then 2^18 s (about 3 days) each
 --                  from there, 8190 for everything from 2068 on; 8191 is the class's spill bucket
 --                  for rows whose own bucket is full (2^23 rows), which readers check row by row.

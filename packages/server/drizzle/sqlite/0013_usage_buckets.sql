@@ -8,7 +8,7 @@ CREATE TABLE `usage_buckets` (
 	PRIMARY KEY(`owner`, `folder_hash`, `kind`, `bucket`)
 );
 --> statement-breakpoint
--- Summary counters (extensions §1.4) kept by triggers on files in the transaction of every write,
+-- Summary counters (docs/protocol.md#summaries) kept by triggers on files in the transaction of every write,
 -- replace, rename and delete; the type bucket comes from the file name's extension through
 -- search_ext_classes (0008), the source bucket from the manifest source.
 INSERT INTO usage_buckets (owner, folder_hash, kind, bucket, file_count, total_bytes)

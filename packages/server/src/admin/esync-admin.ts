@@ -70,7 +70,7 @@ export function buildAdminProgram(): Command {
     .addHelpText(
       "after",
       `
-Configuration: the server's environment (ESYNC_DATA_DIR, ESYNC_DB_PATH or ESYNC_DATABASE_URL; see the README).
+Configuration: the server's environment (ESYNC_DATA_DIR, ESYNC_DB_PATH or ESYNC_DATABASE_URL; see docs/operator-guide.md).
 
 ${EXIT_HELP}`,
     );

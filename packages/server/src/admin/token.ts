@@ -2,7 +2,7 @@
 import { isSs58 } from "@esync/protocol/ss58.ts";
 /**
  * @module cli/token
- * Admin command for issued API tokens (complement §3.2), `esync-admin token <command>` (see
+ * Admin command for issued API tokens (docs/protocol.md#api-tokens), `esync-admin token <command>` (see
  * src/admin/esync-admin.ts; `bun run token <command>` runs this file alone), against the database
  * of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH`:
  *   create --owner <ss58> [--label L] [--expires-in 30d]   prints the token once

@@ -1,6 +1,6 @@
 /**
  * @module auth/api-tokens.repository
- * The contract of the queries on `api_tokens` (complement §3.2). Implementations:
+ * The contract of the queries on `api_tokens` (docs/protocol.md#api-tokens). Implementations:
  * `src/db/sqlite/api-tokens.ts`, `src/db/postgres/api-tokens.ts`.
  */
 import type { apiTokens } from "../db/schema.ts";

@@ -1,6 +1,6 @@
 /**
  * @module auth/wallet-token
- * Wallet-signed bearer tokens (complement §3.1): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
+ * Wallet-signed bearer tokens (docs/protocol.md#wallet-tokens): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
  * the signature made by the key of `<ss58>` (sr25519, ed25519 or ecdsa) over the UTF-8 bytes of
  * `hcfs-auth:<ss58>:<expires_unix>`. Valid while `now < expires_unix <= now + 86400`.
  * `expires_unix` is canonical decimal (no sign, no leading zero), so one signature is one token string.
@@ -9,7 +9,7 @@
 import { isSs58 } from "@esync/protocol/ss58.ts";
 import { cryptoWaitReady, signatureVerify } from "@polkadot/util-crypto";
 
-/** Longest lifetime a wallet token may claim, seconds (complement §3.1). */
+/** Longest lifetime a wallet token may claim, seconds (docs/protocol.md#wallet-tokens). */
 export const MAX_TOKEN_LIFETIME_SECONDS = 86400;
 
 /** The message a wallet signs for a token. */

@@ -1,6 +1,6 @@
 /**
  * @module capabilities/capabilities.controller
- * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
+ * `GET /v1/capabilities` (docs/protocol.md#capabilities): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
  * shared drives with folder invites, reader and writer (docs/drives.md).
  */

@@ -1,6 +1,6 @@
 /**
  * @module config
- * The one place that reads `process.env`. Every setting is documented here and in the README
+ * The one place that reads `process.env`. Every setting is documented here and in docs/operator-guide.md#configuration
  * configuration table; `loadConfig` validates them all once at start-up and throws a
  * `ConfigError` naming the variable when a value is bad.
  */
@@ -87,7 +87,7 @@ export interface Config {
    * Slowest body rate accepted, bytes per second, over the last `bodyRateWindowSeconds` once
    * `bodyRateGraceSeconds` have passed (`ESYNC_BODY_MIN_BYTES_PER_SECOND`, default 1024; 0 = no
    * minimum). Stops a body trickled just fast enough never to be idle. Also the rate below which
-   * a chunk PUT past the grace may lose its slot to a newcomer (docs/operations.md).
+   * a chunk PUT past the grace may lose its slot to a newcomer (docs/operator-guide.md#limits-under-load).
    */
   bodyMinBytesPerSecond: number;
   /** Seconds of a body before its rate is checked (`ESYNC_BODY_RATE_GRACE_SECONDS`, default 5). */
@@ -123,7 +123,7 @@ export interface Config {
    */
   defaultQuotaBytes: number | null;
   /**
-   * API profile (`ESYNC_API_PROFILE`): `base` (default) follows the base spec; `hcfs` switches
+   * API profile (`ESYNC_API_PROFILE`): `base` (default) follows the base contract; `hcfs` switches
    * exactly the three rules where the product differs (see `src/config/profile.ts`).
    */
   apiProfile: ApiProfile;
@@ -133,7 +133,7 @@ export interface Config {
    * `ESYNC_S3_DOWNLOAD_REDIRECT_SECONDS` (default 0: off): when above 0, a `/download` of more
    * than 1 MiB whose bytes are in one object answers 302 to a presigned GET of that object valid
    * this many seconds, so the bytes come from S3 with their `Content-Length`
-   * (docs/internals.md "Downloads and Content-Length").
+   * (docs/design.md#downloads-and-content-length).
    */
   s3DownloadRedirectSeconds: number;
 

@@ -1,6 +1,6 @@
 /**
  * @module config/profile
- * The API profiles (issue 15, extensions.md §1.7, §9 item 3). `base` follows the base spec and is
+ * The API profiles (issue 15, docs/protocol.md#api-profiles). `base` follows the base spec and is
  * the default; `hcfs` (`ESYNC_API_PROFILE=hcfs`) switches exactly three rules to the deployed
  * product's:
  *

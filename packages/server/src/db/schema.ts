@@ -10,7 +10,7 @@ import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from
 const bytes = (name: string) => blob(name, { mode: "buffer" });
 
 /**
- * One row per (owner, folder_hash) that is registered or holds files (spec §2.2, §3.2).
+ * One row per (owner, folder_hash) that is registered or holds files (docs/protocol.md#folders).
  * `label` is null while the folder is unregistered (files uploaded to an unknown hash);
  * `file_count`/`total_bytes` (plaintext) are kept in the same transaction as file writes.
  */
@@ -33,7 +33,7 @@ export const folders = sqliteTable(
 );
 
 /**
- * One row per live file: the RemoteFileEntry fields (spec §2.5) plus where its ciphertext lives.
+ * One row per live file: the RemoteFileEntry fields (docs/protocol.md#file-entries) plus where its ciphertext lives.
  * The ciphertext is the blob `blob_id`, stored as `chunk_count` chunk objects of `chunk_size`
  * bytes (last one shorter); their object keys are `chunkKey(blob_id, i, chunk_gens[i])`
  * (src/storage/layout.ts).
@@ -75,7 +75,7 @@ export const files = sqliteTable(
     /** JSON array of chunk object generations, one per chunk index. */
     chunkGens: text("chunk_gens").notNull(),
     /**
-     * The account that wrote the current revision (extensions §0.4 item 5, §1.7); null on rows
+     * The account that wrote the current revision (docs/protocol.md#drive-members, #api-profiles); null on rows
      * written before attribution. A rename keeps it.
      */
     uploadedBy: text("uploaded_by"),
@@ -89,7 +89,7 @@ export const files = sqliteTable(
   ],
 );
 
-/** Upload sessions (spec §2.3, §3.1). `state` is `receiving`, `finalizing` (internal) or `finalized`. */
+/** Upload sessions (docs/protocol.md#upload-sessions). `state` is `receiving`, `finalizing` (internal) or `finalized`. */
 export const uploadSessions = sqliteTable(
   "upload_sessions",
   {
@@ -170,7 +170,7 @@ export const blobDeletions = sqliteTable(
   ],
 );
 
-/** Issued API tokens (complement §3.2), stored only as SHA-256 hex. */
+/** Issued API tokens (docs/protocol.md#api-tokens), stored only as SHA-256 hex. */
 export const apiTokens = sqliteTable(
   "api_tokens",
   {
@@ -187,7 +187,7 @@ export const apiTokens = sqliteTable(
 );
 
 /**
- * Explicit directories of a folder (extensions.md §1.5): one row per registered directory path
+ * Explicit directories of a folder (docs/protocol.md#folder-entries): one row per registered directory path
  * (folder-relative, NFC, no leading or trailing `/`). Independent of file rows; `/browse` lists
  * them as empty sub-folders.
  */
@@ -226,7 +226,7 @@ export const quotaOverrides = sqliteTable("quota_overrides", {
 });
 
 /**
- * Per-folder counts and plaintext bytes of live files by summary bucket (extensions.md §1.4), kept
+ * Per-folder counts and plaintext bytes of live files by summary bucket (docs/protocol.md#summaries), kept
  * exact by triggers on `files` (drizzle/sqlite/0011): `kind` `type` with the file_type category of the
  * file name's extension (`other` without a file name or a listed extension), `kind` `source` with
  * the manifest `source` (`desktop`, `console`, `mobile`, else `other`). Rows that drop to 0 stay.

@@ -1,10 +1,10 @@
 /**
  * @module files/batch.controller
- * HTTP of the product's batch file operations (extensions.md §1.1, §1.2, §1.6): `POST
+ * HTTP of the product's batch file operations (docs/protocol.md#delete-files, #rename-files, #relative-path-backfill): `POST
  * /delete_files`, `POST /rename_files` and `POST /register_relative_paths/{ss58}/{folder_hash}`.
  * Each answers 200 with per-entry results, also when some entries fail. Every check of the body
  * (batch size, paths, the rename signature) comes before the ownership check: 400 before 403
- * (complement §4).
+ * (docs/protocol.md#open-rules).
  * Shapes come from `src/wire/schemas.ts`.
  */
 

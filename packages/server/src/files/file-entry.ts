@@ -1,6 +1,6 @@
 /**
  * @module files/file-entry
- * The wire shape of a stored file: RemoteFileEntry (complement §5 = spec §2.5 without
+ * The wire shape of a stored file: RemoteFileEntry (docs/protocol.md#sync-endpoints = docs/protocol.md#file-entries without
  * `folder_hash`/`folder_label`), byte arrays as JSON arrays of integers.
  */
 
@@ -32,10 +32,10 @@ export type FileEntryRow = Pick<
   Partial<Pick<FileRow, "attributes">>;
 
 /**
- * Maps a row to its RemoteFileEntry: `arion_hash` repeats `store_hash` (extensions §9 item 17);
- * `uploaded_by` is absent, not null, on rows without an uploader (extensions §1.7); `attributes`
+ * Maps a row to its RemoteFileEntry: `arion_hash` repeats `store_hash` (docs/protocol.md#file-entries);
+ * `uploaded_by` is absent, not null, on rows without an uploader (docs/protocol.md#api-profiles); `attributes`
  * (an esync extension) is present only when the row has them, so files written by other clients
- * keep exactly the spec's fields.
+ * keep exactly the fields of docs/protocol.md#file-entries.
  */
 export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
   const entry: RemoteFileEntry = {
@@ -61,7 +61,7 @@ export function toRemoteFileEntry(r: FileEntryRow): RemoteFileEntry {
 /**
  * The search key of a file: `file_name`, or `relative_path` when `file_name` is null, normalised
  * to NFC and lower-cased (Unicode-aware), so that an NFD name (macOS) and an NFC query meet;
- * null when both are null (spec §4.9 rule 2).
+ * null when both are null (docs/protocol.md#search rule 2).
  */
 export function searchNameOf(fileName: string | null, relativePath: string | null): string | null {
   const n = fileName ?? relativePath;

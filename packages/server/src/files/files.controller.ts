@@ -1,6 +1,6 @@
 /**
  * @module files/files.controller
- * HTTP of single-shot `/upload`, `/get_state`, `/delete` and `/download` (complement §5).
+ * HTTP of single-shot `/upload`, `/get_state`, `/delete` and `/download` (docs/protocol.md#sync-endpoints).
  * Shapes come from `src/wire/schemas.ts`; `Range` and the multipart boundary are parsed here and
  * given to the services as typed values.
  */
@@ -38,7 +38,7 @@ import { layoutOf } from "./files.service.ts";
 const Binary = t.String({ format: "binary", description: "ciphertext bytes" });
 const DOWNLOAD_ERRORS: ErrorStatus[] = [400, 401, 403, 404, 412, 416, 500, 503];
 
-/** Response headers of a download (complement §5). */
+/** Response headers of a download (docs/protocol.md#sync-endpoints). */
 const DOWNLOAD_HEADERS = {
   "Content-Length": { description: "bytes in this response", schema: { type: "integer" as const } },
   "Accept-Ranges": { description: "bytes", schema: { type: "string" as const } },
@@ -158,7 +158,7 @@ export function filesController(s: Services) {
 }
 
 /**
- * `GET`/`HEAD /download/...` (complement §5): the conditional headers are evaluated against the
+ * `GET`/`HEAD /download/...` (docs/protocol.md#sync-endpoints): the conditional headers are evaluated against the
  * row the bytes are read from (`src/http/conditional.ts`: a Range whose If-Range names another
  * revision gets the whole current file, never a splice), then the Range. A HEAD (the GET that
  * `src/http/head.ts` marks) answers the same status and headers without opening the bytes.
@@ -191,7 +191,7 @@ async function download(
   const range = outcome === "full" ? null : resolveRange(parseRangeHeader(headers.range), size);
   if (range === "unsatisfiable") {
     // The current ETag too: a resume (`Range: bytes=N-`) past the end of a file overwritten by a
-    // shorter revision learns that the revision changed (docs/internals.md, deletion queue).
+    // shorter revision learns that the revision changed (docs/design.md#deletion).
     throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
       headers: { "content-range": `bytes */${size}`, etag },
     });

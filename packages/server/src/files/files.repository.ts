@@ -43,13 +43,13 @@ export interface FilesRepository {
 
   /**
    * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
-   * (rename, extensions §1.2); every other column stays. True when the row existed.
+   * (rename, docs/protocol.md#rename-files); every other column stays. True when the row existed.
    * @throws the dialect's unique-violation error when a row exists at `row.pathHash` (callers
    *   check first, under `SessionsRepository.lockOwner`).
    */
   rekey(owner: string, folderHash: string, oldPathHash: Uint8Array, row: RekeyColumns): Promise<boolean>;
 
-  /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
+  /** Sets the plaintext path columns of one row (relative-path back-fill, docs/protocol.md#relative-path-backfill). */
   setPath(owner: string, folderHash: string, pathHash: Uint8Array, cols: PathColumns): Promise<void>;
 
   /** Blob ids of every file of a folder. */

@@ -1,7 +1,7 @@
 /**
  * @module files/files.service
  * The file commit (shared by single-shot `/upload` and session finalize), `/get_state`,
- * `/delete` and `/download` rules: revisions (complement §1), folder counters, and blob
+ * `/delete` and `/download` rules: revisions (docs/protocol.md#manifest), folder counters, and blob
  * lifecycle through the deletion queue.
  */
 
@@ -23,7 +23,7 @@ import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 /**
  * Entries of a `/delete_files` or `/rename_files` batch between two yields to the event loop: the
  * batch stays one transaction (its database work waits), while requests that need no database
- * (downloads and uploads streaming, `/health`) keep running (docs/operations.md).
+ * (downloads and uploads streaming, `/health`) keep running (docs/operator-guide.md#limits-under-load).
  */
 const BATCH_YIELD_EVERY = 20;
 
@@ -57,7 +57,7 @@ export interface RenameEntry {
   relativePath: string | null;
 }
 
-/** Why one rename failed (extensions §1.2). */
+/** Why one rename failed (docs/protocol.md#rename-files). */
 export type RenameFailureReason = "not_found" | "target_exists" | "revision_mismatch" | "database_error";
 
 /** What `renameMany` did, per entry. */
@@ -151,7 +151,7 @@ export class FilesService {
   }
 
   /**
-   * Checks the revision rules for writing `m` against the current row (complement §1).
+   * Checks the revision rules for writing `m` against the current row (docs/protocol.md#manifest).
    * Call inside the commit transaction.
    * @throws AppError `conflict` (409, Conflict envelope) when `base_revision_id` does not match,
    *   `stale_sequence` (400) when `revision_seq` does not grow.
@@ -390,7 +390,7 @@ export class FilesService {
 
   /**
    * Back-fills the plaintext `relative_path` of rows that have none (`POST
-   * /register_relative_paths`, extensions §1.6, §9 item 8), in one transaction: a row whose path
+   * /register_relative_paths`, docs/protocol.md#relative-path-backfill), in one transaction: a row whose path
    * is null gets it (and its last segment as `file_name` when that is null too): `updated`; a row
    * already holding exactly that path: `skipped`; errors per entry: `invalid_path` (not a clean
    * path, or `path_hash` is not its hash: docs/paths.md), `not_found`, `path_mismatch` (a
@@ -450,7 +450,7 @@ export class FilesService {
   }
 
   /**
-   * A page of a folder's files for `/get_state` (complement §5); with `under` (a folder
+   * A page of a folder's files for `/get_state` (docs/protocol.md#sync-endpoints); with `under` (a folder
    * holder's folders), only the files at or under them.
    */
   state(
@@ -491,8 +491,7 @@ export class FilesService {
   }
 
   /**
-   * Deletes files of one folder by id in one transaction (`POST /delete_files`, extensions §1.1,
-   * §9 item 7): each id is `deleted`, `already_deleted` (no row) or an error (`invalid_file_id`
+   * Deletes files of one folder by id in one transaction (`POST /delete_files`, docs/protocol.md#delete-files): each id is `deleted`, `already_deleted` (no row) or an error (`invalid_file_id`
    * when not 64 hex characters, `database_error` when its delete failed and was rolled back).
    * A repeated id is reported once. Blobs go through the deletion queue as `/delete`'s do. Runs
    * under the owner's lock, as `remove`.
@@ -534,7 +533,7 @@ export class FilesService {
   }
 
   /**
-   * Renames files of one folder (`POST /rename_files`, extensions §1.2, §9 item 6), entries in
+   * Renames files of one folder (`POST /rename_files`, docs/protocol.md#rename-files), entries in
    * request order, each on its own: the row moves to `new_path_hash` with the new path metadata
    * (absent fields: empty encrypted path, null name and path), `revision_seq + 1` and a new random
    * `revision_id`; ciphertext, `created_at`, sizes and the uploader stay. Failures: `not_found`,
@@ -591,7 +590,7 @@ export class FilesService {
         } catch (e) {
           // A name the database refuses to hold (PostgreSQL: U+0000, or too long for its indexes)
           // is the request's fault: the whole request is 400 invalid_manifest, as for an invalid
-          // new_relative_path (extensions §9 item 6), and nothing is renamed.
+          // new_relative_path (docs/protocol.md#rename-files), and nothing is renamed.
           if (e instanceof AppError && e.code === "invalid_manifest") throw e;
           failed("database_error");
         }
@@ -601,7 +600,7 @@ export class FilesService {
   }
 
   /**
-   * The current row of a file, for `/download` (complement §5).
+   * The current row of a file, for `/download` (docs/protocol.md#sync-endpoints).
    * @throws AppError `not_found` when there is no such file.
    */
   async file(owner: string, folderHash: string, pathHash: Uint8Array): Promise<FileRow> {
@@ -691,8 +690,8 @@ export function revisionHex(row: FileRow): string {
 }
 
 /**
- * Refuses a `/delete_files` batch of more than `MAX_BATCH_DELETE` ids (extensions §1.1). The
- * controller calls it before the ownership check too (400 before 403, complement §4).
+ * Refuses a `/delete_files` batch of more than `MAX_BATCH_DELETE` ids (docs/protocol.md#delete-files). The
+ * controller calls it before the ownership check too (400 before 403, docs/protocol.md#open-rules).
  * @throws AppError `batch_too_large` (400).
  */
 export function checkDeleteBatch(count: number): void {
@@ -701,8 +700,7 @@ export function checkDeleteBatch(count: number): void {
 }
 
 /**
- * Refuses a `/register_relative_paths` batch of more than `MAX_PATH_BATCH` entries (extensions
- * §1.6). The controller calls it before the ownership check too (400 before 403, complement §4).
+ * Refuses a `/register_relative_paths` batch of more than `MAX_PATH_BATCH` entries (docs/protocol.md#relative-path-backfill). The controller calls it before the ownership check too (400 before 403, docs/protocol.md#open-rules).
  * @throws AppError `batch_too_large` (400).
  */
 export function checkRelativePathsBatch(count: number): void {

@@ -1,6 +1,6 @@
 /**
  * @module files/single-upload
- * Single-shot `POST /upload` (complement §5): `multipart/form-data` with a `manifest` part
+ * Single-shot `POST /upload` (docs/protocol.md#sync-endpoints): `multipart/form-data` with a `manifest` part
  * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes (real clients send the
  * ciphertext part without a filename, which form parsers such as `Request.formData()` turn into
  * text): a body that declares at most 1 MiB is read into memory and parsed there by

@@ -1,8 +1,8 @@
 /**
  * @module folders/folders.controller
  * HTTP of the folder registry: `POST /register_folder`, `GET /list_folders/{base_address}`,
- * `DELETE /unregister_folder` (spec §4.1–4.3), and the folder entries (explicit directories) of
- * extensions.md §1.5. Shapes come from `src/wire/schemas.ts`.
+ * `DELETE /unregister_folder` (docs/protocol.md#folders), and the folder entries (explicit directories) of
+ * docs/protocol.md#folder-entries. Shapes come from `src/wire/schemas.ts`.
  */
 
 import {

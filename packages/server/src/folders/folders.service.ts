@@ -1,6 +1,6 @@
 /**
  * @module folders/folders.service
- * The folder registry (spec §3.2, §4.1–4.3).
+ * The folder registry (docs/protocol.md#folders).
  */
 
 import { fail } from "@esync/protocol/errors.ts";
@@ -42,9 +42,8 @@ export class FoldersService {
   ) {}
 
   /**
-   * Registers `folderHash` for `owner` (spec §4.1). Under the hcfs profile (`opts.upsert`) a
-   * registered folder is left as it is (label, device name and `created_at` kept; extensions §1.7,
-   * §9 item 4).
+   * Registers `folderHash` for `owner` (docs/protocol.md#folders). Under the hcfs profile (`opts.upsert`) a
+   * registered folder is left as it is (label, device name and `created_at` kept; docs/protocol.md#api-profiles).
    * @throws AppError `conflict` (409) when it is already registered (base profile).
    */
   async register(owner: string, folderHash: string, label: string, deviceName: string | null): Promise<void> {
@@ -57,7 +56,7 @@ export class FoldersService {
     }
   }
 
-  /** Registered folders with counters (spec §4.2). */
+  /** Registered folders with counters (docs/protocol.md#folders). */
   async list(owner: string): Promise<RemoteFolderInfo[]> {
     const counts = new Map(
       (await this.store.repos.drives.memberCounts(owner)).map((c) => [c.folderHash, c.n] as const),
@@ -68,7 +67,7 @@ export class FoldersService {
   }
 
   /**
-   * Unregisters a folder and removes every file in it, queueing their blobs for deletion after the grace period (spec §4.3).
+   * Unregisters a folder and removes every file in it, queueing their blobs for deletion after the grace period (docs/protocol.md#folders).
    * @returns the number of files deleted.
    * @throws AppError `not_found` (404) when no folder is registered at this hash.
    */
@@ -91,8 +90,7 @@ export class FoldersService {
 
   /**
    * Every registered directory of a folder, in BINARY order, as pages of at most `ENTRIES_PAGE`
-   * read by key one at a time, yielding to the event loop between pages (docs/operations.md,
-   * "Big answers and batches"), so other requests run in between.
+   * read by key one at a time, yielding to the event loop between pages (docs/operator-guide.md#big-answers-and-batches), so other requests run in between.
    */
   async *entryPages(owner: string, folderHash: string): AsyncGenerator<string[]> {
     for (let after: string | null = null; ; ) {
@@ -123,7 +121,7 @@ export class FoldersService {
   }
 
   /**
-   * Registers directory entries (extensions §1.5): an idempotent batch insert.
+   * Registers directory entries (docs/protocol.md#folder-entries): an idempotent batch insert.
    * @returns how many of the named entries are now present (distinct paths).
    * @throws AppError `batch_too_large` (over `MAX_PATH_BATCH`), `invalid_manifest` (an invalid path).
    */
@@ -134,7 +132,7 @@ export class FoldersService {
   }
 
   /**
-   * Removes exactly the named directory entries (extensions §1.5); files are never touched.
+   * Removes exactly the named directory entries (docs/protocol.md#folder-entries); files are never touched.
    * @returns how many entries were removed.
    * @throws as `registerEntries`.
    */
@@ -150,9 +148,9 @@ export class FoldersService {
 
 /**
  * The distinct paths of a folder-entry batch. Controllers call it before the ownership check too:
- * a malformed body is 400 before a foreign address is 403 (complement §4).
+ * a malformed body is 400 before a foreign address is 403 (docs/protocol.md#open-rules).
  * @throws AppError `batch_too_large` over `MAX_PATH_BATCH` entries, `invalid_manifest` for a path
- *   that is not a valid directory path (`isDirectoryPath`, extensions §1.5).
+ *   that is not a valid directory path (`isDirectoryPath`, docs/protocol.md#folder-entries).
  */
 export function checkFolderEntryPaths(paths: readonly string[]): string[] {
   if (paths.length > MAX_PATH_BATCH)

@@ -1,6 +1,6 @@
 /**
  * @module health/health.controller
- * `GET /health` (complement §5), unauthenticated: `{status, version, capabilities}`.
+ * `GET /health` (docs/protocol.md#sync-endpoints), unauthenticated: `{status, version, capabilities}`.
  */
 
 import { HealthInfo } from "@esync/protocol/schemas.ts";

@@ -1,7 +1,7 @@
 /**
  * @module health/probes.controller
- * Unauthenticated probes for orchestrators (extensions §2.2); `GET /health` stays in
- * health.controller.ts as complement §5 specifies it.
+ * Unauthenticated probes for orchestrators (docs/protocol.md#health-probes); `GET /health` stays in
+ * health.controller.ts as docs/protocol.md#sync-endpoints specifies it.
  * - `GET /healthz` (liveness): 200 `{"status":"ok"}`; nothing is checked.
  * - `GET /readyz` (readiness): 200 `{"status":"ready","checks":{"database":"ok","storage":"ok"}}`
  *   when the database and the blob store answer, else 503 `{"status":"not_ready","checks":{...}}`

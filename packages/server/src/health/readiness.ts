@@ -1,6 +1,6 @@
 /**
  * @module health/readiness
- * Whether this process should receive new traffic (extensions §2.2): ready when the database
+ * Whether this process should receive new traffic (docs/protocol.md#health-probes): ready when the database
  * answers and the blob store is reachable, and not while it drains for shutdown.
  */
 import type { MetadataStore } from "../db/store.ts";

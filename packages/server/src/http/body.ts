@@ -7,7 +7,7 @@
  * - a minimum rate: once `rateGraceMs` have passed since the body started, fewer than
  *   `minBytesPerSecond` on average over the last `rateWindowMs` (or since the start, when it is
  *   shorter) fails it with 408 `request_timeout` too, so a body trickled just fast enough never
- *   to be idle cannot hold its connection (docs/operations.md, "Chunk upload slots").
+ *   to be idle cannot hold its connection (docs/operator-guide.md#chunk-upload-slots).
  * Both clocks run only while the reader waits for the client's bytes: time the consumer spends
  * elsewhere (writing to a slow store) does not count against the client.
  *

@@ -1,10 +1,10 @@
 /**
  * @module http/contract
  * How the controllers apply the schemas of `src/wire/schemas.ts`: the one function that turns a
- * failed validation into the spec's error code (`validationFailure`), the integer coercion of
+ * failed validation into the protocol's error code (`validationFailure`), the integer coercion of
  * path and query parameters, and the response and OpenAPI decorations of a route.
  *
- * Checks run in the order of complement §4: the bearer token first (401, `authenticated`, a
+ * Checks run in the order of docs/protocol.md#open-rules: the bearer token first (401, `authenticated`, a
  * derive hook, or inside `jsonBody` before the body is read), then the schemas (400), then
  * ownership in the handler (403).
  */
@@ -98,8 +98,8 @@ function withDiskFull(errors: ErrorStatus[]): ErrorStatus[] {
 
 /**
  * The response schemas of a route: 200 → `{"Success": ok}` (or `ok` as is when `bare`), each
- * error status → the Error envelope (409: Error or Conflict envelope, complement §1; 402: the flat
- * quota body, extensions §1.3); with 500, also 507.
+ * error status → the Error envelope (409: Error or Conflict envelope, docs/protocol.md#manifest; 402: the flat
+ * quota body, docs/protocol.md#quota); with 500, also 507.
  */
 export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: successOf(ok) };
@@ -114,7 +114,7 @@ export function responses<S extends ReturnType<typeof t.Object>>(ok: S, errors: 
 }
 
 /**
- * The response schemas of a route of the flat legacy family (extensions §0.2): 200 → `ok` as is,
+ * The response schemas of a route of the flat legacy family (docs/protocol.md#response-families): 200 → `ok` as is,
  * each error status → the Error envelope; with 500, also 507.
  */
 export function flatResponses<S extends TSchema>(ok: S, errors: ErrorStatus[]) {

@@ -1,7 +1,7 @@
 /**
  * @module http/download-body
  * The body of a `/download` response, chosen so that it goes out with `Content-Length`
- * (complement §5) without buffering the file.
+ * (docs/protocol.md#sync-endpoints) without buffering the file.
  *
  * Bun.serve (1.4.5) sends a response with `Content-Length` only when its body is in memory or is
  * one file-backed `Blob` (then by sendfile, no copy); it drops the handler's `Content-Length` on
@@ -13,7 +13,7 @@
  * a file `Blob`, at any size. Otherwise a body of at most 1 MiB is read into memory and sent with
  * its length; a larger one (across chunks of an older file; any S3 object) is the store's stream,
  * which Bun frames chunked, unless the S3 store is set to redirect such downloads
- * (`downloadRedirect`): see docs/internals.md "Downloads and Content-Length".
+ * (`downloadRedirect`): see docs/design.md#downloads-and-content-length.
  */
 import { type Download, primed } from "../files/files.service.ts";
 import {

@@ -1,8 +1,8 @@
 /**
  * @module http/envelope
- * The response envelopes of spec §4 and §7: `{"Success": {...}}`, `{"Error": {"error", "message"}}`
- * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (complement §1); and the bodiless 404
- * of a route not mounted in the `/v1/` space (extensions §0.2 rule 2).
+ * The response envelopes of docs/protocol.md#response-families, #errors: `{"Success": {...}}`, `{"Error": {"error", "message"}}`
+ * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (docs/protocol.md#manifest); and the bodiless 404
+ * of a route not mounted in the `/v1/` space (docs/protocol.md#response-families rule 2).
  */
 import { type AppError, ERRORS, type ErrorCode } from "@esync/protocol/errors.ts";
 import { toIntArray } from "@esync/protocol/ids.ts";
@@ -37,7 +37,7 @@ export function errorResponse(e: AppError, requestId?: string, flat = false): Re
   if (e.extra.retryAfter !== undefined) headers["retry-after"] = String(e.extra.retryAfter);
   let body: string;
   if (flat || ERRORS[e.code].status === 402) {
-    // Quota refusals are flat on every route (extensions §0.2, §1.3); so is every v1 error (docs/drives.md).
+    // Quota refusals are flat on every route (docs/protocol.md#response-families, #quota); so is every v1 error (docs/drives.md).
     body = JSON.stringify({ error: e.code, message: e.message, ...(e.extra.fields ?? {}) });
   } else if (e.extra.conflict) {
     body = JSON.stringify({
@@ -56,7 +56,7 @@ export function errorResponse(e: AppError, requestId?: string, flat = false): Re
 
 /**
  * True when `pathname` lies in the `/v1/` space, whose feature groups a deployment mounts or not
- * (extensions §0.2 rule 2): there a request that matches no route is answered by
+ * (docs/protocol.md#response-families rule 2): there a request that matches no route is answered by
  * `unmountedResponse`. Other unknown paths keep the error envelope (404 `not_found`).
  */
 export function inV1Space(pathname: string): boolean {
@@ -65,7 +65,7 @@ export function inV1Space(pathname: string): boolean {
 
 /**
  * 404 with an empty body and no `Content-Type`: "route not mounted (feature off)", which clients
- * tell from "no such object" (404 with a JSON error body) (extensions §0.2 rule 2, §8.1).
+ * tell from "no such object" (404 with a JSON error body) (docs/protocol.md#response-families, rule 2).
  */
 export function unmountedResponse(): Response {
   return new Response(null, { status: 404 });

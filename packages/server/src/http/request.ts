@@ -1,6 +1,6 @@
 /**
  * @module http/request
- * Reading bounded JSON request bodies. Failures are `AppError`s with the code each spec section
+ * Reading bounded JSON request bodies. Failures are `AppError`s with the code each docs/protocol.md section
  * names.
  */
 import { AppError, type ErrorCode, fail } from "@esync/protocol/errors.ts";

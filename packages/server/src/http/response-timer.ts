@@ -65,7 +65,7 @@ export function idleTimedStream(
  * Marks the timer of `request` as taken by a file-backed body. Bun sends a file under the
  * server's own `idleTimeout` (the header timeout) whatever the request's timer says, restarting
  * it whenever the socket takes more bytes: a client that takes nothing for that long is closed
- * (docs/repro/bun-sendfile-timer.ts; docs/internals.md "Downloads and Content-Length").
+ * (docs/repro/bun-sendfile-timer.ts; docs/design.md#downloads-and-content-length).
  */
 export function fileBodyTimer(request: Request): void {
   const t = timers.get(request);

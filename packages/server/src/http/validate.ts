@@ -31,7 +31,7 @@ function isErrorCode(v: unknown): v is ErrorCode {
 }
 
 /**
- * Maps a failed schema validation to the spec's error (all 400): the failing schema's
+ * Maps a failed schema validation to the protocol's error (all 400): the failing schema's
  * `x-error-code` if any, else the top-level field's, else `invalid_manifest` for bodies and
  * `invalid_parameter` for path, query and header values. The message names the field.
  */

@@ -8,7 +8,7 @@
  * (`/upload/session/:session_id/chunk/:chunk_index`), statuses are classes (`2xx`), outcomes and
  * plans come from small fixed sets. No user, session, file or path ever becomes a label value.
  * Names and units follow Prometheus conventions (`_seconds`, `_bytes`, `_total`); the list with
- * their meaning is in docs/operations.md.
+ * their meaning is in docs/operator-guide.md#metrics.
  */
 
 import { blake3BytesHashed } from "@esync/protocol/blake3.ts";

@@ -1,6 +1,6 @@
 /**
  * @module quota/quota.controller
- * `POST /can_upload` (extensions.md §1.3): whether a write of `size_bytes` plaintext bytes would
+ * `POST /can_upload` (docs/protocol.md#quota): whether a write of `size_bytes` plaintext bytes would
  * fit the account's allowance now. Advisory; the answer is flat (no envelope) and 200 also when
  * it is no. The write paths check again inside their committing transaction.
  */

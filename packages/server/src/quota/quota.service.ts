@@ -1,6 +1,6 @@
 /**
  * @module quota/quota.service
- * Per-account storage allowances in plaintext bytes (extensions.md §1.3, issue 15): the default
+ * Per-account storage allowances in plaintext bytes (docs/protocol.md#quota, issue 15): the default
  * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
  * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers) plus the
  * plaintext bytes of its stored file shares (docs/sharing.md). Writes
@@ -59,7 +59,7 @@ export class QuotaService {
   /**
    * Refuses a write that would grow the account past its allowance. Call inside the transaction
    * that commits the write, with its repository, after `lockOwner(owner)`.
-   * @throws AppError `drive_quota_exceeded` (402, flat body; extensions §1.3).
+   * @throws AppError `drive_quota_exceeded` (402, flat body; docs/protocol.md#quota).
    */
   async require(owner: string, growthBytes: number, repo: QuotaRepository = this.repo): Promise<void> {
     if (await this.fits(owner, growthBytes, repo)) return;

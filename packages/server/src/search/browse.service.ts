@@ -3,7 +3,7 @@
  * `GET /browse/{ss58}/{folder_hash}` (issue 3): one directory of a folder, as a file manager shows
  * it. The immediate sub-folders of `path` come first (alphabetical, case-insensitive), each with
  * the recursive file count and bytes under it; then the files directly in `path`, sorted as
- * search sorts (`path_hash` tiebreak; also by `extension` or `uploaded_by`, extensions §1.7). One
+ * search sorts (`path_hash` tiebreak; also by `extension` or `uploaded_by`, docs/protocol.md#api-profiles). One
  * offset space runs over both; `total_count` is folders plus files. `file_type`, `q` and
  * `uploaded_by` filter the files and hide the folders. Files without a
  * `relative_path` have no place in the tree and are never listed.
@@ -11,7 +11,7 @@
  * Directories come from `relative_path`: everything before its last `/`, without leading or
  * trailing `/`. Folder counts are kept per directory by the index (`search_dirs`), so a folder
  * root with 300,000 files below it costs one small range read, not a scan. Registered directory
- * entries (extensions §1.5) add the sub-folders no file lies under, with zero counts.
+ * entries (docs/protocol.md#folder-entries) add the sub-folders no file lies under, with zero counts.
  */
 
 import type { BrowseFolderEntry, BrowseResult } from "@esync/protocol/types.ts";
@@ -59,7 +59,7 @@ export class BrowseService {
           file_count: d.fileCount,
           total_bytes: d.totalBytes,
         });
-      // Explicit directories (extensions §1.5) without files below them, once by name.
+      // Explicit directories (docs/protocol.md#folder-entries) without files below them, once by name.
       const derived = new Set(folders.map((f) => f.name));
       for (const name of await this.entries.childNames(owner, folderHash, path))
         if (!derived.has(name)) folders.push({ name, file_count: 0, total_bytes: 0 });

@@ -1,11 +1,11 @@
 /**
  * @module search/file-types
- * The `file_type` filter of `/search_files` and `/browse` (spec §4.9, complement §4): category
+ * The `file_type` filter of `/search_files` and `/browse` (docs/protocol.md#search, #open-rules): category
  * names, explicit extensions, comma-separated lists of either.
  */
 import { fail } from "@esync/protocol/errors.ts";
 
-/** The categories of spec §4.9 and their extensions (lower-case, with the dot). */
+/** The categories of docs/protocol.md#search and their extensions (lower-case, with the dot). */
 export const FILE_TYPE_CATEGORIES: Readonly<Record<string, readonly string[]>> = {
   image: [".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico", ".tiff"],
   video: [".mp4", ".mov", ".avi", ".mkv", ".webm", ".flv", ".wmv"],
@@ -16,7 +16,7 @@ export const FILE_TYPE_CATEGORIES: Readonly<Record<string, readonly string[]>> =
   code: [".js", ".ts", ".py", ".rs", ".go", ".java", ".c", ".cpp", ".html", ".css", ".json"],
 };
 
-/** An explicit extension (complement §4): a dot and 1–16 ASCII letters or digits. */
+/** An explicit extension (docs/protocol.md#open-rules): a dot and 1–16 ASCII letters or digits. */
 const EXPLICIT_EXTENSION = /^\.[A-Za-z0-9]{1,16}$/;
 
 /**

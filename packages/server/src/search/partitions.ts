@@ -19,7 +19,7 @@ import { FILE_TYPE_CATEGORIES } from "./file-types.ts";
 export const PARTITION = {
   /** Bits of the per-partition sequence: 2^23 rows per (owner, class, date bucket). */
   seqBits: 23,
-  /** Classes: 0 (other) and the 7 categories of spec §4.9. */
+  /** Classes: 0 (other) and the 7 categories of docs/protocol.md#search. */
   classes: 8,
   /** Owner ids must stay below this (24 bits). */
   maxOwners: 2 ** 24,

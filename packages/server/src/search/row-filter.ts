@@ -18,7 +18,7 @@ export interface RowFilter {
   dir: string | null;
 }
 
-/** The filter of a search (spec §4.9): an open end of a size or date range becomes the widest bound. */
+/** The filter of a search (docs/protocol.md#search): an open end of a size or date range becomes the widest bound. */
 export function searchFilter(q: SearchQuery): RowFilter {
   const size: [number, number] | null =
     q.sizeMin === null && q.sizeMax === null ? null : [q.sizeMin ?? 0, q.sizeMax ?? Number.MAX_SAFE_INTEGER];

@@ -14,7 +14,7 @@
  *
  * Contract, checked for every backend by the conformance suite
  * `test/search/search-index.conformance.ts`:
- * - `search` answers spec §4.9 with complement §4 and extensions §1.7: every filter combined with
+ * - `search` answers docs/protocol.md#search with docs/protocol.md#open-rules, #api-profiles: every filter combined with
  *   AND, bounds inclusive; `q` a substring of the case-folded name (`foldCase`: NFC, lower case,
  *   final ς as σ) of `file_name ?? relative_path`, of any length (the caller applies profile rules
  *   such as hcfs's minimum length through `SearchQuery.nothing`); files without either name match
@@ -53,7 +53,7 @@ export interface SearchPage {
   degraded: string | null;
 }
 
-/** The files part of a `/browse` query (issue 3, extensions §1.7). */
+/** The files part of a `/browse` query (issue 3, docs/protocol.md#api-profiles). */
 export interface DirectoryQuery {
   /** Directory inside the folder: no leading or trailing `/`, `""` = the folder root. */
   path: string;

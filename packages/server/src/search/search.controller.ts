@@ -1,8 +1,8 @@
 /**
  * @module search/search.controller
- * HTTP of `GET /search_files/{ss58}` (spec §4.9) and `GET /browse/{ss58}/{folder_hash}` (issue 3).
- * Checks run in the order of complement §4: 401 (token) → 400 (path, then query) → 403 (owner).
- * `X-Billing-Bypass` (spec §5.5) is accepted and needs nothing here. The routes without `{ss58}`
+ * HTTP of `GET /search_files/{ss58}` (docs/protocol.md#search) and `GET /browse/{ss58}/{folder_hash}` (issue 3).
+ * Checks run in the order of docs/protocol.md#open-rules: 401 (token) → 400 (path, then query) → 403 (owner).
+ * `X-Billing-Bypass` (docs/protocol.md#authentication) is accepted and needs nothing here. The routes without `{ss58}`
  * exist only to answer 400 `invalid_user_id` for an empty address (after the token check).
  */
 

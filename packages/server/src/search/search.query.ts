@@ -1,8 +1,8 @@
 /**
  * @module search/search.query
- * Reading the query strings of `GET /search_files/{ss58}` (spec §4.9, complement §4) and
+ * Reading the query strings of `GET /search_files/{ss58}` (docs/protocol.md#search, #open-rules) and
  * `GET /browse/{ss58}/{folder_hash}` (issue 3) into checked, normalised queries. Pure functions:
- * every malformed value becomes the 400 the spec names.
+ * every malformed value becomes the 400 docs/protocol.md#search names.
  */
 
 import { fail } from "@esync/protocol/errors.ts";
@@ -35,7 +35,7 @@ export type SearchParams = Static<typeof SearchQuerySchema>;
 /** `/browse` query parameters as their schema (`BrowseQuery` of `src/wire/schemas.ts`) checked them. */
 export type BrowseParams = Static<typeof BrowseQuerySchema>;
 
-/** The filters of spec §4.9, combined with AND; null = not set. Bounds are inclusive. */
+/** The filters of docs/protocol.md#search, combined with AND; null = not set. Bounds are inclusive. */
 export interface SearchFilters {
   /** `q` case-folded with `foldCase`; null when absent or empty. */
   q: string | null;
@@ -48,7 +48,7 @@ export interface SearchFilters {
   dateFrom: number | null;
   dateTo: number | null;
   /**
-   * `uploaded_by` (extensions §1.7): files whose uploader is `by` (null: files without one,
+   * `uploaded_by` (docs/protocol.md#api-profiles): files whose uploader is `by` (null: files without one,
    * the value `_none`); null = not set.
    */
   uploader: { by: string | null } | null;
@@ -58,9 +58,9 @@ export interface SearchFilters {
   nothing: boolean;
 }
 
-/** A search sort key: a column, or `uploaded_by` (extensions §1.7). */
+/** A search sort key: a column, or `uploaded_by` (docs/protocol.md#api-profiles). */
 export type SearchSortKey = (typeof SEARCH_SORT_KEYS)[number];
-/** A browse sort key: a search key, or `extension` (extensions §1.7). */
+/** A browse sort key: a search key, or `extension` (docs/protocol.md#api-profiles). */
 export type BrowseSortKey = (typeof BROWSE_SORT_KEYS)[number];
 
 /** Sort and page of a listing: `sortBy` then `path_hash`, both in the one direction. */
@@ -86,11 +86,11 @@ export interface BrowseQuery extends PageSpec<BrowseSortKey> {
   nothing: boolean;
 }
 
-/** The value of `uploaded_by` that selects files without a recorded uploader (extensions §1.7). */
+/** The value of `uploaded_by` that selects files without a recorded uploader (docs/protocol.md#api-profiles). */
 export const UPLOADED_BY_NONE = "_none";
 
 /**
- * The case folding of search (spec §4.9 "case-insensitive"): NFC, then JavaScript's Unicode
+ * The case folding of search (docs/protocol.md#search "case-insensitive"): NFC, then JavaScript's Unicode
  * `toLowerCase` (as `search_name` is stored, so `Ä` finds `ä` and NFC `café` finds an NFD name),
  * with final sigma `ς` read as `σ` so that a word-final capital Σ still matches.
  * `search_entries.name` holds the stored name folded the same way.
@@ -117,8 +117,7 @@ function pageOf(p: { offset?: number; limit?: number }, def: number, max: number
 
 /**
  * `sort_by` among `keys` (unknown → `created_at`) and `sort_order` (case-insensitive; unknown →
- * desc). With `orderNeedsSortBy` (`/browse`: "sort_order, used only with sort_by", extensions
- * §1.7), a `sort_order` without a `sort_by` is ignored.
+ * desc). With `orderNeedsSortBy` (`/browse`: "sort_order, used only with sort_by", docs/protocol.md#api-profiles), a `sort_order` without a `sort_by` is ignored.
  */
 function sortOf<K extends string>(
   p: { sort_by?: string; sort_order?: string },
@@ -139,7 +138,7 @@ function uploaderOf(v: string | undefined): { by: string | null } | null {
 /**
  * `q` case-folded, null when absent or empty (its length is checked by the schema); with a
  * profile minimum (`rules.minQueryChars`), trimmed first, and `nothing` when shorter: a `q` of
- * only whitespace is such a term (extensions §1.7: "Trimmed; a term shorter than 3 characters
+ * only whitespace is such a term (docs/protocol.md#api-profiles: "Trimmed; a term shorter than 3 characters
  * matches nothing").
  */
 function qOf(q: string | undefined, rules: ProfileRules): { q: string | null; nothing: boolean } {
@@ -155,7 +154,7 @@ function extsOf(raw: string | undefined): string[] | null {
 }
 
 /**
- * A `/search_files` query (spec §4.9 with complement §4, extensions §1.7) from its checked
+ * A `/search_files` query (docs/protocol.md#search with docs/protocol.md#open-rules, #api-profiles) from its checked
  * parameters: defaults, the page-size cap, case folding, `file_type` categories, `uploaded_by`
  * and `folder_hash`.
  * @throws AppError `invalid_file_type` (400); `invalid_parameter` (400) for U+0000 in a text

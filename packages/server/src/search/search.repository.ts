@@ -68,7 +68,7 @@ export type Cond =
 const FILE_OF_ENTRY =
   "FROM files AS f, search_owners AS o WHERE o.id = search_entries.oid AND f.owner = o.owner AND f.folder_hash = search_entries.folder_hash AND f.path_hash = search_entries.path_hash";
 
-/** An order of listed rows: a sort column, `uploaded_by` or `extension` (extensions §1.7). */
+/** An order of listed rows: a sort column, `uploaded_by` or `extension` (docs/protocol.md#api-profiles). */
 export type OrderKey = SortColumn | "uploaded_by" | "extension";
 
 const ORDER_SQL: Record<OrderKey, string> = {

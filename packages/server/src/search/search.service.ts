@@ -1,6 +1,6 @@
 /**
  * @module search/search.service
- * `GET /search_files/{ss58}` (spec §4.9, complement §4, extensions §1.7) on a `SearchIndex`:
+ * `GET /search_files/{ss58}` (docs/protocol.md#search, #open-rules, #api-profiles) on a `SearchIndex`:
  * the index answers total and page; this service turns them into the wire result, reports the
  * plan and duration (metrics), and makes an index fault a slower answer instead of an error:
  * - a degraded index (`SearchPage.degraded`) is logged once as `search.index_degraded` (warn),
@@ -18,7 +18,7 @@ import type { HitRow, SearchIndex, SearchPage } from "./search-index.ts";
 
 export type { SearchFileHit, SearchResult } from "@esync/protocol/types.ts";
 
-/** A search hit row in wire form (spec §2.5 field order). */
+/** A search hit row in wire form (docs/protocol.md#file-entries field order). */
 export function toSearchHit(r: HitRow): SearchFileHit {
   return { folder_hash: r.folderHash, folder_label: r.folderLabel, ...toRemoteFileEntry(r) };
 }
@@ -73,7 +73,7 @@ export class DegradedStateLog {
   }
 }
 
-/** Cross-folder search (spec §4.9). */
+/** Cross-folder search (docs/protocol.md#search). */
 export class SearchService {
   constructor(
     private readonly index: SearchIndex,

@@ -1,7 +1,7 @@
 /**
  * @module search/sqlite-planner
  * The query planning of the SQLite search index (`SqliteSearchIndex`) for `GET /search_files`
- * (spec §4.9, complement §4): every filter combined with AND, sort by one column with
+ * (docs/protocol.md#search, #open-rules): every filter combined with AND, sort by one column with
  * `path_hash` as tiebreaker, exact `total_count`, offset paging, fast on accounts of a million
  * files. It decides which page keys and total answer a query; the index reads the rows.
  *

@@ -92,7 +92,7 @@ export class SqliteScan {
     return { total, keys };
   }
 
-  /** A search (spec §4.9) over `files`. */
+  /** A search (docs/protocol.md#search) over `files`. */
   search(owner: string, q: SearchQuery): { total: number; keys: PageKey[] } {
     return this.run(owner, searchFilter(q), q);
   }

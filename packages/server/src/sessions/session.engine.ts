@@ -1,6 +1,6 @@
 /**
  * @module sessions/session.engine
- * The resumable upload session engine (spec §2.3, §3.1, §4.4–4.8; complement §4).
+ * The resumable upload session engine (docs/protocol.md#upload-sessions, #open-rules).
  *
  * States: `receiving` → (`finalizing`, internal) → `finalized`; deleted or expired sessions are
  * gone (404). Chunk i is streamed straight from the request into the blob store as object
@@ -54,7 +54,7 @@ import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { LeaseHolders } from "./lease-holder.ts";
 import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
 
-/** Largest chunk, bytes (spec §8). */
+/** Largest chunk, bytes (docs/protocol.md#limits). */
 export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 
 /** Engine settings (from `Config`). */
@@ -93,7 +93,7 @@ export type OpenChunkBody = (length: number) => {
   holder?: SlotHolder;
 };
 
-/** Body of `POST /upload/session` (spec §4.4), still unvalidated. */
+/** Body of `POST /upload/session` (docs/protocol.md#upload-sessions), still unvalidated. */
 export interface CreateSessionInput {
   manifest: unknown;
   chunk_count: unknown;
@@ -135,7 +135,7 @@ export class SessionEngine {
   private readonly inflight: ChunkSlots;
 
   /**
-   * Opens a session for `caller` (spec §4.4).
+   * Opens a session for `caller` (docs/protocol.md#upload-sessions).
    * @returns `{session_id, expires_at}` (Unix seconds).
    * @throws AppError `invalid_manifest` (400: bad manifest, signature or chunk layout),
    *   `forbidden` (403: manifest owner is not `caller`), `drive_quota_exceeded` (402: the file's
@@ -230,7 +230,7 @@ export class SessionEngine {
   }
 
   /**
-   * Stores chunk `index` from `body` (spec §4.5, complement §4). The body must be exactly the
+   * Stores chunk `index` from `body` (docs/protocol.md#upload-sessions, #open-rules). The body must be exactly the
    * chunk's length (`chunk_size`, or the remainder for the last index).
    * @param body the chunk bytes, or a function that opens them given the exact length expected
    *   (the controller's guarded request body, which stops reading past that length and reports
@@ -395,7 +395,7 @@ export class SessionEngine {
   }
 
   /**
-   * Progress of a session (spec §4.6); refreshes the expiry of a receiving session.
+   * Progress of a session (docs/protocol.md#upload-sessions); refreshes the expiry of a receiving session.
    * @throws AppError 404, 403.
    */
   async status(caller: string, sessionId: string): Promise<SessionStatus> {
@@ -416,7 +416,7 @@ export class SessionEngine {
   }
 
   /**
-   * Finalizes a session (spec §4.7): all chunks present, BLAKE3 of the assembled ciphertext
+   * Finalizes a session (docs/protocol.md#upload-sessions): all chunks present, BLAKE3 of the assembled ciphertext
    * equal to the manifest's, revision checks, then the file row and `finalized` state are
    * committed together. A single chunk stays the stored blob; several are copied into one object
    * (see the comment in the body).
@@ -432,7 +432,7 @@ export class SessionEngine {
     // Admitted again: a member removed or lowered since the session opened is refused here.
     const admitted: Manifest = parseManifest(JSON.parse(s.manifest));
     await this.files.admitWrite(caller, admitted);
-    // Every 409 from finalize uses the Conflict envelope (complement §1), with the current revision.
+    // Every 409 from finalize uses the Conflict envelope (docs/protocol.md#manifest), with the current revision.
     const conflict = async (message: string, repos: Repositories = this.store.repos) =>
       fail("conflict", message, {
         conflict: await this.files.currentRevision(admitted.ss58Address, s.folderHash, s.pathHash, repos),
@@ -523,7 +523,7 @@ export class SessionEngine {
       }
       // A blob of several chunks is copied into one object (a one-object blob under a new id,
       // recorded as a write intent first), so that any byte range of the file is one range of one
-      // object: a download goes out with its length (docs/internals.md "Storage layout"). The
+      // object: a download goes out with its length (docs/design.md#storage-layout). The
       // chunk objects it is copied from are the ones just verified; a chunk PUT racing this
       // finalize writes a new generation, never them. Once the file row is committed they are
       // queued for deletion with the session's prefix.
@@ -610,7 +610,7 @@ export class SessionEngine {
   }
 
   /**
-   * Deletes a session (spec §4.8). A receiving session's chunk objects are queued for deletion;
+   * Deletes a session (docs/protocol.md#upload-sessions). A receiving session's chunk objects are queued for deletion;
    * a finalized session's objects belong to the file and stay.
    * @throws AppError 404, 403; `conflict` (409) while a finalize is running.
    */
@@ -663,7 +663,7 @@ export class SessionEngine {
   }
 
   /**
-   * Garbage-collects sessions (spec §3.1): first returns to `receiving` every session whose
+   * Garbage-collects sessions (docs/protocol.md#upload-sessions): first returns to `receiving` every session whose
    * finalize lease ran out (its node died or stalled) or whose lease holder is provably dead,
    * then deletes the rows of sessions idle past `expires_at` and queues the chunk objects of
    * unfinalized ones for deletion. Safe to run on every node at once: each expired session is

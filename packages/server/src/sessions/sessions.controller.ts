@@ -1,6 +1,6 @@
 /**
  * @module sessions/sessions.controller
- * HTTP of upload sessions (spec §4.4–4.8). Chunk bodies are read as a raw stream and handed to
+ * HTTP of upload sessions (docs/protocol.md#upload-sessions). Chunk bodies are read as a raw stream and handed to
  * the engine without buffering. Shapes come from `src/wire/schemas.ts`; the engine checks the
  * manifest and the chunk layout.
  */

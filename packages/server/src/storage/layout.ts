@@ -13,7 +13,7 @@
  *   directories of the same shard, so that storing it creates no directory of its own. It is
  *   written once, under a new id, so it needs no generation (its row's `chunk_gens` is `[""]`).
  *   Deleting the blob = deleting that object. A download of any byte range of it is one range
- *   of one object (docs/internals.md "Storage layout").
+ *   of one object (docs/design.md#storage-layout).
  * `blobTarget` names either form's objects for the deletion queue and the write intents.
  */
 import { type Blake3, createBlake3 } from "@esync/protocol/blake3.ts";
@@ -146,7 +146,7 @@ export function chunkLength(size: number, chunkSize: number, index: number): num
   return Math.max(0, Math.min(chunkSize, size - index * chunkSize));
 }
 
-/** `ceil(size / chunkSize)`: the chunk count a layout must declare (complement §4). */
+/** `ceil(size / chunkSize)`: the chunk count a layout must declare (docs/protocol.md#open-rules). */
 export function expectedChunkCount(size: number, chunkSize: number): number {
   return Math.ceil(size / chunkSize);
 }

@@ -23,7 +23,7 @@
  * `putObject` reads a body of up to 64 MiB into memory and MD5- or SHA-256-hashes it before
  * sending (larger ones become multipart uploads). minio is therefore pinned to one exact version
  * in package.json, and `test/storage/minio-internal.test.ts` fails when the pin drifts or the
- * internal's request changes (measured trade-off: README "S3 writes").
+ * internal's request changes (measured trade-off: docs/operator-guide.md#s3).
  */
 import { Agent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";

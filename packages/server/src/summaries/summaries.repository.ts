@@ -1,6 +1,6 @@
 /**
  * @module summaries/summaries.repository
- * The contract of the summary reads of extensions.md §1.4 that no other repository serves: the
+ * The contract of the summary reads of docs/protocol.md#summaries that no other repository serves: the
  * per-bucket counters of `usage_buckets` (kept exact by triggers on `files`). Account totals come
  * from `QuotaRepository.usage`, folder totals from `FoldersRepository.get`. Implementations:
  * `src/db/sqlite/summaries.ts`, `src/db/postgres/summaries.ts`.

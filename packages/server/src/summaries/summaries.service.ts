@@ -1,6 +1,6 @@
 /**
  * @module summaries/summaries.service
- * The three summaries of extensions.md §1.4: account totals, counts and plaintext bytes per
+ * The three summaries of docs/protocol.md#summaries: account totals, counts and plaintext bytes per
  * file_type category and per client family. Every number is read from counters that triggers on
  * `files` keep exact in each write's transaction (`account_usage`, `folders`, `usage_buckets`), so a
  * summary costs a few small reads at any account size and never lags a write.

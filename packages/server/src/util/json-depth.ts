@@ -1,6 +1,6 @@
 /**
  * @module util/json-depth
- * The nesting limit of JSON request bodies (docs/operations.md, "JSON nesting limit"): a body
+ * The nesting limit of JSON request bodies (docs/operator-guide.md#json-nesting-limit): a body
  * whose arrays and objects nest deeper than `MAX_JSON_DEPTH` is refused before it is parsed or
  * validated, by one pass over its raw bytes. Parsing and schema validation walk a value
  * recursively, so without the limit a small body (`{"a":` repeated 50,000 times is 250 KB) could

@@ -14,8 +14,7 @@
  *   instruction therefore leaves every stored byte either referenced by a committed row or queued
  *   for deletion, and a sweeper reclaims it once the lease ends, or as soon as the process that
  *   reserved it (`holder`, see src/sessions/lease-holder.ts) is provably dead: a crashed
- *   server's writes are reclaimed at its restart, not hours later (docs/internals.md, "Write
- *   intents").
+ *   server's writes are reclaimed at its restart, not hours later (docs/design.md#write-intents).
  * - Sweepers (one per node) take due rows with `claimDue`, which leases them for a while so that
  *   no other sweeper takes the same row; then delete the objects, then the row (`done`), or
  *   postpone it (`failed`). A sweeper that dies leaves its rows to be claimed again after the lease.

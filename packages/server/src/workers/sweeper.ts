@@ -1,6 +1,6 @@
 /**
  * @module workers/sweeper
- * Background collection: finalize leases that ran out, expired upload sessions (spec §3.1), write
+ * Background collection: finalize leases that ran out, expired upload sessions (docs/protocol.md#upload-sessions), write
  * intents of dead processes, every `SHARE_REAP_INTERVAL_SECONDS` the revoked, expired and idle
  * shares (docs/sharing.md), and the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
  * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with

@@ -2,7 +2,7 @@
  * Deeply nested JSON bodies (`{"a":` × N, `1`, `}` × N, and the same with arrays) sent to JSON
  * routes of the real server: every one is answered 400 `invalid_manifest` within 1 s, whatever
  * its depth, and a `/health` probe running all along never waits 250 ms or more
- * (docs/operations.md, "JSON nesting limit").
+ * (docs/operator-guide.md#json-nesting-limit).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";

@@ -3,7 +3,7 @@
  * about 2 KB, renames 1,000 files in one call and deletes 1,000 files in one call, a well-behaved
  * client's `/health` keeps a p99 under 250 ms during the batches. Its database reads (a small
  * `/get_state` page) wait for a batch's transaction; they and `/health` during the listing are
- * reported, not asserted (docs/operations.md, "Big answers and batches", known limit).
+ * reported, not asserted (docs/operator-guide.md#big-answers-and-batches, known limit).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";

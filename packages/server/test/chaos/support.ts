@@ -14,7 +14,7 @@ import { blake3Hex, createBlake3 } from "@esync/protocol/blake3.ts";
 import { makeManifest, type TestUser } from "../support/fixtures.ts";
 import { REPO_ROOT, SERVER_ROOT } from "../support/server.ts";
 
-/** `folder_hash("default")` (complement §2 test vector). */
+/** `folder_hash("default")` (docs/protocol.md#ciphertext test vector). */
 export const FOLDER = "37a8eec1ce19687d";
 
 /** A parsed JSON body, asserted field by field. */
@@ -99,7 +99,7 @@ export interface Answer {
   headers: Headers;
 }
 
-/** What the server returned for a committed upload (spec §2.4 UploadResult). */
+/** What the server returned for a committed upload (docs/protocol.md#upload-result UploadResult). */
 export interface Uploaded {
   revisionId: number[];
   revisionSeq: number;

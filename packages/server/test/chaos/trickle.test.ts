@@ -3,8 +3,7 @@
  * `ESYNC_MAX_INFLIGHT_CHUNKS`), trickling one byte a second and reopening each connection as soon
  * as the server closes it. Meanwhile a well-behaved client of another account PUTs 4 MiB chunks
  * one after the other for `WINDOW_MS`: at least 90% of its tries must succeed, each within a few
- * seconds, because slots go to clients that move bytes (docs/operations.md, "Chunk upload
- * slots"): the minimum body rate applies after a short grace, a newcomer evicts the slowest
+ * seconds, because slots go to clients that move bytes (docs/operator-guide.md#chunk-upload-slots): the minimum body rate applies after a short grace, a newcomer evicts the slowest
  * holder of an account over its fair share, and accounts share the cap.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";

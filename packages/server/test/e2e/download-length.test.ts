@@ -1,6 +1,6 @@
 /**
  * `/download` framing on the real server process (Bun.serve), on the store of this pass (disk, or
- * RGW in the S3 pass): complement §5 wants `Content-Length`. Bun 1.4.5 keeps a length only on a
+ * RGW in the S3 pass): docs/protocol.md#sync-endpoints wants `Content-Length`. Bun 1.4.5 keeps a length only on a
  * body in memory or one file-backed Blob (docs/repro/bun-content-length.ts), so on disk a body
  * within one chunk object of at most `fileBodyLimit(header timeout)` bytes (8.4 MB with the 60 s
  * this server runs with) is sent by sendfile with its length, and bodies of at most 1 MiB are

@@ -2,7 +2,7 @@
  * Error answers reach a client that is still sending: an oversized chunked JSON body on
  * `/register_folder`, `/upload/session` and `/rename_files`, from clients that never stop sending,
  * 15 at a time, is answered 413 `payload_too_large` and the client reads the whole answer before
- * the connection closes, in every run (docs/operations.md, "Error answers and draining").
+ * the connection closes, in every run (docs/operator-guide.md#error-answers-and-draining).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";

@@ -1,6 +1,6 @@
 /**
  * End to end against the real server process (`bun run src/main.ts`) on a free port of
- * 127.0.0.1: a real file of this machine of at least 100 MiB, encrypted as complement §2
+ * 127.0.0.1: a real file of this machine of at least 100 MiB, encrypted as docs/protocol.md#ciphertext
  * describes (XChaCha20-Poly1305 frames, `src/client/frame.ts`), uploaded through a session in
  * 8 MiB chunks, shuffled, 4 in parallel, finalized, then downloaded whole and by ranges; and
  * the same upload interrupted by SIGKILL of the server after half the chunks, resumed from
@@ -218,8 +218,8 @@ async function verifyDownload(
   const url = `${server.url}${downloadPath(user, manifest)}`;
   const whole = await fetch(url, { headers: { authorization: user.auth } });
   expect(whole.status).toBe(200);
-  // Complement §5 wants Content-Length; Bun.serve (1.4.5) drops it on stream bodies and can send
-  // only a single file-backed Blob with a length (README "Downloads and Content-Length"), so this
+  // docs/protocol.md#sync-endpoints wants Content-Length; Bun.serve (1.4.5) drops it on stream bodies and can send
+  // only a single file-backed Blob with a length (docs/design.md#downloads-and-content-length), so this
   // multi-chunk file goes out chunked: the body must still be whole and exact (checked below).
   // When Bun honours the header (oven-sh/bun#10507), this becomes `toBe(String(ctSize))` again.
   const length = whole.headers.get("content-length");
@@ -264,7 +264,7 @@ async function verifyDownload(
 }
 
 describe("a 100+ MiB encrypted file through the real server", () => {
-  test("the source is a real file of at least 100 MiB and its ciphertext has the complement §2 size and framing", async () => {
+  test("the source is a real file of at least 100 MiB and its ciphertext has docs/protocol.md#ciphertext size and framing", async () => {
     expect(plainSize).toBeGreaterThanOrEqual(100 * MiB);
     expect(ctSize).toBe(ciphertextSizeFor(plainSize));
     expect(ctSize).toBe(28 + 20 * Math.ceil(plainSize / (256 * 1024)) + plainSize);

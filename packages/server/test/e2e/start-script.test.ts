@@ -1,5 +1,5 @@
 /**
- * `bun run start` (README "Commands") starts the server with 16 threads in Bun's file-system pool
+ * `bun run start` (docs/operator-guide.md#commands) starts the server with 16 threads in Bun's file-system pool
  * (`UV_THREADPOOL_SIZE`, read only when a process starts) unless the environment sets its own
  * size: on the disk store every small upload holds pool threads for its fsyncs.
  */

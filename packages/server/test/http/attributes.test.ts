@@ -1,5 +1,5 @@
 /**
- * The manifest's optional `attributes` (esync extension, README "File attributes"): stored and
+ * The manifest's optional `attributes` (esync extension, docs/user-guide.md#file-attributes): stored and
  * returned unchanged by `/get_state`, absent for files written without it, bounded to 4 KiB.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * Authentication (spec §5, complement §3): wallet-signed `sig1.` tokens, issued API tokens,
+ * Authentication (docs/protocol.md#authentication): wallet-signed `sig1.` tokens, issued API tokens,
  * insecure mode, 401 vs 403 on every endpoint, and the order of checks 401 → 400 → 403 → 404 → 409.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";

@@ -74,7 +74,7 @@ describe("unknown routes", () => {
   }
 });
 
-describe("routes not mounted in the /v1/ space (extensions §0.2 rule 2, §8.1): 404 with an empty body", () => {
+describe("routes not mounted in the /v1/ space (docs/protocol.md#response-families, rule 2): 404 with an empty body", () => {
   for (const [method, path] of [
     ["GET", "/v1"],
     ["GET", "/v1/"],

@@ -1,5 +1,5 @@
 /**
- * `POST /delete_files` and `POST /rename_files` (extensions.md §1.1, §1.2, §9 items 6 and 7).
+ * `POST /delete_files` and `POST /rename_files` (docs/protocol.md#delete-files, #rename-files).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -72,7 +72,7 @@ function renameBody(renames: Json[], owner = u.address): Json {
 const RENAME_KEYS = ["status", "renamed_count", "successes", "failures"];
 
 describe("the rename declaration", () => {
-  test("matches the 398-byte example of extensions §1.2 byte for byte, in either request order", () => {
+  test("matches the 398-byte example of docs/protocol.md#rename-files byte for byte, in either request order", () => {
     const pairs = [
       { oldPathHash: new Uint8Array(32).fill(0x11), newPathHash: new Uint8Array(32).fill(0x22) },
       { oldPathHash: new Uint8Array(32).fill(0x05), newPathHash: new Uint8Array(32).fill(0x06) },
@@ -336,7 +336,7 @@ describe("POST /rename_files", () => {
     expect((await stateOf(t, u)).files[0].path_hash).toEqual(a.pathHash);
   });
 
-  test("a malformed rename from another account is 400 before 403 (complement §4)", async () => {
+  test("a malformed rename from another account is 400 before 403 (docs/protocol.md#open-rules)", async () => {
     const a = await put("a.txt");
     const stranger = newUser();
     const pair = {
@@ -440,7 +440,7 @@ describe("POST /delete_files", () => {
     );
   });
 
-  test("over 1000 ids from another account is 400 batch_too_large, not 403 (complement §4)", async () => {
+  test("over 1000 ids from another account is 400 batch_too_large, not 403 (docs/protocol.md#open-rules)", async () => {
     const ids = Array.from({ length: 1001 }, () => randomBytes(32).toString("hex"));
     expectError(
       await post("/delete_files", { ss58_address: u.address, folder_hash: FOLDER, file_ids: ids }, newUser()),

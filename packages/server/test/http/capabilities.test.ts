@@ -1,4 +1,4 @@
-/** `GET /v1/capabilities` (extensions.md §2.1). */
+/** `GET /v1/capabilities` (docs/protocol.md#capabilities). */
 import { afterAll, expect, test } from "bun:test";
 import { makeTestApp } from "../support/app.ts";
 

@@ -38,7 +38,7 @@ type Operation = {
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is walked field by field
 const doc: any = await (await t.fetch(`${OPENAPI_PATH}/json`)).json();
 
-/** Routes that take no token (complement §5, extensions §2.1–2.2, the invite preview, the metrics on the public port). */
+/** Routes that take no token (docs/protocol.md#sync-endpoints, #capabilities, #health-probes, the invite preview, the metrics on the public port). */
 const ANONYMOUS_ROUTES = new Set([
   "/health",
   "/healthz",

@@ -1,5 +1,5 @@
 /**
- * Transient failures (spec §4.1, §4.3, §4.7, §7): a failing database gives 500 `database_error`
+ * Transient failures (docs/protocol.md#folders, #upload-sessions, #errors): a failing database gives 500 `database_error`
  * and a failing blob store 500 `storage_inconsistency` (finalize) or 503 `storage_unavailable`
  * (chunk PUT), each in the error envelope with a generic message naming a request id, leaving
  * nothing half-written; the same request succeeds once the fault is gone.

@@ -1,5 +1,5 @@
 /**
- * `/get_state` paging, `/delete` and `/download` with Range (complement §4 and §5).
+ * `/get_state` paging, `/delete` and `/download` with Range (docs/protocol.md#open-rules, #sync-endpoints).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -120,7 +120,7 @@ describe("GET /get_state/{ss58}/{folder_hash}", () => {
       updated_at: result.updated_at,
       uploaded_by: u.address,
     });
-    // Storage metadata: null, or one BLAKE3 hex per chunk (spec §2.5).
+    // Storage metadata: null, or one BLAKE3 hex per chunk (docs/protocol.md#file-entries).
     if (e.chunk_hashes !== null) {
       expect(e.chunk_hashes).toHaveLength(3);
       for (const h of e.chunk_hashes) expect(h).toMatch(/^[0-9a-f]{64}$/);

@@ -1,6 +1,5 @@
 /**
- * Folder entries (explicit directories) and the relative-path back-fill (extensions.md §1.5,
- * §1.6, §9 items 1 and 8).
+ * Folder entries (explicit directories) and the relative-path back-fill (docs/protocol.md#folder-entries, #relative-path-backfill).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -132,7 +131,7 @@ describe("folder entries", () => {
     expect(expectSuccess(await unregister(paths), ["status", "count"]).count).toBe(500);
   });
 
-  test("a malformed batch from another account is 400 before 403 (complement §4: 400, then ownership)", async () => {
+  test("a malformed batch from another account is 400 before 403 (docs/protocol.md#open-rules: 400, then ownership)", async () => {
     const stranger = newUser();
     expectError(
       await register(
@@ -244,7 +243,7 @@ describe("POST /register_relative_paths", () => {
     expectError(await call("POST", url(), { entries: [entry] }, newUser()), 403, "forbidden");
   });
 
-  test("a batch over 500 entries from another account is 400 batch_too_large, not 403 (complement §4)", async () => {
+  test("a batch over 500 entries from another account is 400 batch_too_large, not 403 (docs/protocol.md#open-rules)", async () => {
     const entry = { path_hash: randomBytes(32).toString("hex"), relative_path: "a" };
     expectError(
       await call("POST", url(), { entries: Array(501).fill(entry) }, newUser()),

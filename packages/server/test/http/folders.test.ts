@@ -1,5 +1,5 @@
 /**
- * Folder registry (spec §3.2, §4.1–4.3): every row of the folder state table, every error row,
+ * Folder registry (docs/protocol.md#folders): every row of the folder state table, every error row,
  * and the counters `file_count`/`total_bytes`/`updated_at` through upload, replace, delete and
  * unregister.
  */

@@ -11,7 +11,7 @@ import type { TestApp } from "../support/app.ts";
 import { jsonInit, tableRows } from "../support/app.ts";
 import { type ManifestOpts, makeManifest, type TestUser } from "../support/fixtures.ts";
 
-/** `folder_hash("default")` (complement §2 test vector). */
+/** `folder_hash("default")` (docs/protocol.md#ciphertext test vector). */
 export const FOLDER = "37a8eec1ce19687d";
 /** Another valid folder hash. */
 export const FOLDER_B = "0123456789abcdef";
@@ -45,7 +45,7 @@ export function expectError(r: JsonAnswer, status: number, code: string): void {
 }
 
 /**
- * Asserts `r` is the Conflict envelope of complement §1 exactly, with status 409, and returns
+ * Asserts `r` is the Conflict envelope of docs/protocol.md#manifest exactly, with status 409, and returns
  * its body.
  */
 export function expectConflict(
@@ -78,9 +78,9 @@ export function expectSuccess(r: JsonAnswer, keys: string[]): Json {
   return r.body.Success;
 }
 
-/** Field names of UploadResult (spec §2.4). */
+/** Field names of UploadResult (docs/protocol.md#upload-result). */
 export const UPLOAD_RESULT_KEYS = ["upload_id", "timestamp", "revision_id", "created_at", "updated_at"];
-/** Field names of a session status (spec §4.6). */
+/** Field names of a session status (docs/protocol.md#upload-sessions). */
 export const STATUS_KEYS = [
   "session_id",
   "state",
@@ -89,7 +89,7 @@ export const STATUS_KEYS = [
   "expires_at",
   "ciphertext_hash",
 ];
-/** Field names of RemoteFileEntry (complement §5 = spec §2.5 without the folder fields). */
+/** Field names of RemoteFileEntry (docs/protocol.md#sync-endpoints = docs/protocol.md#file-entries without the folder fields). */
 export const ENTRY_KEYS = [
   "path_hash",
   "salted_hash",
@@ -105,7 +105,7 @@ export const ENTRY_KEYS = [
   "created_at",
   "updated_at",
 ];
-/** Field names of `/get_state` (complement §5). */
+/** Field names of `/get_state` (docs/protocol.md#sync-endpoints). */
 export const STATE_KEYS = [
   "ss58_address",
   "folder_hash",
@@ -115,7 +115,7 @@ export const STATE_KEYS = [
   "offset",
   "limit",
 ];
-/** Field names of RemoteFolderInfo (spec §2.2). */
+/** Field names of RemoteFolderInfo (docs/protocol.md#folders). */
 export const FOLDER_KEYS = [
   "label",
   "folder_hash",

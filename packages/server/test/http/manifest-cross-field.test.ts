@@ -2,7 +2,7 @@
  * Manifests whose fields contradict each other are refused with a clear 400 (issue 10 defect 8),
  * on both write paths (session create and single-shot /upload), and nothing is stored: path_hash
  * must be BLAKE3(utf8(NFC(relative_path))), relative_path a clean relative path, and size_bytes
- * must be exactly what the ciphertext's framing gives (complement §2). What real clients send still passes.
+ * must be exactly what the ciphertext's framing gives (docs/protocol.md#ciphertext). What real clients send still passes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { ciphertextSizeFor } from "@esync/protocol/framing.ts";

@@ -1,6 +1,6 @@
 /**
- * The API profiles (issue 15, extensions.md §1.7, §9 item 3): the same cases under `base` (the
- * default, the base spec) and `hcfs` (`ESYNC_API_PROFILE=hcfs`), which switches exactly three
+ * The API profiles (issue 15, docs/protocol.md#api-profiles): the same cases under `base` (the
+ * default, the base contract) and `hcfs` (`ESYNC_API_PROFILE=hcfs`), which switches exactly three
  * rules: `/register_folder` upsert, the search `limit` cap, and `q` under 3 characters.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * Storage allowances (extensions.md §1.3, issue 15): `POST /can_upload` (flat, advisory) and the
+ * Storage allowances (docs/protocol.md#quota, issue 15): `POST /can_upload` (flat, advisory) and the
  * 402 `drive_quota_exceeded` of every write path (flat body), charged on the growth over the
  * replaced row, exact under concurrency, never half-written.
  */
@@ -34,7 +34,7 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-/** Asserts the flat 402 body of extensions §1.3 exactly. */
+/** Asserts the flat 402 body of docs/protocol.md#quota exactly. */
 function expectQuota402(r: JsonAnswer): void {
   expect(r.status).toBe(402);
   expect(Object.keys(r.body).sort()).toEqual(["error", "message"]);

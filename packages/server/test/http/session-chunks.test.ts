@@ -1,6 +1,6 @@
 /**
- * Chunk upload, status, abort and expiry of upload sessions (spec §3.1, §4.5, §4.6, §4.8;
- * complement §4): any order and in parallel, exact lengths with nothing kept on a bad one,
+ * Chunk upload, status, abort and expiry of upload sessions (docs/protocol.md#upload-sessions;
+ * docs/protocol.md#open-rules): any order and in parallel, exact lengths with nothing kept on a bad one,
  * last write wins, expiry refreshed by chunk PUT and status, garbage collection by the sweeper.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * `POST /upload/session` (spec §4.4, complement §1 and §4): manifest validation of every field,
+ * `POST /upload/session` (docs/protocol.md#upload-sessions, #manifest, #open-rules): manifest validation of every field,
  * the Ed25519 signature over the exact sentence, chunk layout consistency, ownership and the
  * per-user session limit (429 `session_limit` with Retry-After).
  */

@@ -1,5 +1,5 @@
 /**
- * `POST /upload/session/{id}/finalize` (spec §3.1, §4.7; complement §1 and §4): the UploadResult,
+ * `POST /upload/session/{id}/finalize` (docs/protocol.md#upload-sessions, #manifest, #open-rules): the UploadResult,
  * missing chunks and hash mismatch leaving the session `receiving` with its chunks, revisions
  * (Conflict envelope, stale_sequence, created_at kept), repeated and concurrent finalize.
  */
@@ -306,7 +306,7 @@ describe("repeated and concurrent finalize", () => {
     const s = await openSession(t, u, ct);
     await putChunks(t, s, ct);
     const r = expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
-    // Complement §1: a 409 from finalize uses the Conflict envelope, naming the committed revision.
+    // docs/protocol.md#manifest: a 409 from finalize uses the Conflict envelope, naming the committed revision.
     const c = expectConflict(await finalize(t, s.auth, s.sessionId));
     expect(c.current_revision_id).toEqual(r.revision_id);
     expect(c.current_revision_seq).toBe(1);

@@ -1,4 +1,4 @@
-/** The three summaries over HTTP (extensions.md §1.4): shapes, the folder filter, errors. */
+/** The three summaries over HTTP (docs/protocol.md#summaries): shapes, the folder filter, errors. */
 import { afterAll, expect, test } from "bun:test";
 import { makeTestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";

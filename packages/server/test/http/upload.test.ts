@@ -1,5 +1,5 @@
 /**
- * Single-shot `POST /upload` (complement §5): multipart parsed as bytes (a ciphertext part
+ * Single-shot `POST /upload` (docs/protocol.md#sync-endpoints): multipart parsed as bytes (a ciphertext part
  * without a filename holding invalid UTF-8 must round-trip byte for byte), part order and
  * presence, hash and owner checks, revisions, and indistinguishability from a finalized session.
  */

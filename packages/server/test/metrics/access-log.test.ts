@@ -1,5 +1,5 @@
 /**
- * Request ids, the access log and the probes (issue 13, extensions §2.2): every response carries
+ * Request ids, the access log and the probes (issue 13, docs/protocol.md#health-probes): every response carries
  * `x-request-id` (the client's when well-formed), every request writes one `http.request` line,
  * every log line a request causes names its id, and `/readyz` tells ready from not ready.
  */

@@ -3,7 +3,7 @@
  * or a stale base revision gets the Conflict envelope however the racing requests are spread; the
  * per-user session limit is exact under concurrency"). Each race sends its requests to different
  * nodes at the same moment and expects exactly one winner; every loser gets 409 with the
- * Conflict envelope of complement §1 naming the winner's revision.
+ * Conflict envelope of docs/protocol.md#manifest naming the winner's revision.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * Finalize across nodes (issue 11, complement §4): three server processes on one metadata
+ * Finalize across nodes (issue 11, docs/protocol.md#open-rules): three server processes on one metadata
  * database and one bucket. Concurrent finalize calls of one session on three nodes commit exactly
  * once and the losers get 409 with the Conflict envelope; a node finalizing is not undone by
  * another node restarting (start-up recovery must not reset a session a live node is finalizing),

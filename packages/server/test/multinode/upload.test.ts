@@ -6,7 +6,7 @@
  * finalizes, so it takes the full BLAKE3 pass; then every node serves the file byte-identical,
  * whole and by ranges.
  *
- * The ciphertext is 200 MiB of plaintext's worth of random bytes (complement §2 size) in a file,
+ * The ciphertext is 200 MiB of plaintext's worth of random bytes (docs/protocol.md#ciphertext size) in a file,
  * sent chunk by chunk from disk; nothing holds it in memory.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";

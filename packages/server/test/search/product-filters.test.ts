@@ -1,5 +1,5 @@
 /**
- * The product's fields and filters on search and browse (extensions.md §1.7): `uploaded_by` and
+ * The product's fields and filters on search and browse (docs/protocol.md#api-profiles): `uploaded_by` and
  * `arion_hash` on entries and hits, the `uploaded_by` (with `_none`) and `folder_hash` filters
  * that must never widen a result, browse `sort_by=extension|uploaded_by`.
  */

@@ -1,6 +1,6 @@
 /**
- * Reading the query strings of /search_files and /browse: every rule of spec §4.9 and
- * complement §4 about parameters, as pure functions (the HTTP tests check the same codes end to end).
+ * Reading the query strings of /search_files and /browse: every rule of docs/protocol.md#search and
+ * docs/protocol.md#open-rules about parameters, as pure functions (the HTTP tests check the same codes end to end).
  */
 import { describe, expect, test } from "bun:test";
 import { AppError } from "@esync/protocol/errors.ts";
@@ -23,7 +23,7 @@ function codeOf(fn: () => unknown): string {
 }
 
 describe("file_type", () => {
-  test("each category means exactly the extensions of spec §4.9", () => {
+  test("each category means exactly the extensions of docs/protocol.md#search", () => {
     expect(parseFileType("image")).toEqual([
       ".bmp",
       ".gif",
@@ -194,7 +194,7 @@ describe("browse query string", () => {
     expect(parseBrowse("limit=0").limit).toBe(50);
   });
 
-  test("sort_order is used only with sort_by (extensions §1.7): alone it leaves the default order", () => {
+  test("sort_order is used only with sort_by (docs/protocol.md#api-profiles): alone it leaves the default order", () => {
     expect(parseBrowse("sort_order=asc")).toMatchObject({ sortBy: "created_at", descending: true });
     expect(parseBrowse("sort_by=&sort_order=asc")).toMatchObject({ sortBy: "created_at", descending: true });
     expect(parseBrowse("sort_by=file_name&sort_order=asc")).toMatchObject({

@@ -1,13 +1,13 @@
 /**
  * The one `SearchIndex` conformance suite: every backend runs it unchanged (see
  * `sqlite-index.test.ts`, `postgres-index.test.ts`) and must pass all of it. It checks the
- * contract written in `src/search/search-index.ts` against a naive in-memory model of spec §4.9
+ * contract written in `src/search/search-index.ts` against a naive in-memory model of docs/protocol.md#search
  * (`modelSearch`).
  *
  * Property: on random rows (random names from a small alphabet with case, non-ASCII, `%`, `_`,
  * dots and slashes; legacy rows without file_name or without any name; many equal sizes and
  * times; two folders; uploaders or none) changed by random revisions and deletions, every random
- * query (with the `uploaded_by` and `folder_hash` filters of extensions §1.7) answers exactly what
+ * query (with the `uploaded_by` and `folder_hash` filters of docs/protocol.md#api-profiles) answers exactly what
  * the naive filter-and-sort answers (total and the page, in order). Directory listings (browse)
  * are checked the same way against a model of the files directly in a directory.
  */
@@ -42,7 +42,7 @@ export interface ConformanceOptions {
 }
 
 const BASE = 1_700_000_000;
-/** Folders the rows live in (extensions §1.7 `folder_hash`), and one that holds none. */
+/** Folders the rows live in (docs/protocol.md#api-profiles `folder_hash`), and one that holds none. */
 const FOLDERS = ["37a8eec1ce19687d", "0123456789abcdef", "fedcba9876543210"] as const;
 
 const char = fc.constantFrom(

@@ -1,6 +1,6 @@
 /**
- * GET /search_files/{ss58} end to end through the app: the check order of complement §4
- * (401 → 400 → 403), the path rules of spec §4.9, the exact hit shape of spec §2.5, and the
+ * GET /search_files/{ss58} end to end through the app: the check order of docs/protocol.md#open-rules
+ * (401 → 400 → 403), the path rules of docs/protocol.md#search, the exact hit shape of docs/protocol.md#file-entries, and the
  * search index following the real write paths (upload, revision, delete, unregister).
  */
 import { afterAll, describe, expect, test } from "bun:test";

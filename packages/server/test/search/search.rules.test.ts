@@ -1,5 +1,5 @@
 /**
- * The result rules of spec §4.9 on bulk data inserted directly (the search triggers run as on
+ * The result rules of docs/protocol.md#search on bulk data inserted directly (the search triggers run as on
  * upload): filters and their bounds, rule 2, q semantics, sorting with the path_hash tiebreak,
  * paging through equal sort values, has_more, the limit cap; and every planner path (rare and
  * common FTS terms, short terms, histogram counts, complement counts, seeks, far-end walks,

@@ -60,7 +60,7 @@ async function upload(
   return { manifest: m, revisionId: r.body.Success.revision_id as number[] };
 }
 
-/** A signed `/rename_files` body (extensions §1.2) for `renames` of `owner`'s default folder. */
+/** A signed `/rename_files` body (docs/protocol.md#rename-files) for `renames` of `owner`'s default folder. */
 function renameBody(
   owner: string,
   renames: ({ old_path_hash: unknown; new_path_hash: number[] } & Record<string, unknown>)[],

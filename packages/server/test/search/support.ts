@@ -1,7 +1,7 @@
 /**
  * Helpers of the search and browse tests (and bench/search.ts): bulk insertion of `files` rows
  * with the statement the file repository runs (so the search triggers fire as on upload), a
- * naive in-memory model of spec §4.9 to compare against, and an index consistency check.
+ * naive in-memory model of docs/protocol.md#search to compare against, and an index consistency check.
  */
 import type { SQLQueryBindings } from "bun:sqlite";
 import { expect } from "bun:test";
@@ -161,7 +161,7 @@ export function hex(h: Uint8Array | number[]): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The naive model of spec §4.9, written independently of the implementation.
+// The naive model of docs/protocol.md#search, written independently of the implementation.
 
 /** Lower-cases for comparison as search must (JS toLowerCase, word-final ς read as σ). */
 function fold(s: string): string {
@@ -189,7 +189,7 @@ export function modelExts(fileType: string): string[] {
   });
 }
 
-/** What spec §4.9 says a query returns from `rows`: the total and the page's path_hashes (hex). */
+/** What docs/protocol.md#search says a query returns from `rows`: the total and the page's path_hashes (hex). */
 export function modelSearch(rows: FileRow[], q: SearchQuery): { total: number; page: string[] } {
   const needle = q.q === null ? null : fold(q.q);
   const matches = rows.filter((r) => {

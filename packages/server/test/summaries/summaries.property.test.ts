@@ -1,5 +1,5 @@
 /**
- * The summaries of extensions.md §1.4 stay exact as files are written, replaced, renamed,
+ * The summaries of docs/protocol.md#summaries stay exact as files are written, replaced, renamed,
  * back-filled and deleted (one by one, in batches, with their folder): after every random
  * sequence of writes, each summary (account-wide and per folder) equals a recomputation from the
  * `files` rows.

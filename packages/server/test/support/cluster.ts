@@ -4,7 +4,7 @@
  * multi-node tests (`test/multinode/`) and `bench/upload.ts --nodes N`. Every node listens on its
  * own port of 127.0.0.1 with its own data directory (its spool), and all of them share one
  * metadata database and one bucket of the real S3 test server (`test/support/s3-server.ts`).
- * The nodes are configured only through the documented `ESYNC_*` variables (README configuration
+ * The nodes are configured only through the documented `ESYNC_*` variables (docs/operator-guide.md#configuration
  * table), exactly as an operator would run them behind a load balancer.
  *
  * The shared metadata database (`ClusterOptions.database`, default `ESYNC_TEST_CLUSTER_DATABASE`

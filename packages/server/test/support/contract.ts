@@ -78,7 +78,7 @@ export async function checkAnswer(app: AnyElysia, request: Request, response: Re
   if (!route) {
     if (response.status !== 404) throw new Error(`contract: ${where} has no route but is not 404`);
     if (inV1Space(pathname)) {
-      // Not mounted (extensions §0.2 rule 2): no body at all.
+      // Not mounted (docs/protocol.md#response-families rule 2): no body at all.
       const text = await response.clone().text();
       if (text !== "" || response.headers.has("content-type"))
         throw new Error(

@@ -1,6 +1,6 @@
 /**
  * Test fixtures: users with sr25519 keys and `sig1.` tokens, signed manifests (Ed25519 over the
- * complement §1 sentence), random ciphertext with its BLAKE3.
+ * docs/protocol.md#manifest sentence), random ciphertext with its BLAKE3.
  */
 import { randomBytes } from "node:crypto";
 import { blake3Hex } from "@esync/protocol/blake3.ts";
@@ -67,7 +67,7 @@ export interface ManifestOpts {
   attributes?: number[];
 }
 
-/** 32-byte path hash of a relative path (complement §1: BLAKE3 of the NFC UTF-8 path). */
+/** 32-byte path hash of a relative path (docs/protocol.md#manifest: BLAKE3 of the NFC UTF-8 path). */
 export function pathHashOf(path: string): number[] {
   return Array.from(Buffer.from(blake3Hex(new TextEncoder().encode(path.normalize("NFC"))), "hex"));
 }

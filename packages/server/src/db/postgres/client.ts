@@ -1,7 +1,7 @@
 /**
  * @module db/postgres/client
  * Opens the PostgreSQL metadata database through Bun's built-in driver (`Bun.SQL`, chosen by
- * measurement: docs/postgres.md) and Drizzle's `bun-sql` dialect, and applies the migrations in
+ * reasons: docs/design.md#database-driver) and Drizzle's `bun-sql` dialect, and applies the migrations in
  * `drizzle/postgres/`. Several nodes may start at once: each takes a session-level advisory lock
  * before migrating, so exactly one applies what is pending and the others wait for it, then find
  * nothing to do.

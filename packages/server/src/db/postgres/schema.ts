@@ -93,7 +93,7 @@ export const files = pgTable(
     // Search (`q`, src/search/postgres-index.ts): trigram matches on the folded search name
     // (word-final ς read as σ, as `foldCase` folds `q`).
     index("files_search_fold_trgm").using("gin", sql`replace(${t.searchName}, 'ς', 'σ') gin_trgm_ops`),
-    // Search and browse pages: one per sort key (spec §4.9, extensions §1.7), `path_hash` next
+    // Search and browse pages: one per sort key (docs/protocol.md#search, #api-profiles), `path_hash` next
     // as the tiebreak, so that a page is read in index order; nullable keys sort nulls first
     // ascending (SQLite's order), and the same index read backwards gives descending nulls last.
     // Then folder_hash (a page's keys) and the filtered columns, so that a walk skipping to an

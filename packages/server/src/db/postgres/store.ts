@@ -1,7 +1,7 @@
 /**
  * @module db/postgres/store
  * The `MetadataStore` on PostgreSQL: the repositories of `src/db/postgres/` on the pool, and
- * transactions as Drizzle transactions at READ COMMITTED (PLAN11 §2). Rules that read and then
+ * transactions as Drizzle transactions at READ COMMITTED (docs/design.md#transactions-and-locks). Rules that read and then
  * write serialise through the repositories' locks (`sessions.lockOwner`, `getForUpdate`).
  *
  * A transaction that loses a race the database detects is run again from the start, up to
@@ -69,7 +69,7 @@ function isIndexRowTooLarge(e: unknown): boolean {
  *   manifest fields;
  * - a file name or path too long for a b-tree entry (2,704 bytes with the owner, folder and
  *   path hash: about 2,500 bytes of directory plus file name in UTF-8), which SQLite has no
- *   limit for. docs/postgres.md, "Limits".
+ *   limit for. docs/operator-guide.md#limits.
  */
 function translated(e: unknown): unknown {
   const state = sqlState(e);

@@ -108,7 +108,7 @@ export class SqliteFilesRepository implements FilesRepository {
 
   /**
    * Moves the row at `oldPathHash` to `row.pathHash` with the new path metadata and revision
-   * (rename, extensions §1.2); every other column stays. True when the row existed.
+   * (rename, docs/protocol.md#rename-files); every other column stays. True when the row existed.
    */
   async rekey(
     owner: string,
@@ -127,7 +127,7 @@ export class SqliteFilesRepository implements FilesRepository {
     );
   }
 
-  /** Sets the plaintext path columns of one row (relative-path back-fill, extensions §1.6). */
+  /** Sets the plaintext path columns of one row (relative-path back-fill, docs/protocol.md#relative-path-backfill). */
   async setPath(owner: string, folderHash: string, pathHash: Uint8Array, cols: PathColumns): Promise<void> {
     this.db
       .update(files)

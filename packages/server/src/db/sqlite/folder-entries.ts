@@ -1,6 +1,6 @@
 /**
  * @module db/sqlite/folder-entries
- * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (extensions.md §1.5).
+ * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (docs/protocol.md#folder-entries).
  */
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
