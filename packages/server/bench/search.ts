@@ -45,14 +45,14 @@ import { openDb } from "../src/db/client.ts";
 import { openPostgres, type PgDb } from "../src/db/postgres/client.ts";
 import { PgFolderEntriesRepository } from "../src/db/postgres/folder-entries.ts";
 import { files as pgFiles } from "../src/db/postgres/schema.ts";
+import { PgSearchIndex } from "../src/db/postgres/search/index.ts";
 import { SqliteFilesRepository as FilesRepository } from "../src/db/sqlite/files.ts";
 import { SqliteFoldersRepository as FoldersRepository } from "../src/db/sqlite/folders.ts";
+import { foldSearchCountersIfDue } from "../src/db/sqlite/search/counters.ts";
 import { extensionOf, type FileRow, searchNameOf } from "../src/files/file-entry.ts";
 import { BrowseService } from "../src/search/browse.service.ts";
-import { PgSearchIndex } from "../src/search/postgres-index.ts";
 import { parseBrowseQuery, parseSearchQuery } from "../src/search/search.query.ts";
 import { SearchService } from "../src/search/search.service.ts";
-import { foldSearchCountersIfDue } from "../src/search/sqlite-counters.ts";
 import { startServer } from "../test/support/server.ts";
 
 const { values: flags } = parseArgs({
@@ -329,7 +329,7 @@ function sqliteSink(owner: string): Sink {
     batch: async (rows) => {
       db.transaction(() => {
         for (const r of rows) filesRepo.upsert(r);
-        // As the metadata store's transactions do (src/search/sqlite-counters.ts).
+        // As the metadata store's transactions do (src/db/sqlite/search/counters.ts).
         foldSearchCountersIfDue(db.$client);
       });
     },

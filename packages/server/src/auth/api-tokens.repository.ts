@@ -3,10 +3,17 @@
  * The contract of the queries on `api_tokens` (docs/protocol.md#api-tokens). Implementations:
  * `src/db/sqlite/api-tokens.ts`, `src/db/postgres/api-tokens.ts`.
  */
-import type { apiTokens } from "../db/schema.ts";
 
 /** A stored API token row (the token itself is never stored, only its SHA-256 hex). Times Unix seconds. */
-export type ApiTokenRow = typeof apiTokens.$inferSelect;
+export type ApiTokenRow = {
+  id: string;
+  tokenSha256: string;
+  owner: string;
+  label: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+};
 
 /** Queries on issued API tokens. Every method returns a Promise. */
 export interface ApiTokensRepository {

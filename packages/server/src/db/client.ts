@@ -8,9 +8,9 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
-import { backfillNfcSearchNames } from "../search/nfc-backfill.ts";
 import type { Logger } from "../util/log.ts";
-import * as schema from "./schema.ts";
+import * as schema from "./sqlite/schema.ts";
+import { backfillNfcSearchNames } from "./sqlite/search/nfc-backfill.ts";
 
 /** The Drizzle database handle used by every repository. */
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
@@ -35,7 +35,7 @@ function pendingMigrations(sqlite: Database): number {
 
 /**
  * Opens (creating if needed) the database at `path` (`:memory:` for tests), migrates it and
- * finishes data backfills the migrations queued (`src/search/nfc-backfill.ts`).
+ * finishes data backfills the migrations queued (`src/db/sqlite/search/nfc-backfill.ts`).
  * When `log` is given and migrations are pending, logs `db.migrating` before and `db.migrated`
  * (with the time taken) after: on a large existing database an index migration takes a while
  * (0005 and 0006, the trigram counts and the wider name index, took 36 s on a million files).

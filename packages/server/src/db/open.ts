@@ -5,12 +5,12 @@
  * else the embedded SQLite file at `ESYNC_DB_PATH`. Nothing else branches on the dialect.
  */
 import type { Config } from "../config/config.ts";
-import { PgSearchIndex } from "../search/postgres-index.ts";
 import type { SearchIndex } from "../search/search-index.ts";
-import { SqliteSearchIndex } from "../search/sqlite-index.ts";
 import type { Logger } from "../util/log.ts";
 import { withoutCredentials } from "./postgres/client.ts";
+import { PgSearchIndex } from "./postgres/search/index.ts";
 import { openPgMetadataStore, pgDb } from "./postgres/store.ts";
+import { SqliteSearchIndex } from "./sqlite/search/index.ts";
 import { openSqliteStore, SqliteMetadataStore } from "./sqlite/store.ts";
 import type { MetadataStore } from "./store.ts";
 

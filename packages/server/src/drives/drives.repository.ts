@@ -4,16 +4,49 @@
  * folder grants, published invite keys and frozen accounts. Implementations:
  * `src/db/sqlite/drives.ts`, `src/db/postgres/drives.ts`. Times are Unix seconds.
  */
-import type { accountFreezes, driveFolderGrants, driveInvites, driveMembers } from "../db/schema.ts";
 
 /** A `drive_invites` row. */
-export type InviteRow = typeof driveInvites.$inferSelect;
+export type InviteRow = {
+  owner: string;
+  createdAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+  folderHash: string;
+  inviteId: string;
+  role: string;
+  pathPrefix: string | null;
+  mintedBy: string;
+  maxUses: number;
+  useCount: number;
+  sealedToken: string | null;
+};
 /** A `drive_members` row. */
-export type MemberRow = typeof driveMembers.$inferSelect;
+export type MemberRow = {
+  owner: string;
+  createdAt: number;
+  folderHash: string;
+  inviteId: string | null;
+  role: string;
+  member: string;
+  grantBlob: string;
+};
 /** A `drive_folder_grants` row. */
-export type GrantRow = typeof driveFolderGrants.$inferSelect;
+export type GrantRow = {
+  owner: string;
+  createdAt: number;
+  folderHash: string;
+  inviteId: string | null;
+  role: string;
+  pathPrefix: string;
+  member: string;
+  grantBlob: string;
+};
 /** An `account_freezes` row. */
-export type FreezeRow = typeof accountFreezes.$inferSelect;
+export type FreezeRow = {
+  createdAt: number;
+  account: string;
+  frozenUntil: number | null;
+};
 
 /** A drive: the owner's address and the folder hash. */
 export interface DriveKey {

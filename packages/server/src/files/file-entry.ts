@@ -5,10 +5,37 @@
  */
 
 import type { RemoteFileEntry } from "@esync/protocol/types.ts";
-import type { files } from "../db/schema.ts";
 
 /** A `files` row. */
-export type FileRow = typeof files.$inferSelect;
+export type FileRow = {
+  owner: string;
+  createdAt: number;
+  folderHash: string;
+  updatedAt: number;
+  pathHash: Buffer;
+  saltedHash: Buffer;
+  sizeBytes: number;
+  revisionSeq: number;
+  revisionId: Buffer;
+  encryptedPath: Buffer;
+  fileName: string | null;
+  relativePath: string | null;
+  searchName: string | null;
+  ext: string | null;
+  storeHash: string | null;
+  chunkHashes: string | null;
+  clientTimestamp: number;
+  source: string | null;
+  attributes: Buffer | null;
+  uploadId: string;
+  ciphertextHash: string;
+  ciphertextSize: number;
+  blobId: string;
+  chunkSize: number;
+  chunkCount: number;
+  chunkGens: string;
+  uploadedBy: string | null;
+};
 
 export type { RemoteFileEntry } from "@esync/protocol/types.ts";
 

@@ -5,10 +5,18 @@
  * writes keep in the same transaction. Implementations: `src/db/sqlite/folders.ts`,
  * `src/db/postgres/folders.ts`.
  */
-import type { folders } from "../db/schema.ts";
 
 /** A `folders` row. */
-export type FolderRow = typeof folders.$inferSelect;
+export type FolderRow = {
+  owner: string;
+  label: string | null;
+  createdAt: number | null;
+  folderHash: string;
+  deviceName: string | null;
+  updatedAt: number;
+  fileCount: number;
+  totalBytes: number;
+};
 
 /** Queries on folder registrations and counters. Every method returns a Promise. */
 export interface FoldersRepository {

@@ -5,10 +5,15 @@
  * allowances). Bytes are plaintext bytes, times Unix seconds. Implementations:
  * `src/db/sqlite/quota.ts`, `src/db/postgres/quota.ts`.
  */
-import type { accountUsage } from "../db/schema.ts";
 
 /** An `account_usage` row. */
-export type AccountUsageRow = typeof accountUsage.$inferSelect;
+export type AccountUsageRow = {
+  owner: string;
+  createdAt: number;
+  updatedAt: number;
+  fileCount: number;
+  totalBytes: number;
+};
 
 /** Queries on usage totals and allowance overrides. Every method returns a Promise. */
 export interface QuotaRepository {

@@ -1,8 +1,8 @@
 /**
  * @module search/search-index
  * The one narrow interface every search backend implements: the tuned SQLite index
- * (`SqliteSearchIndex`, `sqlite-index.ts`) and the PostgreSQL one (`PgSearchIndex`,
- * `postgres-index.ts`). The search and browse services (`search.service.ts`,
+ * (`SqliteSearchIndex`, `db/sqlite/search/index.ts`) and the PostgreSQL one (`PgSearchIndex`,
+ * `db/postgres/search/index.ts`). The search and browse services (`search.service.ts`,
  * `browse.service.ts`) depend on this interface only; which backend runs is decided where the
  * database is opened.
  *
@@ -26,7 +26,10 @@
  * - Each call reads one consistent snapshot (counts and rows agree).
  */
 import type { FileEntryRow } from "../files/file-entry.ts";
-import type { BrowseSortKey, SearchQuery } from "./search.query.ts";
+import type { BrowseSortKey, SearchQuery, SortColumn } from "./search.query.ts";
+
+/** An order of listed rows: a sort column, `uploaded_by` or `extension` (docs/protocol.md#api-profiles). */
+export type OrderKey = SortColumn | "uploaded_by" | "extension";
 
 /** A file row for a hit: the RemoteFileEntry columns plus its folder and label. */
 export interface HitRow extends FileEntryRow {

@@ -5,12 +5,34 @@
  * of a session. Implementations: `src/db/sqlite/sessions.ts`, `src/db/postgres/sessions.ts`.
  * Times are Unix seconds.
  */
-import type { sessionChunks, uploadSessions } from "../db/schema.ts";
 
 /** An `upload_sessions` row (byte columns as `Buffer`, times Unix seconds). */
-export type SessionRow = typeof uploadSessions.$inferSelect;
+export type SessionRow = {
+  owner: string;
+  createdAt: number;
+  expiresAt: number;
+  folderHash: string;
+  pathHash: Buffer;
+  ciphertextHash: string;
+  ciphertextSize: number;
+  blobId: string;
+  chunkSize: number;
+  chunkCount: number;
+  sessionId: string;
+  manifest: string;
+  state: "receiving" | "finalizing" | "finalized";
+  finalizingUntil: number | null;
+  finalizingHolder: string | null;
+  result: string | null;
+};
 /** A `session_chunks` row. */
-export type ChunkRow = typeof sessionChunks.$inferSelect;
+export type ChunkRow = {
+  sessionId: string;
+  chunkIndex: number;
+  gen: string;
+  size: number;
+  receivedAt: number;
+};
 /** A session state. */
 export type SessionState = SessionRow["state"];
 

@@ -4,14 +4,48 @@
  * folder shares (`folder_shares`); the model is in docs/sharing.md. Implementations:
  * `src/db/sqlite/shares.ts`, `src/db/postgres/shares.ts`. Times are Unix seconds, sizes bytes.
  */
-import type { folderShares, shareChunks, shares } from "../db/schema.ts";
 
 /** A `shares` row. */
-export type ShareRow = typeof shares.$inferSelect;
+export type ShareRow = {
+  owner: string;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  updatedAt: number;
+  ciphertextSize: number;
+  state: "uploading" | "complete";
+  shareId: string;
+  token: string;
+  filename: string;
+  filenameCt: string;
+  filenameNonce: string;
+  mimeType: string;
+  plaintextSize: number;
+  totalChunks: number;
+  blobKey: string | null;
+  ownerWrap: string | null;
+};
 /** A `share_chunks` row. */
-export type ShareChunkRow = typeof shareChunks.$inferSelect;
+export type ShareChunkRow = {
+  chunkIndex: number;
+  gen: string;
+  size: number;
+  receivedAt: number;
+  shareId: string;
+};
 /** A `folder_shares` row. */
-export type FolderShareRow = typeof folderShares.$inferSelect;
+export type FolderShareRow = {
+  owner: string;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  folderHash: string;
+  pathPrefix: string;
+  mintedBy: string;
+  ownerWrap: string | null;
+  tokenHash: string;
+  displayName: string;
+};
 
 /** Columns of a file share that change after its mint. */
 export type ShareUpdate = Partial<

@@ -19,10 +19,17 @@
  *   no other sweeper takes the same row; then delete the objects, then the row (`done`), or
  *   postpone it (`failed`). A sweeper that dies leaves its rows to be claimed again after the lease.
  */
-import type { blobDeletions } from "../db/schema.ts";
 
 /** A queued deletion: `target` is an object key or a prefix ending in `/`. */
-export type DeletionRow = typeof blobDeletions.$inferSelect;
+export type DeletionRow = {
+  id: number;
+  target: string;
+  notBefore: number;
+  attempts: number;
+  lastError: string | null;
+  leasedUntil: number | null;
+  holder: string | null;
+};
 
 /**
  * Lease of a write intent, seconds: longer than any write (a chunk PUT or a single-shot store)

@@ -4,7 +4,7 @@
  * numbers as the functions of buckets.ts.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { HISTOGRAMS } from "../../src/search/buckets.ts";
+import { HISTOGRAMS } from "../../src/db/sqlite/search/buckets.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { expectIndexConsistent, insertFiles } from "./support.ts";

@@ -7,9 +7,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openDb } from "../../src/db/client.ts";
-import { PARTITION } from "../../src/search/partitions.ts";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
+import { PARTITION } from "../../src/db/sqlite/search/partitions.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import type { LogFields, Logger } from "../../src/util/log.ts";
 import { authAt, uploadSingle } from "../http/helpers.ts";
 import { makeTestApp } from "../support/app.ts";

@@ -10,9 +10,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { type Db, MIGRATIONS_DIR } from "../../src/db/client.ts";
-import * as schema from "../../src/db/schema.ts";
+import * as schema from "../../src/db/sqlite/schema.ts";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import { expectIndexConsistent, type FileSpec, fileRow, filesUpserter, hex, modelSearch } from "./support.ts";
 
 const sqlite = new Database(":memory:", { strict: true });

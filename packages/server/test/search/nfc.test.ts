@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS_DIR } from "../../src/db/client.ts";
-import { backfillNfcSearchNames } from "../../src/search/nfc-backfill.ts";
+import { backfillNfcSearchNames } from "../../src/db/sqlite/search/nfc-backfill.ts";
 import { authAt, uploadSingle } from "../http/helpers.ts";
 import { makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext, type TestUser } from "../support/fixtures.ts";

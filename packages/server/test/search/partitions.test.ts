@@ -6,8 +6,8 @@
  * counted over the partitions are compared with the naive model.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { MAX_VALUE, MIN_VALUE } from "../../src/search/buckets.ts";
-import { parseFileType } from "../../src/search/file-types.ts";
+import { MAX_VALUE, MIN_VALUE } from "../../src/db/sqlite/search/buckets.ts";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
 import {
   bucketSpan,
   classesOf,
@@ -16,9 +16,9 @@ import {
   EXT_CLASSES,
   PARTITION,
   splitWindow,
-} from "../../src/search/partitions.ts";
+} from "../../src/db/sqlite/search/partitions.ts";
+import { parseFileType } from "../../src/search/file-types.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { expectIndexConsistent, type FileSpec, fileRow, filesUpserter, hex, modelSearch } from "./support.ts";

@@ -5,7 +5,7 @@
  */
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { cutRange, GRID_AXES } from "../../src/search/postgres-grid.ts";
+import { cutRange, GRID_AXES } from "../../src/db/postgres/search/grid.ts";
 
 /** The value range of bucket `b` at `level` of an axis (`lo` of level-0 buckets, 32 per level). */
 function valuesOf(axis: (typeof GRID_AXES)["size"], level: number, a: number, b: number): [number, number] {

@@ -8,9 +8,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { openPostgres } from "../../src/db/postgres/client.ts";
 import { PgFilesRepository } from "../../src/db/postgres/files.ts";
+import { PgSearchIndex } from "../../src/db/postgres/search/index.ts";
+import { SUFFIX_CHARS } from "../../src/db/postgres/search/suffixes.ts";
 import type { FileRow } from "../../src/files/file-entry.ts";
-import { PgSearchIndex } from "../../src/search/postgres-index.ts";
-import { SUFFIX_CHARS } from "../../src/search/postgres-suffixes.ts";
 import { foldCase, parseSearchQuery } from "../../src/search/search.query.ts";
 import { PG_SETUP_TIMEOUT_MS, pgTestDatabase } from "../support/pg-server.ts";
 import { fileRow } from "./support.ts";

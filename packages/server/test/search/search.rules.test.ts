@@ -6,11 +6,11 @@
  * sorted candidates) giving the naive model's answer.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
+import type { SearchTuning } from "../../src/db/sqlite/search/planner.ts";
 import type { FileRow } from "../../src/files/file-entry.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
 import { SearchService } from "../../src/search/search.service.ts";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
-import type { SearchTuning } from "../../src/search/sqlite-planner.ts";
 import { makeTestApp } from "../support/app.ts";
 import { newUser } from "../support/fixtures.ts";
 import { type FileSpec, hex, insertFiles, modelSearch, search } from "./support.ts";

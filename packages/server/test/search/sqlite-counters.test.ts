@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { ciphertextSizeFor } from "@esync/protocol/framing.ts";
 import { renameDeclaration } from "@esync/protocol/rename.ts";
 import { ed25519Sign } from "@polkadot/util-crypto";
+import { FOLD_AT, pendingCounterRows } from "../../src/db/sqlite/search/counters.ts";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
 import { openSqliteStore } from "../../src/db/sqlite/store.ts";
 import { parseSearchQuery } from "../../src/search/search.query.ts";
-import { FOLD_AT, pendingCounterRows } from "../../src/search/sqlite-counters.ts";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
 import {
   authAt,
   expectSuccess,

@@ -6,8 +6,8 @@
 
 import type { SQLQueryBindings } from "bun:sqlite";
 import { afterAll } from "bun:test";
-import { SqliteSearchIndex } from "../../src/search/sqlite-index.ts";
-import type { SearchTuning } from "../../src/search/sqlite-planner.ts";
+import { SqliteSearchIndex } from "../../src/db/sqlite/search/index.ts";
+import type { SearchTuning } from "../../src/db/sqlite/search/planner.ts";
 import { makeTestApp } from "../support/app.ts";
 import { type FileWrite, type IndexUnderTest, searchIndexConformance } from "./search-index.conformance.ts";
 import { expectIndexConsistent, filesUpserter } from "./support.ts";

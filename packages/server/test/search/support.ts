@@ -8,8 +8,7 @@ import { expect } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { getTableColumns } from "drizzle-orm";
 import type { Db } from "../../src/db/client.ts";
-import { files } from "../../src/db/schema.ts";
-import { extensionOf, type FileRow, searchNameOf } from "../../src/files/file-entry.ts";
+import { files } from "../../src/db/sqlite/schema.ts";
 import {
   ALL_EXTS,
   type BucketLevel,
@@ -18,11 +17,12 @@ import {
   type HistogramColumn,
   NO_EXT,
   TOTAL_DIM,
-} from "../../src/search/buckets.ts";
+} from "../../src/db/sqlite/search/buckets.ts";
+import { foldSearchCounters, pendingCounterRows } from "../../src/db/sqlite/search/counters.ts";
+import { classOf, dateBucket, PARTITION } from "../../src/db/sqlite/search/partitions.ts";
+import { extensionOf, type FileRow, searchNameOf } from "../../src/files/file-entry.ts";
 import { FILE_TYPE_CATEGORIES } from "../../src/search/file-types.ts";
-import { classOf, dateBucket, PARTITION } from "../../src/search/partitions.ts";
 import type { SearchQuery } from "../../src/search/search.query.ts";
-import { foldSearchCounters, pendingCounterRows } from "../../src/search/sqlite-counters.ts";
 import type { TestApp } from "../support/app.ts";
 import type { TestUser } from "../support/fixtures.ts";
 

@@ -1,6 +1,6 @@
 /**
  * @module db/postgres/schema
- * Drizzle schema of the metadata database on PostgreSQL: the tables of `src/db/schema.ts`
+ * Drizzle schema of the metadata database on PostgreSQL: the tables of `src/db/sqlite/schema.ts`
  * (SQLite) with the same names, columns and meaning, so that rows have the same TypeScript
  * shape in both dialects. Times are Unix seconds and sizes bytes, both `bigint` read as numbers
  * (SQLite integers are 64-bit); byte arrays are `bytea` read as `Buffer`. Text that is sorted or
@@ -9,7 +9,7 @@
  *
  * The SQLite search index tables have no counterpart: on PostgreSQL, search reads `files`
  * through a `pg_trgm` GIN index on the folded `search_name`, one b-tree per sort column ending
- * in `path_hash` and one per directory (src/search/postgres-index.ts). The counters `account_usage` and `usage_buckets` are kept by plpgsql triggers
+ * in `path_hash` and one per directory (src/db/postgres/search/index.ts). The counters `account_usage` and `usage_buckets` are kept by plpgsql triggers
  * on `files` (drizzle/postgres/0001_counters.sql), as SQLite triggers keep them.
  * Migrations are generated from this file into `drizzle/postgres/` by `bun run db:generate:postgres`.
  */
@@ -36,7 +36,7 @@ const ctext = customType<{ data: string }>({ dataType: () => 'text COLLATE "C"' 
 /** A 64-bit integer read as a JavaScript number (Unix seconds, bytes, counts). */
 const int64 = (name: string) => bigint(name, { mode: "number" });
 
-/** Folder registrations and per-folder counters (see `folders` in `src/db/schema.ts`). */
+/** Folder registrations and per-folder counters (see `folders` in `src/db/sqlite/schema.ts`). */
 export const folders = pgTable(
   "folders",
   {
@@ -52,7 +52,7 @@ export const folders = pgTable(
   (t) => [primaryKey({ columns: [t.owner, t.folderHash] })],
 );
 
-/** One row per live file (see `files` in `src/db/schema.ts`). */
+/** One row per live file (see `files` in `src/db/sqlite/schema.ts`). */
 export const files = pgTable(
   "files",
   {
@@ -90,7 +90,7 @@ export const files = pgTable(
     // A folder share's blob route finds a file by its plaintext path (docs/sharing.md); by the
     // path's MD5, since a long path could exceed a b-tree entry.
     index("files_by_relative_path").on(t.owner, t.folderHash, sql`md5(${t.relativePath})`),
-    // Search (`q`, src/search/postgres-index.ts): trigram matches on the folded search name
+    // Search (`q`, src/db/postgres/search/index.ts): trigram matches on the folded search name
     // (word-final ς read as σ, as `foldCase` folds `q`).
     index("files_search_fold_trgm").using("gin", sql`replace(${t.searchName}, 'ς', 'σ') gin_trgm_ops`),
     // Search and browse pages: one per sort key (docs/protocol.md#search, #api-profiles), `path_hash` next
@@ -139,7 +139,7 @@ export const files = pgTable(
   ],
 );
 
-/** Upload sessions (see `upload_sessions` in `src/db/schema.ts`). */
+/** Upload sessions (see `upload_sessions` in `src/db/sqlite/schema.ts`). */
 export const uploadSessions = pgTable(
   "upload_sessions",
   {
@@ -158,7 +158,7 @@ export const uploadSessions = pgTable(
     expiresAt: int64("expires_at").notNull(),
     /** While `finalizing`: Unix second the finalizing node's lease runs out; null otherwise. */
     finalizingUntil: int64("finalizing_until"),
-    /** While `finalizing`: the process holding the lease (see `src/db/schema.ts`); null otherwise. */
+    /** While `finalizing`: the process holding the lease (see `src/db/sqlite/schema.ts`); null otherwise. */
     finalizingHolder: text("finalizing_holder"),
     result: text("result"),
   },
@@ -169,7 +169,7 @@ export const uploadSessions = pgTable(
   ],
 );
 
-/** Chunks received by a session (see `session_chunks` in `src/db/schema.ts`). */
+/** Chunks received by a session (see `session_chunks` in `src/db/sqlite/schema.ts`). */
 export const sessionChunks = pgTable(
   "session_chunks",
   {
@@ -182,7 +182,7 @@ export const sessionChunks = pgTable(
   (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],
 );
 
-/** The deletion queue and write-intent log (see `blob_deletions` in `src/db/schema.ts`). */
+/** The deletion queue and write-intent log (see `blob_deletions` in `src/db/sqlite/schema.ts`). */
 export const blobDeletions = pgTable(
   "blob_deletions",
   {
@@ -193,7 +193,7 @@ export const blobDeletions = pgTable(
     lastError: text("last_error"),
     /** Unix second until which a sweeper that claimed the row holds it; null when unclaimed. */
     leasedUntil: int64("leased_until"),
-    /** The process that reserved this write intent (see `holder` in `src/db/schema.ts`). */
+    /** The process that reserved this write intent (see `holder` in `src/db/sqlite/schema.ts`). */
     holder: text("holder"),
   },
   (t) => [
@@ -202,7 +202,7 @@ export const blobDeletions = pgTable(
   ],
 );
 
-/** Issued API tokens (see `api_tokens` in `src/db/schema.ts`). */
+/** Issued API tokens (see `api_tokens` in `src/db/sqlite/schema.ts`). */
 export const apiTokens = pgTable(
   "api_tokens",
   {
@@ -217,7 +217,7 @@ export const apiTokens = pgTable(
   (t) => [uniqueIndex("api_tokens_sha").on(t.tokenSha256), index("api_tokens_owner").on(t.owner)],
 );
 
-/** Explicit directories of a folder (see `folder_entries` in `src/db/schema.ts`). */
+/** Explicit directories of a folder (see `folder_entries` in `src/db/sqlite/schema.ts`). */
 export const folderEntries = pgTable(
   "folder_entries",
   {
@@ -229,7 +229,7 @@ export const folderEntries = pgTable(
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
 );
 
-/** Per-account totals of live files, kept by triggers on `files` (see `account_usage` in `src/db/schema.ts`). */
+/** Per-account totals of live files, kept by triggers on `files` (see `account_usage` in `src/db/sqlite/schema.ts`). */
 export const accountUsage = pgTable("account_usage", {
   owner: ctext("owner").primaryKey(),
   fileCount: int64("file_count").notNull().default(0),
@@ -238,14 +238,14 @@ export const accountUsage = pgTable("account_usage", {
   updatedAt: int64("updated_at").notNull(),
 });
 
-/** Per-account allowances (see `quota_overrides` in `src/db/schema.ts`). */
+/** Per-account allowances (see `quota_overrides` in `src/db/sqlite/schema.ts`). */
 export const quotaOverrides = pgTable("quota_overrides", {
   owner: ctext("owner").primaryKey(),
   quotaBytes: int64("quota_bytes"),
   updatedAt: int64("updated_at").notNull(),
 });
 
-/** Per-folder summary buckets, kept by triggers on `files` (see `usage_buckets` in `src/db/schema.ts`). */
+/** Per-folder summary buckets, kept by triggers on `files` (see `usage_buckets` in `src/db/sqlite/schema.ts`). */
 export const usageBuckets = pgTable(
   "usage_buckets",
   {
@@ -259,7 +259,7 @@ export const usageBuckets = pgTable(
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.kind, t.bucket] })],
 );
 
-/** Shared-drive invites (see `drive_invites` in `src/db/schema.ts`). */
+/** Shared-drive invites (see `drive_invites` in `src/db/sqlite/schema.ts`). */
 export const driveInvites = pgTable(
   "drive_invites",
   {
@@ -279,7 +279,7 @@ export const driveInvites = pgTable(
   (t) => [index("drive_invites_by_drive").on(t.owner, t.folderHash, t.createdAt)],
 );
 
-/** Whole-drive members (see `drive_members` in `src/db/schema.ts`). */
+/** Whole-drive members (see `drive_members` in `src/db/sqlite/schema.ts`). */
 export const driveMembers = pgTable(
   "drive_members",
   {
@@ -297,7 +297,7 @@ export const driveMembers = pgTable(
   ],
 );
 
-/** Folder grants (see `drive_folder_grants` in `src/db/schema.ts`). */
+/** Folder grants (see `drive_folder_grants` in `src/db/sqlite/schema.ts`). */
 export const driveFolderGrants = pgTable(
   "drive_folder_grants",
   {
@@ -316,20 +316,20 @@ export const driveFolderGrants = pgTable(
   ],
 );
 
-/** Published invite public keys (see `account_invite_keys` in `src/db/schema.ts`). */
+/** Published invite public keys (see `account_invite_keys` in `src/db/sqlite/schema.ts`). */
 export const accountInviteKeys = pgTable("account_invite_keys", {
   account: ctext("account").primaryKey(),
   pubkey: text("pubkey").notNull(),
   updatedAt: int64("updated_at").notNull(),
 });
 
-/** Frozen accounts (see `account_freezes` in `src/db/schema.ts`). */
+/** Frozen accounts (see `account_freezes` in `src/db/sqlite/schema.ts`). */
 export const accountFreezes = pgTable("account_freezes", {
   account: ctext("account").primaryKey(),
   frozenUntil: int64("frozen_until"),
   createdAt: int64("created_at").notNull(),
 });
-/** File shares (see `shares` in `src/db/schema.ts`). */
+/** File shares (see `shares` in `src/db/sqlite/schema.ts`). */
 export const shares = pgTable(
   "shares",
   {
@@ -354,7 +354,7 @@ export const shares = pgTable(
   (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
 );
 
-/** Chunks of uploading file shares (see `share_chunks` in `src/db/schema.ts`). */
+/** Chunks of uploading file shares (see `share_chunks` in `src/db/sqlite/schema.ts`). */
 export const shareChunks = pgTable(
   "share_chunks",
   {
@@ -367,7 +367,7 @@ export const shareChunks = pgTable(
   (t) => [primaryKey({ columns: [t.shareId, t.chunkIndex] })],
 );
 
-/** Folder shares (see `folder_shares` in `src/db/schema.ts`). */
+/** Folder shares (see `folder_shares` in `src/db/sqlite/schema.ts`). */
 export const folderShares = pgTable(
   "folder_shares",
   {

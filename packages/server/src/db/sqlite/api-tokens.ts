@@ -2,7 +2,7 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { ApiTokenRow, ApiTokensRepository } from "../../auth/api-tokens.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { apiTokens } from "../schema.ts";
+import { apiTokens } from "./schema.ts";
 
 /** Issued API tokens on SQLite. */
 export class SqliteApiTokensRepository implements ApiTokensRepository {

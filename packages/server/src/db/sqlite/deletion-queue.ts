@@ -11,7 +11,7 @@ import {
   WRITE_INTENT_LEASE_SECONDS,
 } from "../../workers/deletion-queue.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { blobDeletions } from "../schema.ts";
+import { blobDeletions } from "./schema.ts";
 
 /** The statements of every upload (write intent reserved, then claimed), prepared once. */
 function prepareIntents(db: Db) {

@@ -19,7 +19,7 @@ import {
   driveFolderGrants,
   driveInvites,
   driveMembers,
-} from "../schema.ts";
+} from "./schema.ts";
 
 const ofDrive = (t: typeof driveMembers | typeof driveFolderGrants | typeof driveInvites, d: DriveKey) =>
   and(eq(t.owner, d.owner), eq(t.folderHash, d.folderHash));

@@ -8,7 +8,7 @@ import { and, asc, desc, eq, getTableColumns, or, type Placeholder, type SQL, sq
 import type { FileRow } from "../../files/file-entry.ts";
 import type { FilesRepository, PathColumns, RekeyColumns } from "../../files/files.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { files } from "../schema.ts";
+import { files } from "./schema.ts";
 
 /** The primary-key condition of one file row. */
 function fileKey(owner: string, folderHash: string, pathHash: Uint8Array) {

@@ -5,7 +5,7 @@
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { folderEntries } from "../schema.ts";
+import { folderEntries } from "./schema.ts";
 
 /** Folder entries on SQLite. */
 export class SqliteFolderEntriesRepository implements FolderEntriesRepository {

@@ -6,7 +6,7 @@
 import { and, asc, eq, isNotNull, sql } from "drizzle-orm";
 import type { FolderRow, FoldersRepository } from "../../folders/folders.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { folders } from "../schema.ts";
+import { folders } from "./schema.ts";
 
 /** The counter upsert of `applyFileChange`, prepared once (placeholders; adds the new row's deltas). */
 function prepareCounterUpsert(db: Db) {

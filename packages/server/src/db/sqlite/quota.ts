@@ -6,7 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { Db } from "../client.ts";
-import { accountUsage, quotaOverrides, shares } from "../schema.ts";
+import { accountUsage, quotaOverrides, shares } from "./schema.ts";
 
 /** The two reads of every write's quota check, prepared once (building them costs more than running them). */
 function prepareReads(db: Db) {

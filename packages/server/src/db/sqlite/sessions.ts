@@ -6,7 +6,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lte, ne, or, sql } from "drizzle-orm";
 import type { ChunkRow, SessionRow, SessionsRepository } from "../../sessions/sessions.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { sessionChunks, uploadSessions } from "../schema.ts";
+import { sessionChunks, uploadSessions } from "./schema.ts";
 
 /** Upload sessions and their received chunks on SQLite. */
 export class SqliteSessionsRepository implements SessionsRepository {

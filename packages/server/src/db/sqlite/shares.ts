@@ -14,7 +14,7 @@ import type {
   ShareUpdate,
 } from "../../shares/shares.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { folderShares, shareChunks, shares } from "../schema.ts";
+import { folderShares, shareChunks, shares } from "./schema.ts";
 
 /** File and folder shares on SQLite. */
 export class SqliteSharesRepository implements SharesRepository {

@@ -15,7 +15,6 @@
 import type { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { realpathSync } from "node:fs";
-import { foldPendingSearchCounters, foldSearchCountersIfDue } from "../../search/sqlite-counters.ts";
 import type { Logger } from "../../util/log.ts";
 import { type Db, openDb } from "../client.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
@@ -27,6 +26,7 @@ import { SqliteFolderEntriesRepository } from "./folder-entries.ts";
 import { SqliteFoldersRepository } from "./folders.ts";
 import { SqliteOpsRepository } from "./ops.ts";
 import { SqliteQuotaRepository } from "./quota.ts";
+import { foldPendingSearchCounters, foldSearchCountersIfDue } from "./search/counters.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
 import { SqliteSharesRepository } from "./shares.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
@@ -241,7 +241,7 @@ export class SqliteMetadataStore implements MetadataStore {
 /**
  * Opens (creating and migrating if needed) the SQLite database at `path` (`:memory:` for tests)
  * as a `MetadataStore`, and folds the search counters' log a previous process left
- * (`src/search/sqlite-counters.ts`; a failed fold is left to the search index's readers).
+ * (`src/db/sqlite/search/counters.ts`; a failed fold is left to the search index's readers).
  * @throws as `openDb`.
  */
 export function openSqliteStore(path: string, log?: Logger): SqliteMetadataStore {

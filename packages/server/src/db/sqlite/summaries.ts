@@ -2,7 +2,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { BucketKind, BucketTotals, SummariesRepository } from "../../summaries/summaries.repository.ts";
 import type { Db } from "../client.ts";
-import { usageBuckets } from "../schema.ts";
+import { usageBuckets } from "./schema.ts";
 
 /** Summary reads on SQLite. */
 export class SqliteSummariesRepository implements SummariesRepository {

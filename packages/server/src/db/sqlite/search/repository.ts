@@ -1,5 +1,5 @@
 /**
- * @module search/search.repository
+ * @module db/sqlite/search/repository
  * The queries of the SQLite search index (`SqliteSearchIndex`), on the tables of
  * drizzle/sqlite/0002_search_index.sql:
  *
@@ -17,16 +17,16 @@
  * - `search_grams`: rows per (oid, class, 3- or 4-character substring of `name`).
  *
  * Triggers on `files` keep all of them in the transaction of every file write (the FTS index and
- * the counters through the log of `sqlite-counters.ts`, which readers fold first). This module only
+ * the counters through the log of `counters.ts`, which readers fold first). This module only
  * reads; raw SQL through bun:sqlite's statement cache, since the shapes (FTS MATCH, INDEXED BY)
  * are beyond Drizzle's builder.
  */
 import type { SQLQueryBindings } from "bun:sqlite";
-import type { Db } from "../db/client.ts";
+import type { SortColumn } from "../../../search/search.query.ts";
+import type { DirRow, HitRow, OrderKey } from "../../../search/search-index.ts";
+import type { Db } from "../../client.ts";
 import { ALL_EXTS, GRID, type HistogramColumn, TOTAL_DIM } from "./buckets.ts";
 import type { PartitionRange } from "./partitions.ts";
-import type { SortColumn } from "./search.query.ts";
-import type { DirRow, HitRow } from "./search-index.ts";
 
 /**
  * SQL bounds (for `BETWEEN`) of an owner's ids, with the owner id bound twice: ids are 63-bit,
@@ -67,9 +67,6 @@ export type Cond =
 /** The `files` row of a `search_entries` row, for columns only `files` holds. */
 const FILE_OF_ENTRY =
   "FROM files AS f, search_owners AS o WHERE o.id = search_entries.oid AND f.owner = o.owner AND f.folder_hash = search_entries.folder_hash AND f.path_hash = search_entries.path_hash";
-
-/** An order of listed rows: a sort column, `uploaded_by` or `extension` (docs/protocol.md#api-profiles). */
-export type OrderKey = SortColumn | "uploaded_by" | "extension";
 
 const ORDER_SQL: Record<OrderKey, string> = {
   file_name: "file_name",

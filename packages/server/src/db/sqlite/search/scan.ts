@@ -1,5 +1,5 @@
 /**
- * @module search/sqlite-scan
+ * @module db/sqlite/search/scan
  * The exact plan of the SQLite search index: searches, directory listings and sub-directory
  * counts answered from the `files` rows alone, without any index table. It is what a degraded
  * index (`SearchIndexHealth`) answers with: slower (a scan of the owner's rows and a sort), but
@@ -9,11 +9,11 @@
  * with ς read as σ, `dir` is `relative_path` up to its last `/` without leading or trailing `/`.
  */
 import type { SQLQueryBindings } from "bun:sqlite";
-import type { Db } from "../db/client.ts";
-import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
-import type { SearchQuery } from "./search.query.ts";
-import type { OrderKey, PageKey } from "./search.repository.ts";
-import type { DirectoryQuery, DirRow } from "./search-index.ts";
+import { directoryFilter, type RowFilter, searchFilter } from "../../../search/row-filter.ts";
+import type { SearchQuery } from "../../../search/search.query.ts";
+import type { DirectoryQuery, DirRow, OrderKey } from "../../../search/search-index.ts";
+import type { Db } from "../../client.ts";
+import type { PageKey } from "./repository.ts";
 
 /** `search_entries.dir` of a `files` row. */
 const DIR_SQL = "trim(rtrim(relative_path, replace(relative_path, '/', '')), '/')";

@@ -1,12 +1,12 @@
 /**
- * @module search/histogram
+ * @module db/sqlite/search/histogram
  * Exact counts and deep-offset seeks over one column of an owner's files without walking them,
  * from the `search_stats` buckets (see `buckets.ts`): whole buckets are summed; only the parts of
  * the (at most two) finest buckets that a bound cuts are counted in the index, and of those the
  * smaller side (the cut part, or the rest of the bucket subtracted from its total).
  */
 import { type BucketLevel, GRID, HISTOGRAMS, type HistogramColumn } from "./buckets.ts";
-import type { Cond, SearchRepository } from "./search.repository.ts";
+import type { Cond, SearchRepository } from "./repository.ts";
 
 /** A run of values `[lo, hi]` holding `n` rows, whole bucket of `level` or (level = levels) a cut part. */
 interface Piece {

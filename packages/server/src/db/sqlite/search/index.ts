@@ -1,9 +1,9 @@
 /**
- * @module search/sqlite-index
+ * @module db/sqlite/search/index
  * `SqliteSearchIndex`: the search backend of the embedded SQLite database. Its tables
  * (`search_entries`, the FTS index, histogram, grid, name and gram counters, directory counts;
- * see `search.repository.ts`) are kept by triggers on `files` in the transaction of every file
- * write, the FTS index and the counters through a log folded in batches (`sqlite-counters.ts`):
+ * see `repository.ts`) are kept by triggers on `files` in the transaction of every file
+ * write, the FTS index and the counters through a log folded in batches (`counters.ts`):
  * every query folds what is pending first, in its own write transaction, so it answers exactly.
  * `SqlitePlanner` picks the cheapest exact plan over them.
  *
@@ -11,9 +11,8 @@
  * every query is answered by `SqliteScan` over `files` until `rebuild` has indexed every file. A
  * query whose fold fails is answered by `SqliteScan` too (reported as degraded, with the error).
  */
-import type { Db } from "../db/client.ts";
-import type { SearchQuery } from "./search.query.ts";
-import { type Cond, type PageKey, SearchRepository } from "./search.repository.ts";
+
+import type { SearchQuery } from "../../../search/search.query.ts";
 import type {
   DirectoryQuery,
   DirRow,
@@ -23,10 +22,12 @@ import type {
   SearchIndexHealth,
   SearchOptions,
   SearchPage,
-} from "./search-index.ts";
-import { foldPendingSearchCounters, foldSearchCounters } from "./sqlite-counters.ts";
-import { type SearchTuning, SqlitePlanner } from "./sqlite-planner.ts";
-import { SqliteScan } from "./sqlite-scan.ts";
+} from "../../../search/search-index.ts";
+import type { Db } from "../../client.ts";
+import { foldPendingSearchCounters, foldSearchCounters } from "./counters.ts";
+import { type SearchTuning, SqlitePlanner } from "./planner.ts";
+import { type Cond, type PageKey, SearchRepository } from "./repository.ts";
+import { SqliteScan } from "./scan.ts";
 
 /** Reason recorded while `rebuild` runs (the index is incomplete until it ends). */
 const REBUILDING = "search index: rebuild under way";

@@ -1,5 +1,5 @@
 /**
- * @module search/postgres-suffixes
+ * @module db/postgres/search/suffixes
  * The suffix index of `PgSearchIndex` (drizzle/postgres/0009_search_suffixes.sql): one row of
  * `search_suffixes` per distinct suffix of a file's folded name `replace(search_name, 'ς', 'σ')`
  * that starts where 3 or more characters are left, cut to `SUFFIX_CHARS` characters, in a b-tree
@@ -21,9 +21,9 @@
  * end of the order up to the page's last match (`readsInCreationOrder`).
  */
 import type { SQL } from "bun";
-import { countRange } from "./postgres-histogram.ts";
-import { likeContains, NAME_SQL } from "./postgres-match.ts";
-import type { RowFilter } from "./row-filter.ts";
+import type { RowFilter } from "../../../search/row-filter.ts";
+import { countRange } from "./histogram.ts";
+import { likeContains, NAME_SQL } from "./match.ts";
 
 /** Most characters of a suffix row (`search_suffixes.suffix`). */
 export const SUFFIX_CHARS = 16;

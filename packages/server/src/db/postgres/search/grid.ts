@@ -1,9 +1,9 @@
 /**
- * @module search/postgres-grid
+ * @module db/postgres/search/grid
  * The size x date grid of the PostgreSQL search index (`search_grid`, drizzle/postgres/0008): files
  * per owner, extension, size bucket and `created_at` bucket at 3 x 2 resolutions, kept by a trigger
  * on `files` in the transaction of every write.
- * - Size levels (`sl`): 0 the fine size bucket of the size histogram (postgres-histogram.ts, 32 per
+ * - Size levels (`sl`): 0 the fine size bucket of the size histogram (histogram.ts, 32 per
  *   power of two), 1 the power of two (fine >> 5).
  * - Time levels (`tl`): 0 `created_at >> 10` (1,024 s), 1 `>> 15` (32,768 s), 2 `>> 20` (~12 days).
  *
@@ -18,7 +18,7 @@
  * - for every pair of a date piece and a size piece, the grid cells at those two levels.
  */
 import type { SQL } from "bun";
-import { fineBucket, fineLo } from "./postgres-histogram.ts";
+import { fineBucket, fineLo } from "./histogram.ts";
 
 /** Buckets of one level per bucket of the next, in both dimensions. */
 const BRANCH = 32;

@@ -1,12 +1,12 @@
 /**
- * @module search/nfc-backfill
+ * @module db/sqlite/search/nfc-backfill
  * Rewrites the search keys of files stored before names were normalised to NFC (migration 0010
  * queues their rowids in `search_nfc_backfill`). Each row's `search_name` is recomputed with
  * `searchNameOf` and updated when it differs; the files triggers carry the change into the search
  * index. Runs at start-up after the migrations; a no-op once the queue is empty.
  */
 import type { Database } from "bun:sqlite";
-import { extensionOf, searchNameOf } from "../files/file-entry.ts";
+import { extensionOf, searchNameOf } from "../../../files/file-entry.ts";
 
 interface QueuedRow {
   file_rowid: number;

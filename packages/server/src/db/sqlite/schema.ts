@@ -82,7 +82,7 @@ export const files = sqliteTable(
   },
   (t) => [
     // Search and browse indexes live on the compact `search_entries` table that triggers keep in
-    // step with this one (drizzle/sqlite/0002_search_index.sql, src/search/README in search.repository.ts).
+    // step with this one (drizzle/sqlite/0002_search_index.sql, src/db/sqlite/search/repository.ts).
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
     // A folder share's blob route finds a file by its plaintext path (docs/sharing.md).
     index("files_by_relative_path").on(t.owner, t.folderHash, t.relativePath),

@@ -1,12 +1,12 @@
 /**
- * @module search/postgres-index
+ * @module db/postgres/search/index
  * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
  * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
  * and counters that triggers keep in the same transaction:
  * - `q`: the match is the exact substring test of the SQLite index on the folded name
  *   `replace(search_name, 'ς', 'σ')` (names are stored NFC and lower-cased, `q` is folded the same
  *   way by `foldCase`). A `q` of 3 or more characters with at most `file_type` and a date range is
- *   counted and paged from the suffix index (postgres-suffixes.ts; with a date range, or for a
+ *   counted and paged from the suffix index (suffixes.ts; with a date range, or for a
  *   page in creation order, through its b-tree by first 3 characters and date when that reads
  *   fewer rows); other pages walk the sort b-tree testing names first when that looks cheaper
  *   (`walkBudget`), for a bounded number of rows.
@@ -21,9 +21,9 @@
  *   expression `btrim(regexp_replace(relative_path, '[^/]*$', ''), '/')` (as `search_entries.dir`).
  * - `total`: with no filter or only `file_type`, the sum of the per-extension counters
  *   (`search_ext_counts`); with `file_type` and one range (size or date) and nothing else, the
- *   size or time histogram (`search_hist`, postgres-histogram.ts: the buckets inside the range
+ *   size or time histogram (`search_hist`, histogram.ts: the buckets inside the range
  *   from counters, the two boundary buckets counted in the b-tree); with `file_type`, a size range
- *   and a date range, the size x date grid (`search_grid`, postgres-grid.ts); a `q` of 3 or 4
+ *   and a date range, the size x date grid (`search_grid`, grid.ts); a `q` of 3 or 4
  *   characters alone or with `file_type`, its gram counters (`search_grams`, per extension); a `q`
  *   the suffix index knows, its rows; a directory listing with no filter, the directory's
  *   recursive count less its sub-folders' (`search_dirs`); else `count(*)` of the same
@@ -33,18 +33,32 @@
  *   scan of the same b-tree (a nullable sort key: each row by primary key). A deep page (offset 1,000 or more) in size or time order
  *   with no filter but `file_type` and a range of the sort key starts at the histogram bucket
  *   that holds it, so at most one bucket of index entries is skipped; one in name order with no
- *   filter starts at the name fence before it (`search_names`, postgres-names.ts).
+ *   filter starts at the name fence before it (`search_names`, names.ts).
  * - sub-folders: the per-directory counters (`search_dirs`).
  * The counters and suffix rows are kept by triggers on `files` (drizzle/postgres/0003, 0004, 0005,
  * 0008, 0009; 0010 indexes the suffix rows again) in the writing transaction, so the index is never degraded; `rebuild` recounts them (`esync_search_recount()`),
  * re-creates the indexes from `files` (`REINDEX … CONCURRENTLY`) and refreshes the statistics.
  */
 import type { SQL } from "bun";
-import type { PgDb } from "../db/postgres/client.ts";
-import { countSizeDate } from "./postgres-grid.ts";
-import { countBeyond, countRange, type HistKey, locate } from "./postgres-histogram.ts";
-import { escapeLike, likeContains, NAME_SQL } from "./postgres-match.ts";
-import { seekName } from "./postgres-names.ts";
+import { directoryFilter, type RowFilter, searchFilter } from "../../../search/row-filter.ts";
+import type { SearchQuery } from "../../../search/search.query.ts";
+import type {
+  DirectoryQuery,
+  DirRow,
+  HitRow,
+  OrderKey,
+  RebuildProgress,
+  RebuildReport,
+  SearchIndex,
+  SearchIndexHealth,
+  SearchOptions,
+  SearchPage,
+} from "../../../search/search-index.ts";
+import type { PgDb } from "../client.ts";
+import { countSizeDate } from "./grid.ts";
+import { countBeyond, countRange, type HistKey, locate } from "./histogram.ts";
+import { escapeLike, likeContains, NAME_SQL } from "./match.ts";
+import { seekName } from "./names.ts";
 import {
   countSuffixMatches,
   gramCounts,
@@ -54,21 +68,7 @@ import {
   suffixCountAndPage,
   suffixPage,
   suffixRoute,
-} from "./postgres-suffixes.ts";
-import { directoryFilter, type RowFilter, searchFilter } from "./row-filter.ts";
-import type { SearchQuery } from "./search.query.ts";
-import type { OrderKey } from "./search.repository.ts";
-import type {
-  DirectoryQuery,
-  DirRow,
-  HitRow,
-  RebuildProgress,
-  RebuildReport,
-  SearchIndex,
-  SearchIndexHealth,
-  SearchOptions,
-  SearchPage,
-} from "./search-index.ts";
+} from "./suffixes.ts";
 
 /** The directory of a file in its folder (`search_entries.dir` of the SQLite index). */
 export const DIR_SQL = "btrim(regexp_replace(f.relative_path, '[^/]*$', ''), '/')";

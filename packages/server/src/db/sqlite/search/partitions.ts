@@ -1,5 +1,5 @@
 /**
- * @module search/partitions
+ * @module db/sqlite/search/partitions
  * The layout of `search_entries.id`, which is also the FTS rowid (drizzle/sqlite/0008_search_partitions.sql):
  *
  *     id = ((oid << 16 | class << 13 | date bucket) << 23) + sequence
@@ -12,8 +12,9 @@
  * Ids are 63-bit: beyond 2^53 they are not exact as JS numbers, so they are only ever computed in
  * SQL (`PartitionRange` carries the small parts: owner id, class, buckets).
  */
+
+import { FILE_TYPE_CATEGORIES } from "../../../search/file-types.ts";
 import { MAX_VALUE, MIN_VALUE } from "./buckets.ts";
-import { FILE_TYPE_CATEGORIES } from "./file-types.ts";
 
 /** Constants of the id layout and the date buckets. */
 export const PARTITION = {

@@ -1,5 +1,5 @@
 /**
- * @module search/sqlite-planner
+ * @module db/sqlite/search/planner
  * The query planning of the SQLite search index (`SqliteSearchIndex`) for `GET /search_files`
  * (docs/protocol.md#search, #open-rules): every filter combined with AND, sort by one column with
  * `path_hash` as tiebreaker, exact `total_count`, offset paging, fast on accounts of a million
@@ -27,12 +27,12 @@
  *   visit more rows, sort the candidates (FTS hits, an index range).
  */
 
+import type { SearchQuery, SortColumn } from "../../../search/search.query.ts";
 import { HISTOGRAMS, type HistogramColumn, MAX_VALUE, MIN_VALUE } from "./buckets.ts";
 import { gridCount, Histogram } from "./histogram.ts";
 import { seekName } from "./name-histogram.ts";
 import { classesOf, PARTITION, splitWindow } from "./partitions.ts";
-import type { SearchQuery, SortColumn } from "./search.query.ts";
-import type { Access, Cond, PageKey, SearchRepository } from "./search.repository.ts";
+import type { Access, Cond, PageKey, SearchRepository } from "./repository.ts";
 
 /** Thresholds of the planner (defaults in `DEFAULT_TUNING`); tests lower them to reach every path on small data. */
 export interface SearchTuning {

@@ -1,7 +1,7 @@
 /**
- * @module search/sqlite-counters
+ * @module db/sqlite/search/counters
  * The counters of the SQLite search index (`search_stats` histograms and size × date grid,
- * `search_dirs`, `search_names`, `search_grams`; see `search.repository.ts`) and its FTS index
+ * `search_dirs`, `search_names`, `search_grams`; see `repository.ts`) and its FTS index
  * are kept through a log instead of row by row: the triggers of `search_entries` append every
  * change to `search_delta` in the transaction of the file write (migration 0018: `d` = +1 with
  * the new entry, -1 with the old one; `k` = what the change touches), and `foldSearchCounters`

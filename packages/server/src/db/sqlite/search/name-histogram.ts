@@ -1,5 +1,5 @@
 /**
- * @module search/name-histogram
+ * @module db/sqlite/search/name-histogram
  * Deep offsets in `file_name` order without walking the name index from one end, from the
  * `search_names` buckets (drizzle/sqlite/0004_search_names.sql): the rows without a name (which sort
  * first), then `file_name` counted by its first 2, 4, 6, 8, 11, 14 and 20 characters. Prefixes
@@ -7,7 +7,7 @@
  * it; each level narrows the bucket holding the wanted position to its children at the next
  * level (small steps, so that no bucket has too many children to sum).
  */
-import type { SearchRepository } from "./search.repository.ts";
+import type { SearchRepository } from "./repository.ts";
 
 /** Deepest level of `search_names`. */
 const LEVELS = 7;
