@@ -75,6 +75,9 @@ async function openNew(path: string): Promise<FileHandle> {
  */
 const SMALL_OBJECT_BYTES = 1024 * 1024;
 
+/** Bytes the file sink of a `put` buffers before it must write them out. */
+const SINK_BUFFER_BYTES = 1024 * 1024;
+
 /**
  * Makes the entries of directory `dir` (a file created or renamed into it) durable. Opening and
  * closing a directory of the local file system does no I/O, so only the fsync leaves this thread.
@@ -177,15 +180,20 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked, Compos
     let closed = false;
     const release = piecesOwned(body);
     const reader = body.getReader();
+    // Bun's file sink on the open descriptor: it writes each piece at once from this thread (or
+    // copies it into its buffer when the file does not take it all), so a piece costs one write
+    // call and no round trip through the file-system thread pool. It leaves the descriptor open.
+    const sink = Bun.file(fh.fd).writer({ highWaterMark: SINK_BUFFER_BYTES });
+    let ended = false;
     try {
-      // A plain reader loop into one file handle: about 3x the throughput of a Node stream pipeline under Bun.
-      await readExactly(reader, length, opts, async (piece) => {
-        let off = 0;
-        while (off < piece.byteLength)
-          off += (await fh.write(piece, off, piece.byteLength - off)).bytesWritten;
-        // Written and seen by `onData`: its memory goes back now, not at the next collection.
+      await readExactly(reader, length, opts, (piece) => {
+        const pending = sink.write(piece);
+        // Written (or copied) and seen by `onData`: its memory goes back now, not at the next collection.
         if (release) releasePiece(piece);
+        if (typeof pending !== "number") return pending.then(() => {});
       });
+      ended = true;
+      await sink.end();
       if (syncFile) await fh.sync();
       closed = true;
       if (this.fsync === "persist" && !syncFile) {
@@ -202,6 +210,8 @@ export class DiskBlobStore implements BlobStore, Persistable, FileBacked, Compos
       if (syncDir) await syncDirectory(dir);
     } catch (e) {
       await reader.cancel(e).catch(() => {});
+      // Nothing the sink still buffers may reach the descriptor after it is closed (and reused).
+      if (!ended) await Promise.resolve(sink.end()).catch(() => {});
       if (!closed) await fh.close().catch(() => {});
       await unlink(file).catch(() => {});
       throw e;
