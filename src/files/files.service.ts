@@ -14,18 +14,19 @@ import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blo
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { randomHex, toHex } from "../util/ids.ts";
-import { yieldToEventLoop } from "../util/yield.ts";
+import { TimeSlicer } from "../util/yield.ts";
 import { MAX_BATCH_DELETE, MAX_PATH_BATCH } from "../wire/schemas.ts";
 import type { UploadResult } from "../wire/types.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 import { lastSegment } from "./paths.ts";
 
 /**
- * Entries of a `/delete_files` or `/rename_files` batch between two yields to the event loop: the
- * batch stays one transaction (its database work waits), while requests that need no database
- * (downloads and uploads streaming, `/health`) keep running (docs/operations.md).
+ * Milliseconds a `/delete_files` or `/rename_files` batch runs between two yields to the event
+ * loop: the batch stays one transaction (other writes wait for it), while requests that need no
+ * database or only read it (downloads and uploads streaming, `/health`, `/get_state`) keep running
+ * (docs/operations.md "Big answers and batches").
  */
-const BATCH_YIELD_EVERY = 20;
+const BATCH_SLICE_MS = 5;
 
 export type { UploadResult } from "../wire/types.ts";
 
@@ -509,9 +510,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
-      let step = 0;
+      const slicer = new TimeSlicer(BATCH_SLICE_MS);
       for (const id of fileIds) {
-        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
+        await slicer.tick();
         const key = id.toLowerCase();
         if (seen.has(key)) continue;
         seen.add(key);
@@ -551,9 +552,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
-      let step = 0;
+      const slicer = new TimeSlicer(BATCH_SLICE_MS);
       for (const r of renames) {
-        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
+        await slicer.tick();
         const failed = (reason: RenameFailureReason) =>
           out.failures.push({ oldPathHash: r.oldPathHash, reason });
         try {
