@@ -129,6 +129,12 @@ export interface Config {
    */
   maxInflightChunks: number;
   /**
+   * Bytes, by the chunks' lengths, of the chunk PUTs streaming at once over all users
+   * (`ESYNC_MAX_INFLIGHT_CHUNK_BYTES`, default 256 MiB): past it a newcomer evicts a slow holder
+   * or one of a user over its share of these bytes, else gets 429 `too_many_requests`.
+   */
+  maxInflightChunkBytes: number;
+  /**
    * Smallest fair share of in-flight chunk PUTs of one user or client address while others upload
    * (`ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR`, default 4); the share is
    * `max(this, ESYNC_MAX_INFLIGHT_CHUNKS / active users or addresses)`.
@@ -287,6 +293,13 @@ export function loadConfig(env: Env = process.env): Config {
     headerTimeoutSeconds: int(env, "ESYNC_HEADER_TIMEOUT_SECONDS", 30, 1, 255),
     maxInflightChunksPerUser: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER", 32, 1, 100_000),
     maxInflightChunks: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS", 256, 1, 1_000_000),
+    maxInflightChunkBytes: int(
+      env,
+      "ESYNC_MAX_INFLIGHT_CHUNK_BYTES",
+      256 * 1024 * 1024,
+      16 * 1024 * 1024,
+      2 ** 40,
+    ),
     inflightChunksFairFloor: int(env, "ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR", 4, 1, 1_000_000),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),

@@ -110,6 +110,18 @@ describe("describeDatabase (start-up log)", () => {
   });
 });
 
+describe("chunk byte budget", () => {
+  test("ESYNC_MAX_INFLIGHT_CHUNK_BYTES defaults to 256 MiB, is read, and may not be below one 16 MiB chunk", () => {
+    expect(loadConfig({}).maxInflightChunkBytes).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ ESYNC_MAX_INFLIGHT_CHUNK_BYTES: "67108864" }).maxInflightChunkBytes).toBe(
+      64 * 1024 * 1024,
+    );
+    expect(() => loadConfig({ ESYNC_MAX_INFLIGHT_CHUNK_BYTES: "1000" })).toThrow(
+      /ESYNC_MAX_INFLIGHT_CHUNK_BYTES/,
+    );
+  });
+});
+
 describe("S3 time-outs", () => {
   const s3 = {
     ESYNC_STORAGE: "s3",
