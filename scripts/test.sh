@@ -15,8 +15,10 @@
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
 #      server (on the local disk store when the S3 tests are skipped); then the two-node tests
 #      (test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
-#   4. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
-#      real server process, alone so that its timing does not compete with other tests. Its
+#   4. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz, nested JSON,
+#      trickle, quota and path attacks, stalls, 200 x 16 MiB chunk PUTs, crash after bytes, a
+#      stopped S3) and the reset-under-send check (test/e2e/error-drain.test.ts, also in pass 1)
+#      against the real server process, alone so that its timing does not compete with other tests. Its
 #      figures are the `chaos:` lines and bench/results/chaos.json. CHAOS_KILLS (default 25),
 #      CHAOS_FUZZ_RUNS (default 2000) and CHAOS_SEED (replay) tune it.
 # The last line sums every pass: "tests: N passed, N failed". Exits non-zero if any failed.
@@ -104,7 +106,7 @@ else
   t2=$SECONDS
   echo "== chaos pass: test/chaos against the real server process"
   rm -f bench/results/chaos.json
-  run_pass test/chaos
+  run_pass test/chaos test/e2e/error-drain.test.ts
   echo "== chaos pass: $((SECONDS - t2)) s"
   grep -h . bench/results/chaos.json 2>/dev/null || true
 fi
