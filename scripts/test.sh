@@ -15,8 +15,10 @@
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
 #      server (on the local disk store when the S3 tests are skipped); then the two-node tests
 #      (packages/server/test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
-#   4. the chaos pass: `packages/server/test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
-#      real server process, alone so that its timing does not compete with other tests. Its
+#   4. the chaos pass: `packages/server/test/chaos` (kill loop, floods, memory bombs, full disk, fuzz, nested JSON,
+#      trickle, quota and path attacks, stalls, 200 x 16 MiB chunk PUTs, crash after bytes, a
+#      stopped S3) and the reset-under-send check (packages/server/test/e2e/error-drain.test.ts, also in pass 1)
+#      against the real server process, alone so that its timing does not compete with other tests. Its
 #      figures are the `chaos:` lines and packages/server/bench/results/chaos.json. CHAOS_KILLS (default 25),
 #      CHAOS_FUZZ_RUNS (default 2000) and CHAOS_SEED (replay) tune it.
 # The last line sums every pass: "tests: N passed, N failed". Exits non-zero if any failed.
@@ -104,7 +106,7 @@ else
   t2=$SECONDS
   echo "== chaos pass: packages/server/test/chaos against the real server process"
   rm -f packages/server/bench/results/chaos.json
-  run_pass packages/server/test/chaos
+  run_pass packages/server/test/chaos packages/server/test/e2e/error-drain.test.ts
   echo "== chaos pass: $((SECONDS - t2)) s"
   grep -h . packages/server/bench/results/chaos.json 2>/dev/null || true
 fi

@@ -117,6 +117,7 @@ export function buildServices(appDeps: AppDeps): Services {
         fairFloor: config.inflightChunksFairFloor,
         graceMs: config.bodyRateGraceSeconds * 1000,
         minBytesPerSecond: config.bodyMinBytesPerSecond,
+        maxBytes: config.maxInflightChunkBytes,
       },
       finalizeLeaseSeconds: config.finalizeLeaseSeconds,
       leaseHolders,

@@ -10,6 +10,12 @@ import { API_PROFILES, type ApiProfile } from "./profile.ts";
 /** Which blob store backend holds ciphertext. */
 export type StorageKind = "disk" | "s3";
 
+/**
+ * Default S3 request time-outs, milliseconds: connect, first byte of the response, idle body
+ * (docs/operator-guide.md#s3-time-outs).
+ */
+export const S3_DEFAULT_TIMEOUTS = { connectMs: 5_000, firstByteMs: 30_000, idleMs: 30_000 } as const;
+
 /** S3-compatible bucket settings, used when `storage` is `"s3"`. */
 export interface S3Config {
   /** Endpoint URL, e.g. `http://127.0.0.1:7480` (scheme, host and optional port). */
@@ -20,6 +26,21 @@ export interface S3Config {
   region: string;
   /** Object key prefix inside the bucket (no leading or trailing slash; may be empty). */
   prefix: string;
+  /**
+   * Longest wait for a connection to S3, milliseconds (`ESYNC_S3_CONNECT_TIMEOUT_MS`, default
+   * 5,000; docs/operator-guide.md#s3-time-outs). Unset: the default.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Longest wait for S3's response headers once a request is sent, milliseconds
+   * (`ESYNC_S3_FIRST_BYTE_TIMEOUT_MS`, default 30,000). Unset: the default.
+   */
+  firstByteTimeoutMs?: number;
+  /**
+   * Longest S3 may leave a request body unread or a response body silent, milliseconds
+   * (`ESYNC_S3_IDLE_TIMEOUT_MS`, default 30,000). Unset: the default.
+   */
+  idleTimeoutMs?: number;
 }
 
 /** Validated service configuration. Sizes are bytes, durations are seconds. */
@@ -107,6 +128,12 @@ export interface Config {
    * newcomer evicts a slow or over-share holder, else gets 429 `too_many_requests`.
    */
   maxInflightChunks: number;
+  /**
+   * Bytes, by the chunks' lengths, of the chunk PUTs streaming at once over all users
+   * (`ESYNC_MAX_INFLIGHT_CHUNK_BYTES`, default 256 MiB): past it a newcomer evicts a slow holder
+   * or one of a user over its share of these bytes, else gets 429 `too_many_requests`.
+   */
+  maxInflightChunkBytes: number;
   /**
    * Smallest fair share of in-flight chunk PUTs of one user or client address while others upload
    * (`ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR`, default 4); the share is
@@ -224,6 +251,15 @@ export function loadConfig(env: Env = process.env): Config {
       secretKey: required(env, "ESYNC_S3_SECRET_KEY"),
       region: str(env, "ESYNC_S3_REGION", "us-east-1"),
       prefix: str(env, "ESYNC_S3_PREFIX", "").replace(/^\/+|\/+$/g, ""),
+      connectTimeoutMs: int(env, "ESYNC_S3_CONNECT_TIMEOUT_MS", S3_DEFAULT_TIMEOUTS.connectMs, 1, 3_600_000),
+      firstByteTimeoutMs: int(
+        env,
+        "ESYNC_S3_FIRST_BYTE_TIMEOUT_MS",
+        S3_DEFAULT_TIMEOUTS.firstByteMs,
+        1,
+        3_600_000,
+      ),
+      idleTimeoutMs: int(env, "ESYNC_S3_IDLE_TIMEOUT_MS", S3_DEFAULT_TIMEOUTS.idleMs, 1, 3_600_000),
     };
   }
   const databaseUrl = str(env, "ESYNC_DATABASE_URL", "") || null;
@@ -257,6 +293,13 @@ export function loadConfig(env: Env = process.env): Config {
     headerTimeoutSeconds: int(env, "ESYNC_HEADER_TIMEOUT_SECONDS", 30, 1, 255),
     maxInflightChunksPerUser: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS_PER_USER", 32, 1, 100_000),
     maxInflightChunks: int(env, "ESYNC_MAX_INFLIGHT_CHUNKS", 256, 1, 1_000_000),
+    maxInflightChunkBytes: int(
+      env,
+      "ESYNC_MAX_INFLIGHT_CHUNK_BYTES",
+      256 * 1024 * 1024,
+      16 * 1024 * 1024,
+      2 ** 40,
+    ),
     inflightChunksFairFloor: int(env, "ESYNC_INFLIGHT_CHUNKS_FAIR_FLOOR", 4, 1, 1_000_000),
     logLevel: oneOf(env, "ESYNC_LOG_LEVEL", "info", ["debug", "info", "warn", "error"] as const),
     openApi: bool(env, "ESYNC_OPENAPI", true),

@@ -62,6 +62,21 @@ export function openDb(path: string, log?: Logger): Db {
 }
 
 /**
+ * A second, read-only connection to the (already opened and migrated) database file at `path`,
+ * for reads while the first connection holds a write transaction: in WAL mode it sees the last
+ * committed state and never waits for the writer. Any write on it fails at once with
+ * `SQLITE_READONLY` (no busy wait). See `src/db/sqlite/store.ts`.
+ * @throws when the file cannot be opened.
+ */
+export function openReader(path: string): Db {
+  const sqlite = new Database(path, { readonly: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA temp_store = MEMORY");
+  sqlite.exec("PRAGMA cache_size = -65536");
+  return drizzle(sqlite, { schema }) as Db;
+}
+
+/**
  * Rows changed by a Drizzle `.run()` on bun:sqlite. Drizzle types the result as `void`, but
  * bun:sqlite returns `{changes, lastInsertRowid}`.
  */

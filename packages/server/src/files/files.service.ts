@@ -17,15 +17,16 @@ import type { QuotaService } from "../quota/quota.service.ts";
 import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blob-store.ts";
 import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
-import { yieldToEventLoop } from "../util/yield.ts";
+import { TimeSlicer } from "../util/yield.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 
 /**
- * Entries of a `/delete_files` or `/rename_files` batch between two yields to the event loop: the
- * batch stays one transaction (its database work waits), while requests that need no database
- * (downloads and uploads streaming, `/health`) keep running (docs/operator-guide.md#limits-under-load).
+ * Milliseconds a `/delete_files` or `/rename_files` batch runs between two yields to the event
+ * loop: the batch stays one transaction (other writes wait for it), while requests that need no
+ * database or only read it (downloads and uploads streaming, `/health`, `/get_state`) keep running
+ * (docs/operator-guide.md#big-answers-and-batches).
  */
-const BATCH_YIELD_EVERY = 20;
+const BATCH_SLICE_MS = 5;
 
 export type { UploadResult } from "@esync/protocol/types.ts";
 
@@ -508,9 +509,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
-      let step = 0;
+      const slicer = new TimeSlicer(BATCH_SLICE_MS);
       for (const id of fileIds) {
-        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
+        await slicer.tick();
         const key = id.toLowerCase();
         if (seen.has(key)) continue;
         seen.add(key);
@@ -550,9 +551,9 @@ export class FilesService {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
       const now = this.clock.now();
-      let step = 0;
+      const slicer = new TimeSlicer(BATCH_SLICE_MS);
       for (const r of renames) {
-        if (++step % BATCH_YIELD_EVERY === 0) await yieldToEventLoop();
+        await slicer.tick();
         const failed = (reason: RenameFailureReason) =>
           out.failures.push({ oldPathHash: r.oldPathHash, reason });
         try {

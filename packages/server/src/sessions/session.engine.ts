@@ -274,7 +274,7 @@ export class SessionEngine {
         `chunk ${index} must be exactly ${length} bytes, got Content-Length ${declaredLength}`,
       );
     }
-    const slot = this.inflight.acquire(caller, address);
+    const slot = this.inflight.acquire(caller, address, length);
     try {
       if (typeof body === "function") {
         const opened = body(length);

@@ -25,12 +25,12 @@
  * in package.json, and `test/storage/minio-internal.test.ts` fails when the pin drifts or the
  * internal's request changes (measured trade-off: docs/operator-guide.md#s3).
  */
-import { Agent } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
+import * as http from "node:http";
+import * as https from "node:https";
 import { addAbortSignal, Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { Client, CopyDestinationOptions, CopySourceOptions } from "minio";
-import type { S3Config } from "../config/config.ts";
+import { S3_DEFAULT_TIMEOUTS, type S3Config } from "../config/config.ts";
 import {
   BlobLengthError,
   BlobNotFoundError,
@@ -43,6 +43,7 @@ import {
   type Presignable,
   type PutOptions,
 } from "./blob-store.ts";
+import { timedTransport } from "./s3-timeouts.ts";
 
 /** Smallest part of a multipart upload but the last, bytes (S3's limit). */
 const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -536,13 +537,19 @@ async function consume(res: Readable): Promise<void> {
 /**
  * The minio client the S3 store uses for `cfg`: path-style requests (as Ceph RGW and MinIO
  * want), no automatic retries (a streamed body cannot be replayed; callers retry), keep-alive
- * connections, and payload signing off so bodies can be streamed. `close` destroys its agent.
+ * connections, payload signing off so bodies can be streamed, and every request bounded by the
+ * configured time-outs (`src/storage/s3-timeouts.ts`). `close` destroys its agent.
  * Exported for benchmarks that measure the same client without the store.
  */
 export function createS3Client(cfg: S3Config): { client: Client; close(): void } {
   const url = new URL(cfg.endpoint);
   const useSSL = url.protocol === "https:";
-  const agent = useSSL ? new HttpsAgent({ keepAlive: true }) : new Agent({ keepAlive: true });
+  const agent = useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const transport = timedTransport(useSSL ? https : http, {
+    connectMs: cfg.connectTimeoutMs ?? S3_DEFAULT_TIMEOUTS.connectMs,
+    firstByteMs: cfg.firstByteTimeoutMs ?? S3_DEFAULT_TIMEOUTS.firstByteMs,
+    idleMs: cfg.idleTimeoutMs ?? S3_DEFAULT_TIMEOUTS.idleMs,
+  });
   const client = new Client({
     endPoint: url.hostname.replace(/^\[(.*)\]$/, "$1"),
     port: url.port ? Number(url.port) : useSSL ? 443 : 80,
@@ -551,6 +558,7 @@ export function createS3Client(cfg: S3Config): { client: Client; close(): void }
     secretKey: cfg.secretKey,
     region: cfg.region,
     pathStyle: true,
+    transport: transport as ConstructorParameters<typeof Client>[0]["transport"],
     transportAgent: agent,
     retryOptions: { disableRetry: true },
   });

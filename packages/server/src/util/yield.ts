@@ -10,3 +10,21 @@
 export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/**
+ * Time slices for a long loop: `tick()` yields to the event loop (`yieldToEventLoop`) once
+ * `sliceMs` milliseconds have passed since the last yield, else resolves at once. A loop whose
+ * steps cost more on a loaded machine still holds the loop at most about one slice at a time.
+ */
+export class TimeSlicer {
+  private last = performance.now();
+
+  constructor(private readonly sliceMs: number) {}
+
+  /** Yields when the current slice is used up. */
+  async tick(): Promise<void> {
+    if (performance.now() - this.last < this.sliceMs) return;
+    await yieldToEventLoop();
+    this.last = performance.now();
+  }
+}

@@ -109,3 +109,39 @@ describe("describeDatabase (start-up log)", () => {
     ).toBe("postgres://db.internal:5432/esync");
   });
 });
+
+describe("chunk byte budget", () => {
+  test("ESYNC_MAX_INFLIGHT_CHUNK_BYTES defaults to 256 MiB, is read, and may not be below one 16 MiB chunk", () => {
+    expect(loadConfig({}).maxInflightChunkBytes).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ ESYNC_MAX_INFLIGHT_CHUNK_BYTES: "67108864" }).maxInflightChunkBytes).toBe(
+      64 * 1024 * 1024,
+    );
+    expect(() => loadConfig({ ESYNC_MAX_INFLIGHT_CHUNK_BYTES: "1000" })).toThrow(
+      /ESYNC_MAX_INFLIGHT_CHUNK_BYTES/,
+    );
+  });
+});
+
+describe("S3 time-outs", () => {
+  const s3 = {
+    ESYNC_STORAGE: "s3",
+    ESYNC_S3_ENDPOINT: "http://127.0.0.1:7480",
+    ESYNC_S3_BUCKET: "esync",
+    ESYNC_S3_ACCESS_KEY: "k",
+    ESYNC_S3_SECRET_KEY: "s",
+  };
+  test("default to 5 s to connect, 30 s to the first byte, 30 s idle", () => {
+    const c = loadConfig(s3).s3!;
+    expect([c.connectTimeoutMs, c.firstByteTimeoutMs, c.idleTimeoutMs]).toEqual([5_000, 30_000, 30_000]);
+  });
+  test("reads ESYNC_S3_CONNECT_TIMEOUT_MS, ESYNC_S3_FIRST_BYTE_TIMEOUT_MS and ESYNC_S3_IDLE_TIMEOUT_MS, and rejects 0", () => {
+    const c = loadConfig({
+      ...s3,
+      ESYNC_S3_CONNECT_TIMEOUT_MS: "100",
+      ESYNC_S3_FIRST_BYTE_TIMEOUT_MS: "200",
+      ESYNC_S3_IDLE_TIMEOUT_MS: "300",
+    }).s3!;
+    expect([c.connectTimeoutMs, c.firstByteTimeoutMs, c.idleTimeoutMs]).toEqual([100, 200, 300]);
+    expect(() => loadConfig({ ...s3, ESYNC_S3_IDLE_TIMEOUT_MS: "0" })).toThrow(/ESYNC_S3_IDLE_TIMEOUT_MS/);
+  });
+});

@@ -1,9 +1,10 @@
 /**
  * Event-loop stalls from big answers and batches: while the server lists 10,000 folder entries of
  * about 2 KB, renames 1,000 files in one call and deletes 1,000 files in one call, a well-behaved
- * client's `/health` keeps a p99 under 250 ms during the batches. Its database reads (a small
- * `/get_state` page) wait for a batch's transaction; they and `/health` during the listing are
- * reported, not asserted (docs/operator-guide.md#big-answers-and-batches, known limit).
+ * client's `/health` and its database reads (a small `/get_state` page) each keep a p99 under
+ * 250 ms during the batches: a batch yields every few milliseconds, and reads go to SQLite's
+ * read-only connection while the batch's transaction holds the writer (docs/operator-guide.md#big-answers-and-batches). During the listing both are reported, not asserted: this process also
+ * reads the 20 MB answer, so its own probes measure its event loop as much as the server's.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
@@ -63,7 +64,7 @@ async function probed(
   return { health, db, ms: performance.now() - t0 };
 }
 
-test("a good client's /health p99 stays under 250 ms during a 1000-file rename and a 1000-file delete; a 10k-entry listing answers whole", async () => {
+test("a good client's /health and /get_state p99 stay under 250 ms during a 1000-file rename and a 1000-file delete; a 10k-entry listing answers whole", async () => {
   const owner = new ChaosClient(server.url, newUser(), 120_000);
   const good = new ChaosClient(server.url, newUser());
   await good.uploadSingle({ folder: FOLDER, path: "good.bin", ciphertext: new Uint8Array(100) });
@@ -153,6 +154,11 @@ test("a good client's /health p99 stays under 250 ms during a 1000-file rename a
     reportFigure(`stalls_${name}_good_health_p99_ms`, Math.round(p99(f.health)));
     reportFigure(`stalls_${name}_good_db_read_p99_ms`, Math.round(p99(f.db)));
   }
-  expect(p99(rename.health)).toBeLessThan(P99_LIMIT_MS);
-  expect(p99(del.health)).toBeLessThan(P99_LIMIT_MS);
+  for (const [name, f] of Object.entries({ rename, delete: del })) {
+    expect({ name, health: p99(f.health) < P99_LIMIT_MS, db: p99(f.db) < P99_LIMIT_MS }).toEqual({
+      name,
+      health: true,
+      db: true,
+    });
+  }
 }, 600_000);

@@ -85,6 +85,38 @@ test("a write outside a transaction waits for the open one and survives its roll
   expect((await a.repos.apiTokens.list()).map((r) => r.id).sort()).toEqual(["from-a", "from-b"]);
 });
 
+test("a read outside a transaction does not wait for the open one: it answers at once with the last committed rows; a write still waits", async () => {
+  const path = join(tempDir("esync-store-"), "m.sqlite");
+  const a = open(path);
+  await a.repos.apiTokens.insert(token("committed"));
+  let resume = () => {};
+  const paused = new Promise<void>((r) => {
+    resume = r;
+  });
+  const tx = a.transaction(async (t) => {
+    await t.apiTokens.insert(token("uncommitted"));
+    await paused;
+  });
+  await Bun.sleep(0);
+  let writeDone = false;
+  const write = a.repos.apiTokens.insert(token("after")).then(() => {
+    writeDone = true;
+  });
+  // Both reads answer while the transaction is still open, without its row.
+  expect((await a.repos.apiTokens.list()).map((r) => r.id)).toEqual(["committed"]);
+  expect(await a.repos.apiTokens.findBySha("uncommitted".padEnd(64, "0"))).toBeUndefined();
+  await Bun.sleep(20);
+  expect(writeDone).toBe(false);
+  resume();
+  await tx;
+  await write;
+  expect((await a.repos.apiTokens.list()).map((r) => r.id).sort()).toEqual([
+    "after",
+    "committed",
+    "uncommitted",
+  ]);
+});
+
 test("a savepoint that throws undoes only its own writes; the transaction commits the rest", async () => {
   const s = open();
   await s.transaction(async (tx) => {

@@ -18,10 +18,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { blake3Hex } from "@esync/protocol/blake3.ts";
+import type { S3Config } from "../../src/config/config.ts";
 import type { Json } from "../http/helpers.ts";
 import { makeManifest, newUser, type TestUser } from "../support/fixtures.ts";
-import { type DedicatedS3, SETUP_TIMEOUT_MS, s3Env, skipS3, startDedicatedS3 } from "../support/s3-server.ts";
+import {
+  type DedicatedS3,
+  removeTestBucket,
+  SETUP_TIMEOUT_MS,
+  s3Env,
+  s3TestConfig,
+  skipS3,
+  startDedicatedS3,
+} from "../support/s3-server.ts";
 import { freePort, SERVER_ROOT, type ServerProcess, startServer } from "../support/server.ts";
+import { type StallProxy, startStallProxy } from "../support/stall-proxy.ts";
 
 const MiB = 1024 * 1024;
 const CHUNK = 4 * MiB;
@@ -219,4 +229,96 @@ describe("S3 unreachable at start-up", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 40_000);
+});
+
+describeS3("S3 that stops answering (connections accepted, nothing answered)", () => {
+  const TIMEOUT_MS = 1500;
+  const work = mkdtempSync(join(tmpdir(), "esync-s3-stall-"));
+  let proxy: StallProxy;
+  let server: ServerProcess;
+  let cfg: S3Config;
+  const user: TestUser = newUser();
+  const ct = randomBytes(3 * MiB + 17);
+
+  beforeAll(async () => {
+    cfg = await s3TestConfig("stall");
+    const upstream = new URL(cfg.endpoint);
+    proxy = await startStallProxy(upstream.hostname, Number(upstream.port));
+    server = await startServer({
+      dataDir: join(work, "data"),
+      env: {
+        ...s3Env({ ...cfg, endpoint: `http://127.0.0.1:${proxy.port}` }),
+        ESYNC_S3_CONNECT_TIMEOUT_MS: String(TIMEOUT_MS),
+        ESYNC_S3_FIRST_BYTE_TIMEOUT_MS: String(TIMEOUT_MS),
+        ESYNC_S3_IDLE_TIMEOUT_MS: String(TIMEOUT_MS),
+      },
+    });
+  }, SETUP_TIMEOUT_MS);
+
+  afterAll(async () => {
+    proxy?.resume();
+    if (server && server.proc.exitCode === null) await server.kill();
+    await proxy?.close();
+    if (cfg) await removeTestBucket(cfg);
+    rmSync(work, { recursive: true, force: true });
+  }, 60_000);
+
+  const request = (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) =>
+    fetch(`${server.url}${path}`, { method, headers: { authorization: user.auth, ...headers }, body });
+  const openSession = async (path: string) => {
+    const manifest = makeManifest({ owner: user.address, ciphertext: ct, path });
+    const r = await outcomeOf(
+      await request(
+        "POST",
+        "/upload/session",
+        JSON.stringify({ manifest, chunk_count: 1, chunk_size: ct.length, ciphertext_size: ct.length }),
+        { "content-type": "application/json" },
+      ),
+    );
+    expect(r.status).toBe(200);
+    return {
+      sid: r.body.Success.session_id as string,
+      fileId: Buffer.from(manifest.path_hash as number[]).toString("hex"),
+    };
+  };
+  const putChunk = async (sid: string) => {
+    const t0 = performance.now();
+    const o = await outcomeOf(
+      await request("PUT", `/upload/session/${sid}/chunk/0`, ct, {
+        "content-type": "application/octet-stream",
+      }),
+    );
+    return { ...o, ms: performance.now() - t0 };
+  };
+
+  test("a chunk PUT and a download are answered 503 storage_unavailable with Retry-After within the time-out while S3 hangs, and succeed once it answers again", async () => {
+    const first = await openSession("stall/a.bin");
+    expect((await putChunk(first.sid)).status).toBe(200);
+    const fin = await request("POST", `/upload/session/${first.sid}/finalize`, undefined, {
+      "content-length": "0",
+    });
+    expect(fin.status).toBe(200);
+    await fin.arrayBuffer();
+    const download = `/download/${user.address}/${FOLDER}/${first.fileId}`;
+
+    const second = await openSession("stall/b.bin");
+    proxy.stall();
+    const put = await putChunk(second.sid);
+    expectUnavailable(put);
+    expect(put.ms).toBeLessThan(TIMEOUT_MS * 2 + 3000);
+    const t0 = performance.now();
+    const got = await outcomeOf(await request("GET", download));
+    const getMs = performance.now() - t0;
+    expectUnavailable(got);
+    expect(getMs).toBeLessThan(TIMEOUT_MS * 2 + 3000);
+    console.log(
+      `s3-stall: chunk PUT answered ${put.status} in ${put.ms.toFixed(0)} ms, download ${got.status} in ${getMs.toFixed(0)} ms (time-outs ${TIMEOUT_MS} ms)`,
+    );
+
+    proxy.resume();
+    expect((await putChunk(second.sid)).status).toBe(200);
+    const again = await request("GET", download);
+    expect(again.status).toBe(200);
+    expect(Buffer.from(await again.arrayBuffer()).equals(ct)).toBe(true);
+  }, 120_000);
 });

@@ -159,4 +159,53 @@ describe("ChunkSlots", () => {
     // The flooding address, now at 3 with two addresses active, is refused.
     expect(codeOf(() => slots.acquire("e", "10.0.0.66"))).toBe("429 too_many_requests");
   });
+
+  describe("byte budget (ESYNC_MAX_INFLIGHT_CHUNK_BYTES)", () => {
+    const MiB = 1024 * 1024;
+    const byBytes = (c = clock()) =>
+      new ChunkSlots({ ...POLICY, maxTotal: 1000, fairFloor: 1, maxBytes: 64 * MiB }, c.now);
+    const takeBytes = (slots: ChunkSlots, account: string, bytes: number) => {
+      const slot = slots.acquire(account, "10.0.0.1", bytes);
+      const h = new Holder();
+      slot.attach(h);
+      return { slot, h };
+    };
+
+    test("counts the chunks' lengths: a chunk that does not fit is 429 with Retry-After 1 when no holder may be evicted, and fits once bytes are released", () => {
+      const slots = byBytes();
+      const held = [0, 1, 2, 3].map(() => takeBytes(slots, "a", 16 * MiB));
+      expect(slots.bytesInFlight()).toBe(64 * MiB);
+      // "a" alone is within its share (the whole budget): nobody is over it, nobody is slow.
+      let err: unknown;
+      try {
+        slots.acquire("a", "10.0.0.1", 16 * MiB);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).status).toBe(429);
+      expect((err as AppError).extra.retryAfter).toBe(1);
+      held[0]!.slot.release();
+      expect(slots.bytesInFlight()).toBe(48 * MiB);
+      expect(codeOf(() => slots.acquire("a", "10.0.0.1", 16 * MiB))).toBeNull();
+    });
+
+    test("a newcomer within its share evicts (408) the slowest holder of an account over its byte share; one over its own share gets 429 instead", () => {
+      const c = clock();
+      const slots = byBytes(c);
+      const held = [0, 1, 2, 3].map(() => takeBytes(slots, "hog", 16 * MiB));
+      held.forEach((x, i) => {
+        x.h.bytes = (i + 1) * 1000;
+      });
+      c.t = 1000;
+      // "new" holds nothing: its share is 32 MiB of the 64 (two accounts); "hog" holds 64.
+      const fresh = takeBytes(slots, "new", 16 * MiB);
+      expect(held[0]!.h.evicted?.status).toBe(408);
+      expect(held.slice(1).every((x) => x.h.evicted === null)).toBe(true);
+      expect(slots.bytesInFlight()).toBe(64 * MiB);
+      // "hog" is over its share: its newcomer does not evict anyone.
+      expect(codeOf(() => slots.acquire("hog", "10.0.0.1", 16 * MiB))).toBe("429 too_many_requests");
+      expect(fresh.h.evicted).toBeNull();
+    });
+  });
 });

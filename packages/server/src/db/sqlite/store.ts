@@ -11,12 +11,20 @@
  * file in one process (two "nodes" in a test) never make SQLite's busy handler block the event
  * loop while the other holds the write lock. A transaction's function that calls the store itself
  * instead of its `tx` repositories gets `NestedUseError` (it would otherwise wait for itself).
+ *
+ * Reads do not wait for a transaction: while the gate is held, a repository call runs first on a
+ * second, read-only connection to the file, which (WAL) sees the last committed state; only a
+ * call that turns out to write (`SQLITE_READONLY` from that connection, nothing changed) waits
+ * for the gate. So a long batch (1000 renames in one transaction) holds back other writes, as it
+ * must to stay all-or-nothing, but not `get_state`, listings or token look-ups
+ * (docs/operator-guide.md#big-answers-and-batches).
  */
 import type { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { realpathSync } from "node:fs";
+import { causes } from "@esync/protocol/errors.ts";
 import type { Logger } from "../../util/log.ts";
-import { type Db, openDb } from "../client.ts";
+import { type Db, openDb, openReader } from "../client.ts";
 import type { MetadataStore, Repositories, Transaction } from "../store.ts";
 import { SqliteApiTokensRepository } from "./api-tokens.ts";
 import { SqliteDeletionQueueRepository } from "./deletion-queue.ts";
@@ -109,20 +117,36 @@ function repositoriesOn(db: Db): Repositories {
   };
 }
 
+/** True for the error of a write attempted on the read-only connection. */
+function isReadOnlyRefusal(e: unknown): boolean {
+  for (const x of causes(e)) if (x.code === "SQLITE_READONLY") return true;
+  return false;
+}
+
 /**
  * `repo` with every method gated: it runs at once when the gate is free (the statements are
- * synchronous, so they complete before anyone else runs), else once the gate is free.
+ * synchronous, so they complete before anyone else runs); while a transaction holds the gate it
+ * runs on `reader` (the same repository on the read-only connection) when there is one, and only
+ * when that refuses a write, once the gate is free.
  */
-function gated<T extends object>(repo: T, gate: Gate): T {
+function gated<T extends object>(repo: T, gate: Gate, reader?: T): T {
   const out: Record<string, unknown> = {};
   const proto = Object.getPrototypeOf(repo) as Record<string, unknown>;
   for (const name of Object.getOwnPropertyNames(proto)) {
     const method = proto[name];
     if (name === "constructor" || typeof method !== "function") continue;
     const call = (method as (...a: unknown[]) => Promise<unknown>).bind(repo);
-    out[name] = (...args: unknown[]) => {
+    const read = reader && (method as (...a: unknown[]) => Promise<unknown>).bind(reader);
+    out[name] = async (...args: unknown[]) => {
       if (gate.free) return call(...args);
-      if (gate.calledByOwner) return Promise.reject(new NestedUseError(`repos.${name}`));
+      if (gate.calledByOwner) throw new NestedUseError(`repos.${name}`);
+      if (read) {
+        try {
+          return await read(...args);
+        } catch (e) {
+          if (!isReadOnlyRefusal(e)) throw e;
+        }
+      }
       return gate.run(() => call(...args));
     };
   }
@@ -148,6 +172,8 @@ export class SqliteMetadataStore implements MetadataStore {
   private readonly tx: Transaction;
   private readonly gate: Gate;
   private readonly sqlite: Database;
+  /** The read-only connection (none for `:memory:`, which no second connection can see). */
+  private readonly reader: Database | null;
   private readonly statements;
   private savepoints = 0;
   private closed = false;
@@ -165,8 +191,14 @@ export class SqliteMetadataStore implements MetadataStore {
     this.sqlite = db.$client;
     this.gate = gateFor(path);
     const raw = repositoriesOn(db);
+    const readerDb = path === ":memory:" || path === "" ? null : openReader(path);
+    this.reader = readerDb?.$client ?? null;
+    const readers = readerDb ? repositoriesOn(readerDb) : null;
     this.repos = Object.fromEntries(
-      Object.entries(raw).map(([k, r]) => [k, gated(r as object, this.gate)]),
+      Object.entries(raw).map(([k, r]) => [
+        k,
+        gated(r as object, this.gate, readers?.[k as keyof Repositories] as object | undefined),
+      ]),
     ) as unknown as Repositories;
     this.tx = { ...raw, savepoint: (fn) => this.savepoint(raw, fn) };
     this.statements = {
@@ -233,6 +265,7 @@ export class SqliteMetadataStore implements MetadataStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.reader?.close();
     if (this.gate.free) this.sqlite.close();
     else await this.gate.run(async () => this.sqlite.close());
   }
