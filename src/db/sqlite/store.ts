@@ -30,6 +30,7 @@ import { SqliteQuotaRepository } from "./quota.ts";
 import { SqliteSessionsRepository } from "./sessions.ts";
 import { SqliteSharesRepository } from "./shares.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
+import { SqliteVersionsRepository } from "./versions.ts";
 
 /** A first-come, first-served async mutex. */
 class Gate {
@@ -106,6 +107,7 @@ function repositoriesOn(db: Db): Repositories {
     drives: new SqliteDrivesRepository(db),
     shares: new SqliteSharesRepository(db),
     ops: new SqliteOpsRepository(db),
+    versions: new SqliteVersionsRepository(db),
   };
 }
 
