@@ -493,8 +493,8 @@ export class FilesService {
   }
 
   /**
-   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period,
-   * under the owner's lock (`lockOwner`), so that the row it removes and the counters it changes
+   * Deletes one file (`/delete`): row, counters, its revision retired (kept as a version, or its
+   * blob queued for deletion after the grace period: src/versions/retire.ts), under the owner's lock (`lockOwner`), so that the row it removes and the counters it changes
    * are those of the last committed write, rename or unregister.
    * @throws AppError `not_found` when there is no such file.
    */

@@ -167,8 +167,8 @@ export class VersionsService {
   }
 
   /**
-   * Removes the kept versions that expired by now, in transactions of up to 100: each removes
-   * its rows and queues (in the same transaction, so that a crash loses nothing) the deletion of
+   * Removes the kept versions that expired by now, in transactions of up to 100 under their
+   * owners' locks: each removes its rows and queues (in the same transaction, so that a crash loses nothing) the deletion of
    * every blob they held that no live file nor other kept version still uses, after the grace
    * period. The sweeper calls it on every pass.
    * @returns how many versions were removed.
@@ -178,8 +178,13 @@ export class VersionsService {
     for (;;) {
       const removed = await this.store.transaction(async (tx) => {
         const now = this.clock.now();
-        const rows = await tx.versions.expired(now, EXPIRE_BATCH);
-        if (rows.length === 0) return 0;
+        const due = await tx.versions.expired(now, EXPIRE_BATCH);
+        if (due.length === 0) return 0;
+        // Under the owners' locks (in one order), so that a restore of one of these versions
+        // either committed before (its file row then keeps the blob) or finds it gone.
+        const owners = [...new Set(due.map((r) => r.owner))].sort();
+        for (const owner of owners) await tx.sessions.lockOwner(owner);
+        const rows = (await tx.versions.expired(now, EXPIRE_BATCH)).filter((r) => owners.includes(r.owner));
         const n = await tx.versions.remove(rows.map((r) => r.versionId));
         const unused: string[] = [];
         for (const blobId of new Set(rows.map((r) => r.blobId)))
@@ -189,7 +194,7 @@ export class VersionsService {
         return n;
       });
       total += removed;
-      if (removed < EXPIRE_BATCH) return total;
+      if (removed === 0) return total;
     }
   }
 }
