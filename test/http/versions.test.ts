@@ -430,4 +430,32 @@ describe("drive roles", () => {
     const entry = (await stateOf(t, u)).files.find((f: Json) => f.relative_path === "b.txt");
     expect(entry.uploaded_by).toBe(writer.address);
   });
+
+  test("a folder holder sees and restores only versions under its folder: others are absent from its lists and 403 on restore", async () => {
+    app();
+    const u = newUser();
+    const holder = newUser();
+    await t.store.repos.drives.insertGrant({
+      owner: u.address,
+      folderHash: FOLDER,
+      member: holder.address,
+      pathPrefix: "shared",
+      role: "writer",
+      grantBlob: "grant",
+      inviteId: null,
+      createdAt: t.clock.now(),
+    });
+    await put(u, "shared/in.txt", randomCiphertext(100));
+    await put(u, "private/out.txt", randomCiphertext(100));
+    await remove(u, "shared/in.txt");
+    await remove(u, "private/out.txt");
+    const trash = ok(await trashOf(u, "", holder), ["folder_hash", "deleted", "next"]);
+    expect(trash.deleted.map((x: Json) => x.entry.relative_path)).toEqual(["shared/in.txt"]);
+    expect((await versionsOf(u, "private/out.txt", holder)).body.versions).toEqual([]);
+    const [hidden] = (await trashOf(u)).body.deleted.filter(
+      (x: Json) => x.entry.relative_path === "private/out.txt",
+    );
+    flatError(await restore(u, "private/out.txt", hidden.version_id, null, holder), 403, "forbidden");
+    expect((await restore(u, "shared/in.txt", trash.deleted[0].version_id, null, holder)).status).toBe(200);
+  });
 });
