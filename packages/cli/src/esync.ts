@@ -48,6 +48,7 @@ import { registerStatus } from "./commands/status.ts";
 import { registerSync } from "./commands/sync.ts";
 import { registerSyncPairs } from "./commands/sync-pairs.ts";
 import { registerUsage } from "./commands/usage.ts";
+import { registerVersions } from "./commands/versions.ts";
 import { logEvent } from "./log.ts";
 import {
   describeError,
@@ -64,7 +65,8 @@ import { applyOutputOptions, type OutputOptions } from "./output-options.ts";
 export function buildProgram(): Command {
   const program = new Command("esync")
     .description("End-to-end-encrypted file sync: files are encrypted on this machine before they are sent")
-    .version(pkg.version, "-V, --version")
+    // `--version` alone is handled in `run`, so that `restore --version N` reaches its command.
+    .version(pkg.version, "-V", "output the version number (also --version)")
     .option("--config-dir <dir>", "configuration directory (default $ESYNC_CONFIG_DIR or ~/.config/esync)")
     .option("--server <url>", "server URL for this run (default $ESYNC_SERVER or the one from init)")
     .option("--json", "machine-readable JSON output (one document on stdout)")
@@ -127,6 +129,7 @@ ${EXIT_CODES_HELP}`,
   registerLs(program);
   registerRestore(program);
   registerRm(program);
+  registerVersions(program);
   registerMv(program);
   registerMkdir(program);
   registerDrive(program);
@@ -154,6 +157,10 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function run(program: Command, argv: string[]): Promise<number> {
+  if (argv[2] === "--version") {
+    process.stdout.write(`${pkg.version}\n`);
+    return EXIT.ok;
+  }
   try {
     await program.parseAsync(argv);
     return EXIT.ok;

@@ -35,6 +35,8 @@ import type {
   DriveMember,
   DriveMembers,
   FileTypeSummary,
+  FileVersion,
+  FileVersionsResult,
   HealthInfo,
   InviteMeta,
   InviteMinted,
@@ -47,6 +49,7 @@ import type {
   RemoteFileEntry,
   RenameEntry,
   RenameFilesResult,
+  RestoreVersionResult,
   SearchFilters,
   SearchResult,
   SessionCreated,
@@ -54,6 +57,7 @@ import type {
   SessionStatus,
   SourceSummary,
   StateResult,
+  TrashResult,
   UnregisterFolderEntriesResult,
   UnregisterFolderResult,
   UploadResult,
@@ -920,6 +924,7 @@ export class EsyncApi {
       folder_grant_writes: false,
       member_folder_shares: false,
       upload_folder_shares: false,
+      versions: false,
     };
     let got: Record<string, unknown>;
     try {
@@ -932,6 +937,61 @@ export class EsyncApi {
     for (const k of Object.keys(none) as (keyof Capabilities)[]) out[k] = got[k] === true;
     return out;
   }
+  /**
+   * `GET /v1/versions/{ss58}/{folder_hash}/{file_id}` (docs/versions.md; capability
+   * `versions`): the file's current revision (null when deleted) and its kept versions, newest first.
+   * @throws ApiError (403 `forbidden` without read access).
+   */
+  fileVersions(ss58: string, folderHash: string, fileIdHex: string): Promise<FileVersionsResult> {
+    return this.callV1({
+      method: "GET",
+      path: `/v1/versions/${seg(ss58)}/${seg(folderHash)}/${seg(fileIdHex)}`,
+    });
+  }
+
+  /**
+   * `GET /v1/trash/{ss58}/{folder_hash}` (docs/versions.md): one page of the folder's deleted
+   * files, newest first; pass the answer's `next` as `before` for the following page.
+   */
+  trash(ss58: string, folderHash: string, before?: number, limit?: number): Promise<TrashResult> {
+    return this.callV1({
+      method: "GET",
+      path: `/v1/trash/${seg(ss58)}/${seg(folderHash)}`,
+      query: { before, limit },
+    });
+  }
+
+  /** Every deleted file of a folder's trash, page by page (`trash`), newest first. */
+  async *iterateTrash(ss58: string, folderHash: string): AsyncGenerator<FileVersion> {
+    for (let before: number | undefined; ; ) {
+      const page = await this.trash(ss58, folderHash, before);
+      yield* page.deleted;
+      if (page.next === null) return;
+      before = page.next;
+    }
+  }
+
+  /**
+   * `POST /v1/versions/{ss58}/{folder_hash}/{file_id}/restore` (docs/versions.md): makes kept
+   * version `versionId` the file's new revision on the server (no bytes are sent).
+   * `baseRevisionId` is the current revision, or null for a deleted file.
+   * @throws ApiError 404 `not_found` (no such version of the file), 409 `conflict` (the current
+   *   revision is not `baseRevisionId`), 402 `drive_quota_exceeded`, 403 `forbidden`.
+   */
+  restoreVersion(
+    ss58: string,
+    folderHash: string,
+    fileIdHex: string,
+    versionId: number,
+    baseRevisionId: readonly number[] | null,
+  ): Promise<RestoreVersionResult> {
+    return this.callV1({
+      method: "POST",
+      path: `/v1/versions/${seg(ss58)}/${seg(folderHash)}/${seg(fileIdHex)}/restore`,
+      json: { version_id: versionId, base_revision_id: baseRevisionId },
+    });
+  }
+
   /** A v1 call whose success has no body (204). */
   private async callNoContent(spec: RequestSpec): Promise<void> {
     const res = await this.send(spec);

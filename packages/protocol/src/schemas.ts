@@ -711,6 +711,11 @@ export const Capabilities = Type.Object({
   folder_grant_writes: Type.Boolean(),
   member_folder_shares: Type.Boolean(),
   upload_folder_shares: Type.Boolean(),
+  /**
+   * esync extension: version history and trash (docs/versions.md); true while the server keeps
+   * replaced and deleted revisions (`ESYNC_VERSION_RETENTION_DAYS` above 0).
+   */
+  versions: Type.Optional(Type.Boolean()),
 });
 
 /** `POST /can_upload` (docs/protocol.md#quota). */
@@ -1094,3 +1099,77 @@ export const FolderSharePage = Type.Object({
 });
 /** `GET /v1/folder-shares/{token}/blob` query. */
 export const FolderBlobQuery = Type.Object({ path: Type.Optional(Type.String({ maxLength: 4096 })) });
+
+// ---------------------------------------------------------------------------------------------
+// Version history and trash (esync extension, docs/versions.md; capability `versions`): v1
+// family, bare bodies, flat errors.
+
+/** A flat v1 error of the version routes; a 409 also names the current revision. */
+export const VersionsError = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  current_revision_id: Type.Optional(Type.Union([Bytes32, Type.Null()])),
+  current_revision_seq: Type.Optional(Type.Integer({ minimum: 0 })),
+  frozen_until: Type.Optional(Type.String()),
+});
+
+/** Default and largest page of `GET /v1/trash/{ss58}/{folder_hash}`. */
+export const TRASH_DEFAULT_LIMIT = 100;
+export const TRASH_MAX_LIMIT = 1000;
+
+/** A kept version: why and when it stopped being current, until when it is kept, and its file entry. */
+export const FileVersion = Type.Object({
+  version_id: Type.Integer({ minimum: 1, description: "the id `restore` takes" }),
+  reason: Type.Union([Type.Literal("replaced"), Type.Literal("deleted")], {
+    description: "`replaced`: a newer revision took its place; `deleted`: the file was deleted",
+  }),
+  kept_at: Type.Integer({ description: "Unix seconds it stopped being the current revision" }),
+  expires_at: Type.Integer({ description: "Unix seconds after which it is deleted" }),
+  entry: RemoteFileEntry,
+});
+
+/** `GET /v1/versions/{ss58}/{folder_hash}/{file_id}`. */
+export const FileVersionsResult = Type.Object({
+  folder_hash: FolderHash,
+  file_id: Type.String({ description: "64 hex characters of path_hash" }),
+  current: Type.Union([RemoteFileEntry, Type.Null()], {
+    description: "the current revision, or null when deleted",
+  }),
+  versions: Type.Array(FileVersion, { description: "newest first" }),
+});
+
+/** Query of `GET /v1/trash/{ss58}/{folder_hash}`: keyset pagination by `version_id`. */
+export const TrashQuery = Type.Object({
+  before: uintQuery("the `next` of the previous page: only versions with a smaller version_id"),
+  limit: uintQuery(
+    `page size; 0 or absent = ${TRASH_DEFAULT_LIMIT}; values above ${TRASH_MAX_LIMIT} are read as ${TRASH_MAX_LIMIT}`,
+  ),
+});
+
+/** `GET /v1/trash/{ss58}/{folder_hash}`: the newest deleted version of each path with no live file. */
+export const TrashResult = Type.Object({
+  folder_hash: FolderHash,
+  deleted: Type.Array(FileVersion, { description: "newest first" }),
+  next: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the `before` of the next page; null at the end",
+  }),
+});
+
+/** `POST /v1/versions/{ss58}/{folder_hash}/{file_id}/restore` body. */
+export const RestoreVersionBody = Type.Object({
+  version_id: Type.Integer({ minimum: 1 }),
+  base_revision_id: Type.Union([Bytes32, Type.Null()], {
+    description: "the current revision (as an upload's base_revision_id); null to restore a deleted file",
+  }),
+});
+
+/** `POST /v1/versions/{ss58}/{folder_hash}/{file_id}/restore` answer: the new current revision. */
+export const RestoreVersionResult = Type.Object({
+  version_id: Type.Integer(),
+  upload_id: Type.String(),
+  revision_id: Bytes32,
+  revision_seq: Type.Integer({ minimum: 1 }),
+  size_bytes: Type.Integer({ minimum: 0, description: "plaintext bytes" }),
+  created_at: UnixSeconds,
+  updated_at: UnixSeconds,
+});

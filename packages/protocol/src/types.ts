@@ -80,3 +80,11 @@ export type Memberships = Static<typeof S.Memberships>;
 export type DriveMembers = Static<typeof S.DriveMembers>;
 /** A member row (members listing, role change). */
 export type DriveMember = Static<typeof S.DriveMember>;
+/** A kept version (docs/versions.md). */
+export type FileVersion = Static<typeof S.FileVersion>;
+/** `GET /v1/versions/{ss58}/{folder_hash}/{file_id}` (docs/versions.md). */
+export type FileVersionsResult = Static<typeof S.FileVersionsResult>;
+/** `GET /v1/trash/{ss58}/{folder_hash}` (docs/versions.md). */
+export type TrashResult = Static<typeof S.TrashResult>;
+/** `POST /v1/versions/{ss58}/{folder_hash}/{file_id}/restore` (docs/versions.md). */
+export type RestoreVersionResult = Static<typeof S.RestoreVersionResult>;

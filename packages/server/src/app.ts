@@ -35,6 +35,7 @@ import { sharesController } from "./shares/shares.controller.ts";
 import { BlobNotFoundError, BlobReadError } from "./storage/blob-store.ts";
 import { summariesController } from "./summaries/summaries.controller.ts";
 import { currentRequest } from "./util/request-context.ts";
+import { versionsController } from "./versions/versions.controller.ts";
 
 /** System error codes of file and network I/O: a failing blob store, not the database. */
 const IO_ERROR_CODES = new Set([
@@ -125,10 +126,11 @@ export function createApp(deps: AppDeps) {
     })
     .use(healthController(s))
     .use(probesController(s))
-    .use(capabilitiesController())
+    .use(capabilitiesController(s.deps.config.versionRetentionSeconds > 0))
     .use(foldersController(s))
     .use(sessionsController(s))
     .use(filesController(s))
+    .use(versionsController(s))
     .use(batchController(s))
     .use(quotaController(s))
     .use(summariesController(s))

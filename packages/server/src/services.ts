@@ -30,6 +30,7 @@ import type { BlobStore } from "./storage/blob-store.ts";
 import { SummariesService } from "./summaries/summaries.service.ts";
 import type { Clock } from "./util/clock.ts";
 import type { Logger } from "./util/log.ts";
+import { VersionsService } from "./versions/versions.service.ts";
 import type { DeletionQueueRepository } from "./workers/deletion-queue.repository.ts";
 
 /** The clients a service instance is built on. */
@@ -74,6 +75,8 @@ export interface Services {
   folderShares: FolderSharesService;
   /** Request counts of the anonymous share routes per client address. */
   shareLimiter: RateLimiter;
+  /** Version history and trash (docs/versions.md). */
+  versions: VersionsService;
 }
 
 /**
@@ -91,7 +94,15 @@ export function buildServices(appDeps: AppDeps): Services {
   });
   const access = new DriveAccessService(store.repos.drives);
   const quota = new QuotaService(store.repos.quota, clock, config.defaultQuotaBytes);
-  const files = new FilesService(store, blobs, clock, quota, config.blobGraceSeconds, access);
+  const files = new FilesService(
+    store,
+    blobs,
+    clock,
+    quota,
+    config.blobGraceSeconds,
+    access,
+    config.versionRetentionSeconds,
+  );
   const searchIndex = deps.searchIndex ?? searchIndexOf(store);
   const searchDegraded = new DegradedStateLog(log, searchIndex.kind);
   const profile = profileRules(config.apiProfile);
@@ -144,5 +155,6 @@ export function buildServices(appDeps: AppDeps): Services {
     shares: new FileSharesService(store, blobs, clock, quota, log, { graceSeconds: config.blobGraceSeconds }),
     folderShares: new FolderSharesService(store, clock, searchIndex, log),
     shareLimiter: new RateLimiter(config.shareRateLimit, clock),
+    versions: new VersionsService(store, clock, access, files, quota),
   };
 }

@@ -39,12 +39,16 @@ import {
 import { progressMode, transferProgress } from "../progress.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { browsePath } from "./ls.ts";
+import { type HistoryChoice, parseTime, restoreFromHistory } from "./versions.ts";
 
 interface RestoreOptions {
   folder: string;
   to: string;
   force?: boolean;
   jobs: string;
+  version?: string;
+  at?: string;
+  deleted?: boolean;
 }
 
 /** What happened to one file. */
@@ -96,19 +100,52 @@ export function registerRestore(program: Command): void {
     .option("--to <dir>", "where to restore them, keeping their paths (default: current directory)", ".")
     .option("--force", "replace local files that differ from the server's")
     .option("-j, --jobs <n>", "files downloaded at once", "3")
+    .option("--version <n>", "restore kept version N of the file on the server (see esync versions)")
+    .option("--at <time>", "restore the version that was current at TIME (ISO 8601 or Unix seconds)")
+    .option("--deleted", "restore a deleted file from the folder's trash (see esync trash)")
     .addHelpText(
       "after",
       `
 Each file is verified as \`esync pull\` verifies it. Files already identical are skipped;
 a different local file is kept (and reported) unless --force.
 
+With --version, --at or --deleted (one PATH), the server makes that version the file's
+current revision (no bytes are sent again); the next sync brings it to every device. With
+--to as well, the restored file is also downloaded there.
+
 Examples:
   esync restore reports/2026 --folder documents --to ~/restore
-  esync restore "notes/todo.txt" --folder documents --force`,
+  esync restore "notes/todo.txt" --folder documents --force
+  esync restore notes/todo.txt --folder documents --version 12
+  esync restore notes/todo.txt --folder documents --at 2026-11-27T18:00:00Z
+  esync restore --deleted notes/old.txt --folder documents --to .`,
     )
     .action(async (paths: string[], opts: RestoreOptions, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
-      await restore(ctx, paths, opts);
+      const chosen = [opts.version !== undefined, opts.at !== undefined, opts.deleted === true].filter(
+        Boolean,
+      );
+      if (chosen.length === 0) return restore(ctx, paths, opts);
+      if (chosen.length > 1) throw usageError("give one of --version, --at, --deleted");
+      if (paths.length !== 1) throw usageError("--version, --at and --deleted restore one PATH");
+      const version = Number(opts.version);
+      if (opts.version !== undefined && !(Number.isInteger(version) && version > 0))
+        throw usageError("--version must be a version number from esync versions");
+      const choice: HistoryChoice =
+        opts.version !== undefined
+          ? { version }
+          : opts.at !== undefined
+            ? { at: parseTime(opts.at) }
+            : { deleted: true };
+      const { path, restored } = await restoreFromHistory(ctx, opts.folder, paths[0] as string, choice);
+      if (ctx.json && cmd.getOptionValueSource("to") !== "cli")
+        return printJson({ folder: opts.folder, path, ...restored });
+      if (!ctx.json)
+        println(
+          `restored ${path} (version ${restored.version_id}) on the server as revision ${restored.revision_seq}`,
+        );
+      if (cmd.getOptionValueSource("to") === "cli") return restore(ctx, [path], opts);
+      if (!ctx.json) println("the next sync brings it to your devices");
     });
 }
 

@@ -2,7 +2,8 @@
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (docs/protocol.md#capabilities): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
- * shared drives with folder invites, reader and writer (docs/drives.md).
+ * shared drives with folder invites, reader and writer (docs/drives.md), and version history and
+ * trash when versions are kept (docs/versions.md).
  */
 
 import { Capabilities } from "@esync/protocol/schemas.ts";
@@ -21,9 +22,13 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   upload_folder_shares: false,
 };
 
-/** The capabilities route (no token, no envelope). */
-export function capabilitiesController() {
-  return new Elysia({ name: "capabilities" }).get("/v1/capabilities", () => Response.json(V1_CAPABILITIES), {
+/**
+ * The capabilities route (no token, no envelope). `versions` is true when the server keeps
+ * replaced and deleted revisions (`ESYNC_VERSION_RETENTION_DAYS` above 0).
+ */
+export function capabilitiesController(versions = false) {
+  const body: CapabilitiesBody = { ...V1_CAPABILITIES, versions };
+  return new Elysia({ name: "capabilities" }).get("/v1/capabilities", () => Response.json(body), {
     response: { 200: Capabilities },
     detail: {
       tags: ["health"],

@@ -82,6 +82,12 @@ export interface Config {
    */
   blobGraceSeconds: number;
   /**
+   * Seconds a replaced or deleted revision is kept as a version that can be listed and restored
+   * (`ESYNC_VERSION_RETENTION_DAYS`, default 30 days; 0 = versions are off and replaced or deleted
+   * revisions go to the deletion queue after `blobGraceSeconds`): docs/versions.md.
+   */
+  versionRetentionSeconds: number;
+  /**
    * Requests per minute one client address may make to the anonymous share routes
    * (`ESYNC_SHARE_RATE_LIMIT`, default 120; 0 = no limit): docs/sharing.md.
    */
@@ -280,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     finalizeLeaseSeconds: int(env, "ESYNC_FINALIZE_LEASE_SECONDS", 60, 3, 86400),
     sweepIntervalSeconds: int(env, "ESYNC_SWEEP_INTERVAL_SECONDS", 60, 1, 86400),
     blobGraceSeconds: int(env, "ESYNC_BLOB_GRACE_SECONDS", 3600, 0, 30 * 86400),
+    versionRetentionSeconds: int(env, "ESYNC_VERSION_RETENTION_DAYS", 30, 0, 3650) * 86400,
     shareRateLimit: int(env, "ESYNC_SHARE_RATE_LIMIT", 120, 0, 1_000_000),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),

@@ -23,6 +23,7 @@ import type { QuotaRepository } from "../quota/quota.repository.ts";
 import type { SessionsRepository } from "../sessions/sessions.repository.ts";
 import type { SharesRepository } from "../shares/shares.repository.ts";
 import type { SummariesRepository } from "../summaries/summaries.repository.ts";
+import type { VersionsRepository } from "../versions/versions.repository.ts";
 import type { DeletionQueueRepository } from "../workers/deletion-queue.repository.ts";
 
 /** Every repository of the metadata store. */
@@ -41,6 +42,8 @@ export interface Repositories {
   shares: SharesRepository;
   /** The operator tools' queries and repairs (fsck, stats). */
   ops: OpsRepository;
+  /** Kept versions of replaced and deleted files (docs/versions.md). */
+  versions: VersionsRepository;
 }
 
 /** The repositories of an open transaction, and nested all-or-nothing steps inside it. */

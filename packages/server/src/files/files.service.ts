@@ -15,9 +15,10 @@ import type { MetadataStore, Repositories } from "../db/store.ts";
 import type { DriveAccessService } from "../drives/drive-access.service.ts";
 import type { QuotaService } from "../quota/quota.service.ts";
 import { BlobNotFoundError, BlobReadError, type BlobStore } from "../storage/blob-store.ts";
-import { type BlobLayout, blobTarget, readBlobRange } from "../storage/layout.ts";
+import { type BlobLayout, readBlobRange } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { TimeSlicer } from "../util/yield.ts";
+import { type RetirePolicy, retire } from "../versions/retire.ts";
 import { extensionOf, type FileRow, searchNameOf } from "./file-entry.ts";
 
 /**
@@ -129,7 +130,23 @@ export class FilesService {
     /** Seconds a replaced or deleted revision's objects stay readable (`ESYNC_BLOB_GRACE_SECONDS`). */
     private readonly graceSeconds: number,
     private readonly access: DriveAccessService,
+    /** Seconds a replaced or deleted revision is kept as a version (`ESYNC_VERSION_RETENTION_DAYS`); 0 = off. */
+    private readonly retentionSeconds = 0,
   ) {}
+
+  /** How replaced and deleted revisions are retired (src/versions/retire.ts). */
+  get retirePolicy(): RetirePolicy {
+    return { retentionSeconds: this.retentionSeconds, graceSeconds: this.graceSeconds };
+  }
+
+  /**
+   * Bytes a write of `sizeBytes` over `current` adds to the owner's usage: its growth over the
+   * replaced row, or its whole size while versions are kept (the replaced revision stays counted
+   * as a version: docs/versions.md).
+   */
+  growth(sizeBytes: number, current: FileRow | undefined): number {
+    return this.retentionSeconds > 0 ? sizeBytes : sizeBytes - (current?.sizeBytes ?? 0);
+  }
 
   /**
    * Admits `caller` to write the manifest's file: the owner, or a writer or manager of the
@@ -188,7 +205,7 @@ export class FilesService {
    */
   async requireQuota(m: Manifest, tx: Repositories): Promise<void> {
     const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
-    await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
+    await this.quota.require(m.ss58Address, this.growth(m.sizeBytes, current), tx.quota);
   }
 
   /**
@@ -333,7 +350,7 @@ export class FilesService {
     await tx.sessions.lockOwner(m.ss58Address);
     const current = await tx.files.get(m.ss58Address, m.folderHash, m.pathHash);
     this.checkRevision(m, current);
-    await this.quota.require(m.ss58Address, m.sizeBytes - (current?.sizeBytes ?? 0), tx.quota);
+    await this.quota.require(m.ss58Address, this.growth(m.sizeBytes, current), tx.quota);
     if (intent !== undefined && !(await tx.deletionQueue.claim(intent, now)))
       throw fail("storage_unavailable", "The upload took too long to commit; retry", { retryAfter: 1 });
     const revisionId = Buffer.from(randomHex(32), "hex");
@@ -376,8 +393,7 @@ export class FilesService {
       m.sizeBytes - (current?.sizeBytes ?? 0),
       now,
     );
-    if (current && current.blobId !== blob.blobId)
-      await tx.deletionQueue.enqueue([blobTarget(current.blobId)], now + this.graceSeconds);
+    if (current) await retire(tx, current, "replaced", now, this.retirePolicy);
     const result: UploadResult = {
       upload_id: row.uploadId,
       timestamp: now,
@@ -478,15 +494,15 @@ export class FilesService {
   }
 
   /**
-   * Deletes one file (`/delete`): row, counters, blob queued for deletion after the grace period,
-   * under the owner's lock (`lockOwner`), so that the row it removes and the counters it changes
+   * Deletes one file (`/delete`): row, counters, its revision retired (kept as a version, or its
+   * blob queued for deletion after the grace period: src/versions/retire.ts), under the owner's lock (`lockOwner`), so that the row it removes and the counters it changes
    * are those of the last committed write, rename or unregister.
    * @throws AppError `not_found` when there is no such file.
    */
   async remove(owner: string, folderHash: string, pathHash: Uint8Array): Promise<void> {
     await this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(owner);
-      if (!(await removeRow(tx, owner, folderHash, pathHash, this.clock.now(), this.graceSeconds)))
+      if (!(await removeRow(tx, owner, folderHash, pathHash, this.clock.now(), this.retirePolicy)))
         throw fail("not_found", "No file with this file_id in this folder");
     });
   }
@@ -521,7 +537,7 @@ export class FilesService {
         }
         try {
           const removed = await tx.savepoint((sp) =>
-            removeRow(sp, owner, folderHash, Buffer.from(key, "hex"), now, this.graceSeconds),
+            removeRow(sp, owner, folderHash, Buffer.from(key, "hex"), now, this.retirePolicy),
           );
           out.deleted.push({ file_id: id, status: removed ? "deleted" : "already_deleted" });
           if (removed) out.filesDeleted++;
@@ -666,8 +682,9 @@ export async function primed(stream: ReadableStream<Uint8Array>): Promise<Readab
 }
 
 /**
- * Deletes one file inside the transaction `tx`: row, folder counters, and its blob queued for
- * deletion `graceSeconds` after `now`. False when there is no such file.
+ * Deletes one file inside the transaction `tx`: row, folder counters, and its revision retired
+ * by `policy` (kept as a version, or its blob queued for deletion after the grace period:
+ * src/versions/retire.ts). False when there is no such file.
  */
 async function removeRow(
   tx: Repositories,
@@ -675,13 +692,13 @@ async function removeRow(
   folderHash: string,
   pathHash: Uint8Array,
   now: number,
-  graceSeconds: number,
+  policy: RetirePolicy,
 ): Promise<boolean> {
   const current = await tx.files.get(owner, folderHash, pathHash);
   if (!current) return false;
   if (!(await tx.files.remove(owner, folderHash, pathHash))) return false;
   await tx.folders.applyFileChange(owner, folderHash, -1, -current.sizeBytes, now);
-  await tx.deletionQueue.enqueue([blobTarget(current.blobId)], now + graceSeconds);
+  await retire(tx, current, "deleted", now, policy);
   return true;
 }
 

@@ -67,7 +67,8 @@ export class FoldersService {
   }
 
   /**
-   * Unregisters a folder and removes every file in it, queueing their blobs for deletion after the grace period (docs/protocol.md#folders).
+   * Unregisters a folder and removes every file in it and every kept version of its files
+   * (docs/versions.md), queueing their blobs for deletion after the grace period (docs/protocol.md#folders).
    * @returns the number of files deleted.
    * @throws AppError `not_found` (404) when no folder is registered at this hash.
    */
@@ -77,9 +78,11 @@ export class FoldersService {
       const row = await tx.folders.get(owner, folderHash);
       if (!row || row.label === null)
         throw fail("not_found", "No folder is registered at this folder_hash for this user");
-      const blobIds = await tx.files.blobIdsOfFolder(owner, folderHash);
+      const blobIds = new Set(await tx.files.blobIdsOfFolder(owner, folderHash));
       const deleted = await tx.files.removeFolder(owner, folderHash);
-      await tx.deletionQueue.enqueue(blobIds.map(blobTarget), this.clock.now() + this.graceSeconds);
+      // A restored version shares its blob with the file it became: each blob is queued once.
+      for (const id of await tx.versions.removeFolder(owner, folderHash)) blobIds.add(id);
+      await tx.deletionQueue.enqueue([...blobIds].map(blobTarget), this.clock.now() + this.graceSeconds);
       await tx.folders.remove(owner, folderHash);
       await tx.folderEntries.removeFolder(owner, folderHash);
       // The drive goes with its folder: a folder registered again later starts without members.

@@ -38,7 +38,15 @@ export function errorResponse(e: AppError, requestId?: string, flat = false): Re
   let body: string;
   if (flat || ERRORS[e.code].status === 402) {
     // Quota refusals are flat on every route (docs/protocol.md#response-families, #quota); so is every v1 error (docs/drives.md).
-    body = JSON.stringify({ error: e.code, message: e.message, ...(e.extra.fields ?? {}) });
+    // A v1 conflict carries the current revision as the Conflict envelope does (docs/versions.md).
+    const conflict =
+      flat && e.extra.conflict
+        ? {
+            current_revision_id: toIntArray(e.extra.conflict.currentRevisionId),
+            current_revision_seq: e.extra.conflict.currentRevisionSeq,
+          }
+        : {};
+    body = JSON.stringify({ error: e.code, message: e.message, ...conflict, ...(e.extra.fields ?? {}) });
   } else if (e.extra.conflict) {
     body = JSON.stringify({
       Conflict: {

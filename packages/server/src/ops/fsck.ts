@@ -4,13 +4,14 @@
  * default, repairing what can be repaired with `repair: true`. Problems found, by `kind`:
  *
  * - `orphan_object`: an object that nothing accounts for. An object is accounted for when a file
- *   row references it (its blob and chunk generation), an upload session (any state, expired or
+ *   row or a kept version (docs/versions.md) references it (its blob and chunk generation), an upload session (any state, expired or
  *   not yet swept) covers its blob prefix, a stored file share covers its `s/<share_id>/` prefix
  *   (docs/sharing.md), or a queued deletion or write intent in
  *   `blob_deletions` names it or a prefix of it (objects waiting out the grace period are not
  *   orphans). Repair: the object is deleted.
- * - `missing_object`: a file row's chunk object does not exist. Not repairable (the bytes are
- *   gone); the file's download fails until it is uploaded again.
+ * - `missing_object`: a file row's or a kept version's chunk object does not exist. Not
+ *   repairable (the bytes are gone); the file's download (or the version's restore) fails until
+ *   it is uploaded again.
  * - `wrong_size`: a file row's chunk object exists with a size other than the row's chunk layout
  *   gives. Not repairable.
  * - `counter_mismatch`: a folder's `file_count`/`total_bytes` differ from its files, or are
@@ -46,7 +47,7 @@ import type { BlobStore } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
 import { blobPrefix } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
-import { chunkKeysOf, type FileLayout, objectsOf } from "./ops.repository.ts";
+import { chunkKeysOf, type FileLayout, objectsOf, type VersionLayout } from "./ops.repository.ts";
 
 /** The kinds of problem fsck reports. */
 export type FsckKind =
@@ -223,6 +224,37 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
     }
     if (rows.length < pageSize) break;
     after = rows[rows.length - 1] as FileLayout;
+  }
+
+  // 3b. The same for kept versions (reported only while the version is still kept).
+  for (let after: number | null = null; ; ) {
+    const rows: VersionLayout[] = await store.repos.ops.versionLayouts(after, pageSize);
+    const chunks = rows.flatMap((row) =>
+      objectsOf(row).map((o) => ({ key: o.key, expected: o.end - o.start, row })),
+    );
+    const actual = await sizes(
+      blobs,
+      chunks.map((c) => c.key),
+    );
+    for (const [i, c] of chunks.entries()) {
+      const size = actual[i] ?? null;
+      if (size === c.expected) continue;
+      if (!(await store.repos.versions.get(c.row.owner, c.row.folderHash, c.row.versionId))) continue;
+      const version = `kept version ${c.row.versionId} of file ${Buffer.from(c.row.pathHash).toString("hex")} of folder ${c.row.folderHash} (${c.row.owner})`;
+      problems.push({
+        kind: size === null ? "missing_object" : "wrong_size",
+        detail:
+          size === null
+            ? `object ${c.key} of ${version} does not exist`
+            : `object ${c.key} of ${version} has ${size} bytes; its chunk layout says ${c.expected}`,
+        key: c.key,
+        owner: c.row.owner,
+        folder_hash: c.row.folderHash,
+        repaired: false,
+      });
+    }
+    if (rows.length < pageSize) break;
+    after = (rows[rows.length - 1] as VersionLayout).versionId;
   }
 
   // 4. Folder counters against their files (a folder with files but no row counts as a mismatch).

@@ -21,6 +21,11 @@ export interface FileLayout {
   chunkGens: string;
 }
 
+/** The chunk layout of one kept version (docs/versions.md), and its id (the order `versionLayouts` pages in). */
+export interface VersionLayout extends FileLayout {
+  versionId: number;
+}
+
 /** A folder whose counters differ from its files (or are not non-negative integers, or whose row is missing). */
 export interface CounterMismatch {
   owner: string;
@@ -53,7 +58,7 @@ export interface FileKey {
 
 /**
  * One page of what the database accounts for in the blob store, as `OpsRepository.snapshot`
- * reads it: file rows (their chunk objects), the blob ids of stored upload sessions (any state,
+ * reads it: file rows and kept versions (their chunk objects), the blob ids of stored upload sessions (any state,
  * expired or not yet swept: every object under their blob prefix), the ids of stored file shares
  * (every object under `s/<share_id>/`, docs/sharing.md), or the targets of `blob_deletions`
  * (queued deletions and write intents: object keys, or prefixes ending in `/`).
@@ -105,9 +110,15 @@ export interface OpsRepository {
    * caller walks every file with one page in memory.
    */
   fileLayouts(after: FileKey | null, limit: number): Promise<FileLayout[]>;
+
   /**
-   * True when the database still accounts for object `key`: a file row lists it among its chunk
-   * objects, an upload session has its blob, or a `blob_deletions` target is `key` or one of its
+   * Up to `limit` layouts of kept versions (docs/versions.md) with `version_id` above `after`
+   * (null: from the first), in `version_id` order: keyset pages, as `fileLayouts`.
+   */
+  versionLayouts(after: number | null, limit: number): Promise<VersionLayout[]>;
+  /**
+   * True when the database still accounts for object `key`: a file row or a kept version lists
+   * it among its chunk objects, an upload session has its blob, or a `blob_deletions` target is `key` or one of its
    * prefixes. fsck asks again just before deleting an orphan.
    */
   isReferenced(key: string): Promise<boolean>;

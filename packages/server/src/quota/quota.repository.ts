@@ -26,6 +26,12 @@ export interface QuotaRepository {
    */
   shareBytes(owner: string): Promise<number>;
 
+  /**
+   * Plaintext bytes of `owner`'s kept versions of replaced and deleted files, which count against
+   * the allowance until they expire (docs/versions.md).
+   */
+  versionBytes(owner: string): Promise<number>;
+
   /** The override row: `undefined` = no override; `quotaBytes` null = unlimited. */
   override(owner: string): Promise<{ quotaBytes: number | null } | undefined>;
 

@@ -3,7 +3,8 @@
  * Per-account storage allowances in plaintext bytes (docs/protocol.md#quota, issue 15): the default
  * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
  * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers) plus the
- * plaintext bytes of its stored file shares (docs/sharing.md). Writes
+ * plaintext bytes of its stored file shares (docs/sharing.md) and of its kept versions of replaced
+ * and deleted files (docs/versions.md). Writes
  * are charged only their growth over the row they replace, checked inside the committing
  * transaction (with its repository, under `SessionsRepository.lockOwner`), so that two racing
  * writes cannot both slip under the limit on any node.
@@ -16,7 +17,7 @@ import type { QuotaRepository } from "./quota.repository.ts";
 /** The quota standing of one account. Bytes are plaintext bytes. */
 export interface QuotaInfo {
   owner: string;
-  /** Plaintext bytes of the account's live files and stored file shares. */
+  /** Plaintext bytes of the account's live files, stored file shares and kept versions. */
   usedBytes: number;
   fileCount: number;
   /** The allowance in force; null = unlimited. */
@@ -39,7 +40,7 @@ export class QuotaService {
     const override = await repo.override(owner);
     return {
       owner,
-      usedBytes: (usage?.totalBytes ?? 0) + (await repo.shareBytes(owner)),
+      usedBytes: (usage?.totalBytes ?? 0) + (await repo.shareBytes(owner)) + (await repo.versionBytes(owner)),
       fileCount: usage?.fileCount ?? 0,
       quotaBytes: override ? override.quotaBytes : this.defaultQuotaBytes,
       source: override ? "override" : "default",
@@ -52,7 +53,10 @@ export class QuotaService {
     const override = await repo.override(owner);
     const quotaBytes = override ? override.quotaBytes : this.defaultQuotaBytes;
     if (quotaBytes === null) return true;
-    const used = ((await repo.usage(owner))?.totalBytes ?? 0) + (await repo.shareBytes(owner));
+    const used =
+      ((await repo.usage(owner))?.totalBytes ?? 0) +
+      (await repo.shareBytes(owner)) +
+      (await repo.versionBytes(owner));
     return used + growthBytes <= quotaBytes;
   }
 

@@ -7,7 +7,8 @@
  * - Deletions: producers call `enqueue` inside the transaction that stops referencing the
  *   objects, so nothing is deleted before the row that replaces it is committed, and a crash
  *   never loses a pending deletion. Replaced or deleted files' objects are queued `grace`
- *   seconds ahead so that downloads in flight finish.
+ *   seconds ahead so that downloads in flight finish (while versions are kept, when their
+ *   version expires instead: docs/versions.md).
  * - Write intents: every write path calls `reserve` before the first byte of an object lands:
  *   a row queuing the object's deletion one lease ahead. The transaction that starts referencing
  *   the object cancels the row (`claim`); a failed write `release`s it (due now). A crash at any

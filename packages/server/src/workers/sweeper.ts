@@ -2,7 +2,7 @@
  * @module workers/sweeper
  * Background collection: finalize leases that ran out, expired upload sessions (docs/protocol.md#upload-sessions), write
  * intents of dead processes, every `SHARE_REAP_INTERVAL_SECONDS` the revoked, expired and idle
- * shares (docs/sharing.md), and the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
+ * shares (docs/sharing.md), expired kept versions (docs/versions.md), and the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
  * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with
  * a lease (`claimDue`), so each object is deleted by one sweeper.
  */
@@ -25,11 +25,13 @@ export class Sweeper {
   constructor(private readonly s: Services) {}
 
   /**
-   * One pass: collect expired sessions, reap shares when their interval has passed, then delete
-   * queued blobs that are due.
-   * @returns counts of sessions collected, shares (file and folder) reaped and deletion rows processed.
+   * One pass: collect expired sessions, reap shares when their interval has passed, remove
+   * expired kept versions (their blobs go to the deletion queue), then delete queued blobs that
+   * are due.
+   * @returns counts of sessions collected, shares (file and folder) reaped, kept versions
+   *   expired and deletion rows processed.
    */
-  async runOnce(): Promise<{ sessions: number; shares: number; deletions: number }> {
+  async runOnce(): Promise<{ sessions: number; shares: number; versions: number; deletions: number }> {
     const { blobs, clock, log } = this.s.deps;
     const sessions = await this.s.sessions.sweepExpired();
     await this.releaseDeadIntents();
@@ -38,6 +40,7 @@ export class Sweeper {
       this.sharesReapedAt = clock.now();
       shares = (await this.s.shares.reap()) + (await this.s.folderShares.reap());
     }
+    const versions = await this.s.versions.expire();
     let deletions = 0;
     for (;;) {
       const now = clock.now();
@@ -67,7 +70,7 @@ export class Sweeper {
       if (due.length < 100) break;
     }
     if (deletions > 0) log.info("blob.deleted", { count: deletions });
-    return { sessions, shares, deletions };
+    return { sessions, shares, versions, deletions };
   }
 
   /**

@@ -18,5 +18,6 @@ test("GET /v1/capabilities answers 200 without a token: the share flags and fold
     folder_grant_writes: true,
     member_folder_shares: false,
     upload_folder_shares: false,
+    versions: false,
   });
 });

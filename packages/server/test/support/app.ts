@@ -141,6 +141,9 @@ export function makeTestApp(
     ESYNC_DB_PATH: ":memory:",
     ESYNC_OPENAPI: "0",
     ESYNC_DISK_FSYNC: "off",
+    // Versions off unless a test turns them on (docs/versions.md): the other tests check the
+    // deletion queue and the quota of replaced and deleted files as they work without them.
+    ESYNC_VERSION_RETENTION_DAYS: "0",
     ...storageVars,
     ...env,
   });

@@ -15,12 +15,13 @@ import {
   type OpsRepository,
   prefixesOf,
   type StoreTotals,
+  type VersionLayout,
 } from "../../ops/ops.repository.ts";
 import { shareIdOfKey } from "../../shares/share-rules.ts";
 import { blobIdOfKey } from "../../storage/layout.ts";
 import type { PgDb } from "./client.ts";
 import type { PgConn } from "./conn.ts";
-import { apiTokens, blobDeletions, files, folders, shares, uploadSessions } from "./schema.ts";
+import { apiTokens, blobDeletions, files, fileVersions, folders, shares, uploadSessions } from "./schema.ts";
 
 /** Sessions stuck at `now`: finalizing with a lease that ran out, or without one. */
 function stuckAt(now: number) {
@@ -57,6 +58,32 @@ async function layoutsAfter(db: PgConn, after: FileKey | null, limit: number): P
   return rows.map((f) => ({ ...f, pathHash: new Uint8Array(f.pathHash) }));
 }
 
+/** Up to `limit` kept-version layouts with `version_id` above `after`, in id order, through `db`. */
+async function versionLayoutsAfter(
+  db: PgConn,
+  after: number | null,
+  limit: number,
+): Promise<VersionLayout[]> {
+  const v = fileVersions;
+  const rows = await db
+    .select({
+      versionId: v.versionId,
+      owner: v.owner,
+      folderHash: v.folderHash,
+      pathHash: v.pathHash,
+      blobId: v.blobId,
+      chunkSize: v.chunkSize,
+      chunkCount: v.chunkCount,
+      ciphertextSize: v.ciphertextSize,
+      chunkGens: v.chunkGens,
+    })
+    .from(v)
+    .where(after === null ? undefined : gt(v.versionId, after))
+    .orderBy(asc(v.versionId))
+    .limit(limit);
+  return rows.map((f) => ({ ...f, pathHash: new Uint8Array(f.pathHash) }));
+}
+
 /** True for the pool (a transaction of its own can be begun), false for an open transaction. */
 function isPool(db: PgConn): db is PgDb {
   return "$client" in db;
@@ -86,6 +113,12 @@ export class PgOpsRepository implements OpsRepository {
       if (rows.length > 0) visit({ kind: "files", rows });
       if (rows.length < pageSize) break;
       after = rows[rows.length - 1] as FileLayout;
+    }
+    for (let after: number | null = null; ; ) {
+      const rows = await versionLayoutsAfter(db, after, pageSize);
+      if (rows.length > 0) visit({ kind: "files", rows });
+      if (rows.length < pageSize) break;
+      after = (rows[rows.length - 1] as VersionLayout).versionId;
     }
     for (let after: string | null = null; ; ) {
       const rows = await db
@@ -166,6 +199,10 @@ export class PgOpsRepository implements OpsRepository {
     return layoutsAfter(this.db, after, limit);
   }
 
+  versionLayouts(after: number | null, limit: number): Promise<VersionLayout[]> {
+    return versionLayoutsAfter(this.db, after, limit);
+  }
+
   async isReferenced(key: string): Promise<boolean> {
     const [queued] = await this.db
       .select({ n: sql`1` })
@@ -194,7 +231,15 @@ export class PgOpsRepository implements OpsRepository {
       .select({ blobId: files.blobId, chunkCount: files.chunkCount, chunkGens: files.chunkGens })
       .from(files)
       .where(eq(files.blobId, blobId));
-    return rows.some((r) => chunkKeysOf(r).includes(key));
+    const kept = await this.db
+      .select({
+        blobId: fileVersions.blobId,
+        chunkCount: fileVersions.chunkCount,
+        chunkGens: fileVersions.chunkGens,
+      })
+      .from(fileVersions)
+      .where(eq(fileVersions.blobId, blobId));
+    return [...rows, ...kept].some((r) => chunkKeysOf(r).includes(key));
   }
 
   /**

@@ -6,7 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { PgConn } from "./conn.ts";
-import { accountUsage, quotaOverrides, shares } from "./schema.ts";
+import { accountUsage, fileVersions, quotaOverrides, shares } from "./schema.ts";
 
 /** Usage totals and allowance overrides on PostgreSQL. */
 export class PgQuotaRepository implements QuotaRepository {
@@ -22,6 +22,14 @@ export class PgQuotaRepository implements QuotaRepository {
       .select({ n: sql<string>`coalesce(sum(${shares.plaintextSize}), 0)` })
       .from(shares)
       .where(eq(shares.owner, owner));
+    return Number(r?.n ?? 0);
+  }
+
+  async versionBytes(owner: string): Promise<number> {
+    const [r] = await this.db
+      .select({ n: sql<string>`coalesce(sum(${fileVersions.sizeBytes}), 0)` })
+      .from(fileVersions)
+      .where(eq(fileVersions.owner, owner));
     return Number(r?.n ?? 0);
   }
 

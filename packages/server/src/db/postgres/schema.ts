@@ -136,6 +136,49 @@ export const files = pgTable(
       t.fileName.asc().nullsFirst(),
       t.pathHash,
     ),
+    // A kept version's blob is deleted only when no live row uses it (docs/versions.md).
+    index("files_by_blob").on(t.blobId),
+  ],
+);
+
+/** Kept versions of replaced and deleted files (see `file_versions` in `src/db/schema.ts`). */
+export const fileVersions = pgTable(
+  "file_versions",
+  {
+    versionId: bigserial("version_id", { mode: "number" }).primaryKey(),
+    owner: ctext("owner").notNull(),
+    folderHash: ctext("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    saltedHash: bytes("salted_hash").notNull(),
+    sizeBytes: int64("size_bytes").notNull(),
+    revisionSeq: int64("revision_seq").notNull(),
+    revisionId: bytes("revision_id").notNull(),
+    encryptedPath: bytes("encrypted_path").notNull(),
+    fileName: ctext("file_name"),
+    relativePath: ctext("relative_path"),
+    storeHash: text("store_hash"),
+    chunkHashes: text("chunk_hashes"),
+    createdAt: int64("created_at").notNull(),
+    updatedAt: int64("updated_at").notNull(),
+    clientTimestamp: int64("client_timestamp").notNull(),
+    source: text("source"),
+    attributes: bytes("attributes"),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: int64("ciphertext_size").notNull(),
+    blobId: text("blob_id").notNull(),
+    chunkSize: int64("chunk_size").notNull(),
+    chunkCount: int64("chunk_count").notNull(),
+    chunkGens: text("chunk_gens").notNull(),
+    uploadedBy: ctext("uploaded_by"),
+    reason: text("reason", { enum: ["replaced", "deleted"] }).notNull(),
+    keptAt: int64("kept_at").notNull(),
+    expiresAt: int64("expires_at").notNull(),
+  },
+  (t) => [
+    index("file_versions_by_file").on(t.owner, t.folderHash, t.pathHash, t.versionId),
+    index("file_versions_deleted").on(t.owner, t.folderHash, t.versionId).where(sql`${t.reason} = 'deleted'`),
+    index("file_versions_expires").on(t.expiresAt),
+    index("file_versions_by_blob").on(t.blobId),
   ],
 );
 

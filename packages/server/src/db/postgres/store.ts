@@ -29,6 +29,7 @@ import { PgQuotaRepository } from "./quota.ts";
 import { PgSessionsRepository } from "./sessions.ts";
 import { PgSharesRepository } from "./shares.ts";
 import { PgSummariesRepository } from "./summaries.ts";
+import { PgVersionsRepository } from "./versions.ts";
 
 /** Attempts of a transaction that keeps losing detected races (see the module comment). */
 export const TRANSACTION_ATTEMPTS = 3;
@@ -114,6 +115,7 @@ function reposOn(db: PgConn): Repositories {
     drives: new PgDrivesRepository(db),
     shares: new PgSharesRepository(db),
     ops: new PgOpsRepository(db),
+    versions: new PgVersionsRepository(db),
   };
   return Object.fromEntries(
     Object.entries(repos).map(([k, r]) => [k, translating(r)]),

@@ -16,6 +16,7 @@ import {
   prefixesOf,
   type StoreTotals,
   type StuckSession,
+  type VersionLayout,
 } from "../../ops/ops.repository.ts";
 import { shareIdOfKey } from "../../shares/share-rules.ts";
 import { blobIdOfKey } from "../../storage/layout.ts";
@@ -46,6 +47,9 @@ interface CounterRow {
 
 const FILES_SQL =
   "SELECT owner, folder_hash, path_hash, blob_id, chunk_size, chunk_count, ciphertext_size, chunk_gens FROM files";
+/** The layouts of kept versions (docs/versions.md). */
+const VERSIONS_SQL =
+  "SELECT version_id, owner, folder_hash, path_hash, blob_id, chunk_size, chunk_count, ciphertext_size, chunk_gens FROM file_versions";
 
 /**
  * Every folder (with a row or with files) whose counters differ from its files' recount, are not
@@ -100,6 +104,15 @@ export class SqliteOpsRepository implements OpsRepository {
     const read = this.sqlite.transaction(() => {
       let rows: FileLayout[] = [];
       for (const f of this.sqlite.query<FileRow, []>(FILES_SQL).iterate()) {
+        rows.push(layoutOf(f));
+        if (rows.length >= pageSize) {
+          visit({ kind: "files", rows });
+          rows = [];
+        }
+      }
+      if (rows.length > 0) visit({ kind: "files", rows });
+      rows = [];
+      for (const f of this.sqlite.query<FileRow, []>(VERSIONS_SQL).iterate()) {
         rows.push(layoutOf(f));
         if (rows.length >= pageSize) {
           visit({ kind: "files", rows });
@@ -185,6 +198,15 @@ export class SqliteOpsRepository implements OpsRepository {
     return rows.map(layoutOf);
   }
 
+  async versionLayouts(after: number | null, limit: number): Promise<VersionLayout[]> {
+    return this.sqlite
+      .query<FileRow & { version_id: number }, [number, number]>(
+        `${VERSIONS_SQL} WHERE version_id > ? ORDER BY version_id LIMIT ?`,
+      )
+      .all(after ?? 0, limit)
+      .map((f) => ({ ...layoutOf(f), versionId: f.version_id }));
+  }
+
   async isReferenced(key: string): Promise<boolean> {
     const targets = [key, ...prefixesOf(key)];
     const queued = this.sqlite
@@ -199,7 +221,7 @@ export class SqliteOpsRepository implements OpsRepository {
     if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE blob_id = ? LIMIT 1").get(blobId)) return true;
     const rows = this.sqlite
       .query<{ blob_id: string; chunk_count: number; chunk_gens: string }, [string]>(
-        "SELECT blob_id, chunk_count, chunk_gens FROM files WHERE blob_id = ?",
+        "SELECT blob_id, chunk_count, chunk_gens FROM files WHERE blob_id = ?1 UNION ALL SELECT blob_id, chunk_count, chunk_gens FROM file_versions WHERE blob_id = ?1",
       )
       .all(blobId);
     return rows.some((r) =>

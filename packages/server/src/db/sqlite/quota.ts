@@ -6,7 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { AccountUsageRow, QuotaRepository } from "../../quota/quota.repository.ts";
 import type { Db } from "../client.ts";
-import { accountUsage, quotaOverrides, shares } from "./schema.ts";
+import { accountUsage, fileVersions, quotaOverrides, shares } from "./schema.ts";
 
 /** The two reads of every write's quota check, prepared once (building them costs more than running them). */
 function prepareReads(db: Db) {
@@ -43,6 +43,16 @@ export class SqliteQuotaRepository implements QuotaRepository {
       .select({ n: sql<number>`coalesce(sum(${shares.plaintextSize}), 0)` })
       .from(shares)
       .where(eq(shares.owner, owner))
+      .get();
+    return Number(r?.n ?? 0);
+  }
+
+  /** Plaintext bytes of the account's kept versions. */
+  async versionBytes(owner: string): Promise<number> {
+    const r = this.db
+      .select({ n: sql<number>`coalesce(sum(${fileVersions.sizeBytes}), 0)` })
+      .from(fileVersions)
+      .where(eq(fileVersions.owner, owner))
       .get();
     return Number(r?.n ?? 0);
   }

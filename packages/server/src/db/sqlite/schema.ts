@@ -86,6 +86,58 @@ export const files = sqliteTable(
     primaryKey({ columns: [t.owner, t.folderHash, t.pathHash] }),
     // A folder share's blob route finds a file by its plaintext path (docs/sharing.md).
     index("files_by_relative_path").on(t.owner, t.folderHash, t.relativePath),
+    // A kept version's blob is deleted only when no live row uses it (docs/versions.md).
+    index("files_by_blob").on(t.blobId),
+  ],
+);
+
+/**
+ * Kept versions (docs/versions.md): a revision that a write replaced (`reason` `replaced`) or a
+ * delete removed (`deleted`), with every column of its `files` row, kept until `expires_at`
+ * (Unix seconds) while `ESYNC_VERSION_RETENTION_DAYS` is above 0. Their plaintext bytes count
+ * in the owner's usage; the sweeper removes expired rows and queues their blobs for deletion
+ * when nothing else references them.
+ */
+export const fileVersions = sqliteTable(
+  "file_versions",
+  {
+    versionId: integer("version_id").primaryKey({ autoIncrement: true }),
+    owner: text("owner").notNull(),
+    folderHash: text("folder_hash").notNull(),
+    pathHash: bytes("path_hash").notNull(),
+    saltedHash: bytes("salted_hash").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    revisionSeq: integer("revision_seq").notNull(),
+    revisionId: bytes("revision_id").notNull(),
+    encryptedPath: bytes("encrypted_path").notNull(),
+    fileName: text("file_name"),
+    relativePath: text("relative_path"),
+    storeHash: text("store_hash"),
+    chunkHashes: text("chunk_hashes"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    clientTimestamp: integer("client_timestamp").notNull(),
+    source: text("source"),
+    attributes: bytes("attributes"),
+    ciphertextHash: text("ciphertext_hash").notNull(),
+    ciphertextSize: integer("ciphertext_size").notNull(),
+    blobId: text("blob_id").notNull(),
+    chunkSize: integer("chunk_size").notNull(),
+    chunkCount: integer("chunk_count").notNull(),
+    chunkGens: text("chunk_gens").notNull(),
+    uploadedBy: text("uploaded_by"),
+    /** `replaced` (a newer revision took its place) or `deleted` (the file was deleted). */
+    reason: text("reason", { enum: ["replaced", "deleted"] }).notNull(),
+    /** When it stopped being the current revision, Unix seconds. */
+    keptAt: integer("kept_at").notNull(),
+    /** When the sweeper removes it, Unix seconds. */
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [
+    index("file_versions_by_file").on(t.owner, t.folderHash, t.pathHash, t.versionId),
+    index("file_versions_deleted").on(t.owner, t.folderHash, t.versionId).where(sql`${t.reason} = 'deleted'`),
+    index("file_versions_expires").on(t.expiresAt),
+    index("file_versions_by_blob").on(t.blobId),
   ],
 );
 

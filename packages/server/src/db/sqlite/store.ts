@@ -38,6 +38,7 @@ import { foldPendingSearchCounters, foldSearchCountersIfDue } from "./search/cou
 import { SqliteSessionsRepository } from "./sessions.ts";
 import { SqliteSharesRepository } from "./shares.ts";
 import { SqliteSummariesRepository } from "./summaries.ts";
+import { SqliteVersionsRepository } from "./versions.ts";
 
 /** A first-come, first-served async mutex. */
 class Gate {
@@ -114,6 +115,7 @@ function repositoriesOn(db: Db): Repositories {
     drives: new SqliteDrivesRepository(db),
     shares: new SqliteSharesRepository(db),
     ops: new SqliteOpsRepository(db),
+    versions: new SqliteVersionsRepository(db),
   };
 }
 

@@ -1,0 +1,115 @@
+/**
+ * @module db/postgres/versions
+ * `VersionsRepository` on PostgreSQL (contract: `src/versions/versions.repository.ts`).
+ */
+import { and, asc, desc, eq, inArray, lt, lte, sql } from "drizzle-orm";
+import type { NewVersion, VersionRow, VersionsRepository } from "../../versions/versions.repository.ts";
+import type { PgConn } from "./conn.ts";
+import { files, fileVersions } from "./schema.ts";
+
+/** Kept versions on PostgreSQL. */
+export class PgVersionsRepository implements VersionsRepository {
+  constructor(private readonly db: PgConn) {}
+
+  async keep(row: NewVersion): Promise<number> {
+    const [r] = await this.db.insert(fileVersions).values(row).returning({ id: fileVersions.versionId });
+    return (r as { id: number }).id;
+  }
+
+  async ofFile(owner: string, folderHash: string, pathHash: Uint8Array): Promise<VersionRow[]> {
+    return this.db
+      .select()
+      .from(fileVersions)
+      .where(
+        and(
+          eq(fileVersions.owner, owner),
+          eq(fileVersions.folderHash, folderHash),
+          eq(fileVersions.pathHash, Buffer.from(pathHash)),
+        ),
+      )
+      .orderBy(desc(fileVersions.versionId));
+  }
+
+  async get(owner: string, folderHash: string, versionId: number): Promise<VersionRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(fileVersions)
+      .where(
+        and(
+          eq(fileVersions.versionId, versionId),
+          eq(fileVersions.owner, owner),
+          eq(fileVersions.folderHash, folderHash),
+        ),
+      );
+    return row;
+  }
+
+  async trash(
+    owner: string,
+    folderHash: string,
+    before: number | null,
+    limit: number,
+  ): Promise<VersionRow[]> {
+    const v = fileVersions;
+    return this.db
+      .select()
+      .from(v)
+      .where(
+        and(
+          eq(v.owner, owner),
+          eq(v.folderHash, folderHash),
+          eq(v.reason, "deleted"),
+          before === null ? undefined : lt(v.versionId, before),
+          sql`NOT EXISTS (SELECT 1 FROM ${files} f WHERE f.owner = ${v.owner} AND f.folder_hash = ${v.folderHash} AND f.path_hash = ${v.pathHash})`,
+          sql`NOT EXISTS (SELECT 1 FROM file_versions n WHERE n.owner = ${v.owner} AND n.folder_hash = ${v.folderHash} AND n.path_hash = ${v.pathHash} AND n.reason = 'deleted' AND n.version_id > ${v.versionId})`,
+        ),
+      )
+      .orderBy(desc(v.versionId))
+      .limit(limit);
+  }
+
+  async bytesOf(owner: string): Promise<number> {
+    const [r] = await this.db
+      .select({ n: sql<string>`coalesce(sum(${fileVersions.sizeBytes}), 0)` })
+      .from(fileVersions)
+      .where(eq(fileVersions.owner, owner));
+    return Number(r?.n ?? 0);
+  }
+
+  async expired(now: number, limit: number): Promise<VersionRow[]> {
+    return this.db
+      .select()
+      .from(fileVersions)
+      .where(lte(fileVersions.expiresAt, now))
+      .orderBy(asc(fileVersions.expiresAt))
+      .limit(limit);
+  }
+
+  async remove(versionIds: readonly number[]): Promise<number> {
+    if (versionIds.length === 0) return 0;
+    const rows = await this.db
+      .delete(fileVersions)
+      .where(inArray(fileVersions.versionId, [...versionIds]))
+      .returning({ id: fileVersions.versionId });
+    return rows.length;
+  }
+
+  async blobInUse(blobId: string): Promise<boolean> {
+    const [live] = await this.db.select({ n: sql`1` }).from(files).where(eq(files.blobId, blobId)).limit(1);
+    if (live) return true;
+    const [kept] = await this.db
+      .select({ n: sql`1` })
+      .from(fileVersions)
+      .where(eq(fileVersions.blobId, blobId))
+      .limit(1);
+    return kept !== undefined;
+  }
+
+  async removeFolder(owner: string, folderHash: string): Promise<string[]> {
+    const rows = await this.db
+      .delete(fileVersions)
+      .where(and(eq(fileVersions.owner, owner), eq(fileVersions.folderHash, folderHash)))
+      .returning({ blobId: fileVersions.blobId });
+    return [...new Set(rows.map((r) => r.blobId))];
+  }
+}
