@@ -9,7 +9,21 @@
  * `sealFile` or `uploadFile`, and `close()` it at the end. Idle workers do not keep the
  * process alive.
  */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { encryptFrame } from "./frame.ts";
+
+/**
+ * The worker module: `encrypt-worker.ts` beside this file when run from source, or
+ * `encrypt-worker.js` when the library is bundled (the packed CLI, scripts/pack-cli.ts, emits the
+ * worker as its own file next to the bundle).
+ */
+const WORKER_URL = (() => {
+  const source = new URL("./encrypt-worker.ts", import.meta.url);
+  return existsSync(fileURLToPath(source))
+    ? source.href
+    : new URL("./encrypt-worker.js", import.meta.url).href;
+})();
 
 /** Bun's Worker, which can be ref'd and unref'd (not in the DOM typings). */
 type BunWorker = Worker & { ref(): void; unref(): void };
@@ -32,7 +46,7 @@ export class EncryptPool {
     if (!Number.isInteger(size) || size < 1)
       throw new RangeError(`pool size must be a positive integer, got ${size}`);
     for (let i = 0; i < size; i++) {
-      const w = new Worker(new URL("./encrypt-worker.ts", import.meta.url).href) as BunWorker;
+      const w = new Worker(WORKER_URL) as BunWorker;
       w.onmessage = (event: MessageEvent<{ id: number; frame?: Uint8Array; error?: string }>) => {
         const { id, frame, error } = event.data;
         const p = this.pending.get(id);
