@@ -2,7 +2,8 @@
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (extensions.md §2.1): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
- * shared drives with folder invites, reader and writer (docs/drives.md).
+ * shared drives with folder invites, reader and writer (docs/drives.md), and esync's own
+ * download limits and access log of file shares (docs/sharing.md).
  */
 import { Elysia } from "elysia";
 import { Capabilities } from "../wire/schemas.ts";
@@ -18,6 +19,8 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   folder_grant_writes: true,
   member_folder_shares: false,
   upload_folder_shares: false,
+  share_max_downloads: true,
+  share_access_log: true,
 };
 
 /** The capabilities route (no token, no envelope). */

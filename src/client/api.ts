@@ -919,6 +919,8 @@ export class EsyncApi {
       folder_grant_writes: false,
       member_folder_shares: false,
       upload_folder_shares: false,
+      share_max_downloads: false,
+      share_access_log: false,
     };
     let got: Record<string, unknown>;
     try {

@@ -4,12 +4,14 @@
  * folder shares (`folder_shares`); the model is in docs/sharing.md. Implementations:
  * `src/db/sqlite/shares.ts`, `src/db/postgres/shares.ts`. Times are Unix seconds, sizes bytes.
  */
-import type { folderShares, shareChunks, shares } from "../db/schema.ts";
+import type { folderShares, shareAccesses, shareChunks, shares } from "../db/schema.ts";
 
 /** A `shares` row. */
 export type ShareRow = typeof shares.$inferSelect;
 /** A `share_chunks` row. */
 export type ShareChunkRow = typeof shareChunks.$inferSelect;
+/** A `share_accesses` row: one blob answer of a file share (docs/sharing.md, "Access log"). */
+export type ShareAccessRow = typeof shareAccesses.$inferSelect;
 /** A `folder_shares` row. */
 export type FolderShareRow = typeof folderShares.$inferSelect;
 
@@ -56,8 +58,21 @@ export interface SharesRepository {
   /** Deletes every chunk row of the share. */
   removeChunks(shareId: string): Promise<void>;
 
-  /** Deletes the file share and its chunk rows. */
+  /** Deletes the file share, its chunk rows and its access log. */
   remove(shareId: string): Promise<void>;
+
+  /**
+   * Counts one complete download of the share in one statement: adds 1 to `download_count` unless
+   * `max_downloads` is set and already reached. Parallel callers therefore never exceed the limit.
+   * @returns true when the download was counted, false when the limit was reached (or no row).
+   */
+  claimDownload(shareId: string): Promise<boolean>;
+
+  /** Inserts one access-log row. */
+  insertAccess(row: ShareAccessRow): Promise<void>;
+
+  /** The share's access-log rows, newest first, at most `limit`. */
+  accesses(shareId: string, limit: number): Promise<ShareAccessRow[]>;
 
   /**
    * Up to `limit` file shares the reaper collects at `now`: revoked ones, expired ones, and

@@ -116,6 +116,7 @@ export const FlatError = t.Object({
   balance_cents: t.Optional(Type.Integer()),
   required_cents: t.Optional(Type.Integer()),
   frozen_until: t.Optional(t.String({ description: "RFC 3339 end of a frozen drive's grace window" })),
+  reason: t.Optional(t.String({ description: "410 of a used-up file share link: download_limit" })),
 });
 
 /** `{"Success": schema}` */
@@ -693,6 +694,8 @@ export const Capabilities = t.Object({
   folder_grant_writes: t.Boolean(),
   member_folder_shares: t.Boolean(),
   upload_folder_shares: t.Boolean(),
+  share_max_downloads: t.Boolean({ description: "esync: max_downloads on file shares" }),
+  share_access_log: t.Boolean({ description: "esync: GET /v1/shares/{token}/accesses" }),
 });
 
 /** `POST /can_upload` (extensions §1.3). */
@@ -947,6 +950,9 @@ export const ShareChunkParams = t.Object({
 /** Path parameters of the by-hash folder-share routes. */
 export const TokenHashParams = t.Object({ token_hash: TokenHash });
 
+/** Largest `max_downloads` of a file share. */
+export const MAX_SHARE_DOWNLOADS = 1_000_000;
+
 /**
  * The metadata of a file share: the JSON `metadata` part of `POST /v1/shares` and the body of
  * `POST /v1/shares/init` (with `total_chunks`).
@@ -964,6 +970,16 @@ export const ShareMetadata = t.Object({
   mime_type: t.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" }),
   ttl: t.Optional(Ttl),
   total_chunks: t.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 32 - 1 })),
+  max_downloads: t.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_SHARE_DOWNLOADS,
+      description: "complete downloads the link allows (capability share_max_downloads)",
+    }),
+  ),
+  access_log: t.Optional(
+    t.Boolean({ description: "keep an access log for the owner (capability share_access_log)" }),
+  ),
 });
 
 /** `POST /v1/shares`, `/v1/shares/init`, `/complete`, `PATCH /v1/shares/{token}`: 201/200. */
@@ -980,6 +996,28 @@ export const ShareSummary = t.Object({
   created_at: Rfc3339,
   expires_at: Rfc3339OrNever,
   owner_wrap: t.Union([t.String(), t.Null()]),
+  max_downloads: t.Optional(Type.Integer({ minimum: 1, description: "present when the link has a limit" })),
+  download_count: t.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: "complete downloads so far; present with max_downloads or access_log",
+    }),
+  ),
+  access_log: t.Optional(t.Boolean({ description: "present (true) when the share keeps an access log" })),
+});
+/** One row of a file share's access log (docs/sharing.md, "Access log"). */
+export const ShareAccess = t.Object({
+  at: Type.Integer({ minimum: 0, description: "Unix seconds when the answer started" }),
+  bytes_sent: Size,
+  completed: t.Boolean({ description: "the whole blob was sent: a counted download" }),
+  client_address: t.Optional(t.String({ description: "only when ESYNC_SHARE_LOG_ADDRESSES is on" })),
+});
+/** `GET /v1/shares/{token}/accesses`: newest first. */
+export const ShareAccessList = t.Object({
+  max_downloads: t.Union([Type.Integer({ minimum: 1 }), t.Null()]),
+  download_count: Type.Integer({ minimum: 0 }),
+  accesses: t.Array(ShareAccess),
+  truncated: t.Boolean({ description: "older rows exist beyond the newest 1,000" }),
 });
 /** `GET /v1/shares`: a bare array. */
 export const ShareList = t.Array(ShareSummary);
