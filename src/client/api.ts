@@ -70,6 +70,7 @@ import type {
   FolderSharePage,
   FolderShareSummary,
   MintedShare,
+  ShareAccessLog,
   ShareTtl,
 } from "./share-types.ts";
 import { staticTokenSource, type TokenSource } from "./token.ts";
@@ -799,6 +800,11 @@ export class EsyncApi {
   /** `GET /v1/shares`: the caller's active file shares. */
   listShares(): Promise<FileShareSummary[]> {
     return this.callV1({ method: "GET", path: "/v1/shares" });
+  }
+
+  /** `GET /v1/shares/{token}/accesses` (esync only): a file share's counters and access log. */
+  shareAccesses(token: string): Promise<ShareAccessLog> {
+    return this.callV1({ method: "GET", path: `/v1/shares/${seg(token)}/accesses` });
   }
 
   /** `PATCH /v1/shares/{token}`: a new expiry counted from now. */
