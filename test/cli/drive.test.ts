@@ -112,6 +112,23 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
   });
 });
 
+test("a writer member runs mkdir, mv and rm in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
+  const drive = `${ownerAddr}/team`;
+  expect(readFileSync(join(memberCfg, "drives.json"), "utf8")).not.toContain("folder_mnemonic\"");
+  expect((await runCli(memberCfg, ["mkdir", "--drive", drive, "shared/new"])).code).toBe(0);
+  expect((await runCli(memberCfg, ["mv", "--drive", drive, "notes.txt", "shared/notes.txt"])).code).toBe(0);
+  const ls = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
+  expect(ls.code).toBe(0);
+  expect(ls.json<{ files: { file_name: string }[] }>().files.map((f) => f.file_name)).toEqual(["notes.txt"]);
+  expect((await runCli(memberCfg, ["rm", "--drive", drive, "shared/notes.txt"])).code).toBe(0);
+  const after = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
+  expect(after.json<{ files: unknown[] }>().files).toEqual([]);
+  expect((await runCli(memberCfg, ["rm", "shared/x", "--folder", "team", "--drive", drive])).code).toBe(1);
+  // Put the file back where the next tests expect it.
+  writeFileSync(join(ownerDir, "notes.txt"), "owner's reply");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
+});
+
 test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {
   const drive = `${ownerAddr}/team`;
   const role = await runCli(ownerCfg, ["drive", "role", memberAddr, "reader", "--folder", "team"]);
