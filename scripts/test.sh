@@ -13,7 +13,9 @@
 #      `test/search/product-filters.test.ts`) again with ESYNC_TEST_DATABASE=postgres and
 #      ESYNC_TEST_STORAGE=s3, the metadata in PostgreSQL (a throw-away cluster the tests start with
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
-#      server (on the local disk store when the S3 tests are skipped); then the two-node tests
+#      server (on the local disk store when the S3 tests are skipped), with the CLI share and
+#      drive tests (their servers take the test stores; the drive test runs two nodes, the owner
+#      on one and the member on the other); then the two-node tests
 #      (test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
 #   4. the chaos pass: `test/chaos` (kill loop, floods, memory bombs, full disk, fuzz) against the
 #      real server process, alone so that its timing does not compete with other tests. Its
@@ -94,7 +96,7 @@ else
   if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
   echo "== PostgreSQL pass: test/http and browse on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
   ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass test/http \
-    test/search/browse.test.ts test/search/product-filters.test.ts
+    test/search/browse.test.ts test/search/product-filters.test.ts test/cli/share.test.ts test/cli/drive.test.ts
   ESYNC_TEST_DATABASE=postgres run_pass test/sessions/cross-node.test.ts
   echo "== PostgreSQL pass: $((SECONDS - t3)) s"
 fi

@@ -28,7 +28,7 @@ let server: ServerProcess;
 let mnemonic: string;
 
 beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" }, testStores: "share-cli" });
   const init = await runCli(cfg, ["init", "--server", server.url, "--json"]);
   expect(init.code).toBe(0);
   mnemonic = init.json<{ mnemonic: string }>().mnemonic;
