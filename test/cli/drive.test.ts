@@ -128,7 +128,7 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
   });
 });
 
-test("a writer member runs mkdir, mv and rm in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
+test("a writer member runs mkdir, mv, rm and restore in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
   const drive = `${ownerAddr}/team`;
   expect(readFileSync(join(memberCfg, "drives.json"), "utf8")).not.toContain('folder_mnemonic"');
   expect((await runCli(memberCfg, ["mkdir", "--drive", drive, "shared/new"])).code).toBe(0);
@@ -140,6 +140,10 @@ test("a writer member runs mkdir, mv and rm in the owner's folder with --drive; 
   const after = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
   expect(after.json<{ files: unknown[] }>().files).toEqual([]);
   expect((await runCli(memberCfg, ["rm", "shared/x", "--folder", "team", "--drive", drive])).code).toBe(1);
+  const restoreDir = join(work, "member-restore");
+  const restored = await runCli(memberCfg, ["restore", "plan.txt", "--drive", drive, "--to", restoreDir]);
+  expect(restored.code).toBe(0);
+  expect(readFileSync(join(restoreDir, "plan.txt"), "utf8")).toBe("member's edit");
   // Put the file back where the next tests expect it.
   writeFileSync(join(ownerDir, "notes.txt"), "owner's reply");
   expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);

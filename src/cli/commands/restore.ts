@@ -22,6 +22,7 @@ import { readLocalEntry } from "../../sync/local-tree.ts";
 import { type RemoteVersion, remoteTree, sameVersion } from "../../sync/planner.ts";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { safeDestination } from "../local-files.ts";
 import {
   CliError,
@@ -41,7 +42,8 @@ import { resolveFolder } from "../resolve-folder.ts";
 import { browsePath } from "./ls.ts";
 
 interface RestoreOptions {
-  folder: string;
+  folder?: string;
+  drive?: string;
   to: string;
   force?: boolean;
   jobs: string;
@@ -92,7 +94,11 @@ export function registerRestore(program: Command): void {
     .command("restore")
     .description("download, decrypt and verify chosen files or directories of a folder")
     .argument("<paths...>", "files or directories inside the folder ('/' for all of it)")
-    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
     .option("--to <dir>", "where to restore them, keeping their paths (default: current directory)", ".")
     .option("--force", "replace local files that differ from the server's")
     .option("-j, --jobs <n>", "files downloaded at once", "3")
@@ -107,15 +113,20 @@ Examples:
   esync restore "notes/todo.txt" --folder documents --force`,
     )
     .action(async (paths: string[], opts: RestoreOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
-      await restore(ctx, paths, opts);
+      const target = await folderTarget(
+        await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer"),
+        opts,
+      );
+      await target.run(() => restore(target.ctx, paths, { ...opts, folder: target.label }));
     });
 }
 
 async function restore(ctx: CommandContext, paths: string[], opts: RestoreOptions): Promise<void> {
   const jobs = Number(opts.jobs);
   if (!Number.isInteger(jobs) || jobs < 1 || jobs > 64) throw usageError("--jobs must be an integer 1..64");
-  const { keys, label } = await resolveFolder(ctx, opts.folder);
+  const label = opts.folder as string;
+  const keys =
+    opts.drive !== undefined ? await ctx.identity.folderKeys(label) : (await resolveFolder(ctx, label)).keys;
   const all: RemoteFileEntry[] = [];
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) all.push(e);
   const selection = selectEntries(all, paths);
