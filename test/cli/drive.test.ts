@@ -128,7 +128,7 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
   });
 });
 
-test("a writer member runs mkdir, mv, rm and restore in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
+test("a writer member runs mkdir, mv, rm, restore and status in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
   const drive = `${ownerAddr}/team`;
   expect(readFileSync(join(memberCfg, "drives.json"), "utf8")).not.toContain('folder_mnemonic"');
   expect((await runCli(memberCfg, ["mkdir", "--drive", drive, "shared/new"])).code).toBe(0);
@@ -140,6 +140,9 @@ test("a writer member runs mkdir, mv, rm and restore in the owner's folder with 
   const after = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
   expect(after.json<{ files: unknown[] }>().files).toEqual([]);
   expect((await runCli(memberCfg, ["rm", "shared/x", "--folder", "team", "--drive", drive])).code).toBe(1);
+  const st = await runCli(memberCfg, ["status", memberDir, "--drive", drive, "--json"]);
+  expect(st.code).toBe(0);
+  expect(st.json<{ folder: string }>().folder).toBe("team");
   const restoreDir = join(work, "member-restore");
   const restored = await runCli(memberCfg, ["restore", "plan.txt", "--drive", drive, "--to", restoreDir]);
   expect(restored.code).toBe(0);
