@@ -13,7 +13,9 @@
 #      `packages/server/test/search/product-filters.test.ts`) again with ESYNC_TEST_DATABASE=postgres and
 #      ESYNC_TEST_STORAGE=s3, the metadata in PostgreSQL (a throw-away cluster the tests start with
 #      scripts/pg/ in /tmp/esync-pg, or ESYNC_TEST_DATABASE_URL) and every blob on the real S3
-#      server (on the local disk store when the S3 tests are skipped); then the two-node tests
+#      server (on the local disk store when the S3 tests are skipped), with the CLI share and
+#      drive tests (their servers take the test stores; the drive test runs two nodes, the owner
+#      on one and the member on the other); then the two-node tests
 #      (packages/server/test/sessions/cross-node.test.ts, two apps sharing one data directory) on PostgreSQL;
 #   4. the chaos pass: `packages/server/test/chaos` (kill loop, floods, memory bombs, full disk, fuzz, nested JSON,
 #      trickle, quota and path attacks, stalls, 200 x 16 MiB chunk PUTs, crash after bytes, a
@@ -96,7 +98,7 @@ else
   if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
   echo "== PostgreSQL pass: packages/server/test/http and browse on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
   ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass packages/server/test/http \
-    packages/server/test/search/browse.test.ts packages/server/test/search/product-filters.test.ts
+    packages/server/test/search/browse.test.ts packages/server/test/search/product-filters.test.ts packages/cli/test/share.test.ts packages/cli/test/drive.test.ts
   ESYNC_TEST_DATABASE=postgres run_pass packages/server/test/sessions/cross-node.test.ts
   echo "== PostgreSQL pass: $((SECONDS - t3)) s"
 fi

@@ -2,9 +2,11 @@
  * @module cli/drives
  * The shared drives this account joined (docs/drives.md, "Client"): `drives.json` in the
  * configuration directory (mode 0600) records each one as `{owner_ss58, folder_hash, label,
- * role, folder_mnemonic, joined_at}`. The folder mnemonic is the drive's key, as secret as the
- * account's own mnemonic; a device without it (another device of the member) opens it from the
- * grant blob the server keeps (`GET /v1/drive-memberships`) and records it.
+ * role, folder_mnemonic_sealed, joined_at}`. The folder mnemonic is the drive's key: it is kept
+ * only sealed under a key derived from the account's mnemonic (`sealDriveKey`), and a file from
+ * an older client with a plaintext `folder_mnemonic` is sealed the first time it is read. A
+ * device without the record (another device of the member) opens the key from the grant blob the
+ * server keeps (`GET /v1/drive-memberships`) and records it.
  *
  * `--drive OWNER/LABEL` (or `--drive LABEL` when one joined drive has that label) names a drive
  * on the folder commands; `driveContext` gives those commands a context whose `address` is the
@@ -14,6 +16,9 @@
 import { ApiError } from "@esync/client/api-error.ts";
 import { openGrant } from "@esync/client/drive-keys.ts";
 import { folderKeysFromMnemonic } from "@esync/client/keys.ts";
+import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
+import { randomBytes } from "@noble/ciphers/utils.js";
+import { blake3 } from "@noble/hashes/blake3.js";
 import { type ConfigPaths, writePrivate } from "./config.ts";
 import type { CommandContext } from "./context.ts";
 import { CliError, EXIT, usageError } from "./output.ts";
@@ -37,36 +42,135 @@ export function drivesPath(paths: ConfigPaths): string {
   return `${paths.dir}/drives.json`;
 }
 
-/** The joined drives recorded in `paths` (none when the file is missing). */
-export async function readDrives(paths: ConfigPaths): Promise<JoinedDrive[]> {
+/** BLAKE3 key-derivation context of the key that seals drive keys in `drives.json`. */
+export const DRIVES_FILE_CONTEXT = "esync 2026 drives.json drive-key seal v1";
+
+/**
+ * The key sealing drive keys in `drives.json`: BLAKE3 `derive_key(DRIVES_FILE_CONTEXT,
+ * utf8(NFKD account mnemonic))`, 32 bytes. Whoever lacks the account's mnemonic cannot open them.
+ */
+export function drivesFileKey(accountMnemonic: string): Uint8Array {
+  return blake3(new TextEncoder().encode(accountMnemonic.normalize("NFKD")), {
+    context: new TextEncoder().encode(DRIVES_FILE_CONTEXT),
+    dkLen: 32,
+  });
+}
+
+/** Associated data of one sealed drive key: `utf8(owner ss58) ‖ 0x00 ‖ utf8(folder hash)`. */
+function driveAad(owner: string, folderHash: string): Uint8Array {
+  return new TextEncoder().encode(`${owner}\0${folderHash}`);
+}
+
+/**
+ * Seals a drive key (the owner's folder mnemonic) for `drives.json`: XChaCha20-Poly1305 under
+ * `drivesFileKey`, a random 24-byte nonce, the drive's `driveAad`; standard base64 of
+ * `nonce ‖ ciphertext with tag`.
+ */
+export function sealDriveKey(
+  key: Uint8Array,
+  owner: string,
+  folderHash: string,
+  folderMnemonic: string,
+): string {
+  const nonce = randomBytes(24);
+  const ct = xchacha20poly1305(key, nonce, driveAad(owner, folderHash)).encrypt(
+    new TextEncoder().encode(folderMnemonic),
+  );
+  return Buffer.concat([nonce, ct]).toString("base64");
+}
+
+/**
+ * Opens what `sealDriveKey` sealed.
+ * @throws Error when it does not open (another account's file, or damaged).
+ */
+export function openDriveKey(key: Uint8Array, owner: string, folderHash: string, sealed: string): string {
+  const bytes = Buffer.from(sealed, "base64");
+  const pt = xchacha20poly1305(key, bytes.subarray(0, 24), driveAad(owner, folderHash)).decrypt(
+    bytes.subarray(24),
+  );
+  return new TextDecoder().decode(pt);
+}
+
+/** One record as `drives.json` stores it (a plaintext `folder_mnemonic` only in older files). */
+type StoredDrive = Omit<JoinedDrive, "folder_mnemonic"> & {
+  folder_mnemonic_sealed?: string;
+  folder_mnemonic?: string;
+};
+
+/**
+ * The joined drives recorded in `paths` (none when the file is missing), their keys opened with
+ * the account's mnemonic. A record still holding a plaintext `folder_mnemonic` (written by an
+ * older client) is sealed and the file rewritten before this returns.
+ * @throws CliError when the file is not JSON or a sealed key does not open with this mnemonic.
+ */
+export async function readDrives(paths: ConfigPaths, accountMnemonic: string): Promise<JoinedDrive[]> {
   const file = Bun.file(drivesPath(paths));
   if (!(await file.exists())) return [];
+  let stored: StoredDrive[];
   try {
-    const o = (await file.json()) as { drives?: JoinedDrive[] };
-    return Array.isArray(o.drives) ? o.drives : [];
+    const o = (await file.json()) as { drives?: StoredDrive[] };
+    stored = Array.isArray(o.drives) ? o.drives : [];
   } catch {
     throw new CliError(`${drivesPath(paths)} is not valid JSON`, EXIT.local);
   }
+  const key = drivesFileKey(accountMnemonic);
+  let plaintext = false;
+  const drives = stored.map((d): JoinedDrive => {
+    const { folder_mnemonic_sealed: sealed, folder_mnemonic: plain, ...rest } = d;
+    if (sealed === undefined) {
+      plaintext = true;
+      return { ...rest, folder_mnemonic: plain ?? "" };
+    }
+    try {
+      return { ...rest, folder_mnemonic: openDriveKey(key, d.owner_ss58, d.folder_hash, sealed) };
+    } catch {
+      throw new CliError(
+        `${drivesPath(paths)}: the key of drive ${driveName(d)} does not open with this account's mnemonic`,
+        EXIT.local,
+      );
+    }
+  });
+  if (plaintext) await writeDrives(paths, accountMnemonic, drives);
+  return drives;
 }
 
-/** Records `drives` (mode 0600, atomically). */
-export async function writeDrives(paths: ConfigPaths, drives: JoinedDrive[]): Promise<void> {
-  await writePrivate(drivesPath(paths), `${JSON.stringify({ version: 1, drives }, null, 2)}\n`);
+/** Records `drives` (mode 0600, atomically), each drive key sealed with `sealDriveKey`. */
+export async function writeDrives(
+  paths: ConfigPaths,
+  accountMnemonic: string,
+  drives: JoinedDrive[],
+): Promise<void> {
+  const key = drivesFileKey(accountMnemonic);
+  const stored: StoredDrive[] = drives.map(({ folder_mnemonic, ...rest }) => ({
+    ...rest,
+    folder_mnemonic_sealed: sealDriveKey(key, rest.owner_ss58, rest.folder_hash, folder_mnemonic),
+  }));
+  await writePrivate(drivesPath(paths), `${JSON.stringify({ version: 2, drives: stored }, null, 2)}\n`);
 }
 
 /** Adds or replaces the record of `(owner, folder_hash)`. */
-export async function recordDrive(paths: ConfigPaths, drive: JoinedDrive): Promise<void> {
-  const drives = (await readDrives(paths)).filter(
+export async function recordDrive(
+  paths: ConfigPaths,
+  accountMnemonic: string,
+  drive: JoinedDrive,
+): Promise<void> {
+  const drives = (await readDrives(paths, accountMnemonic)).filter(
     (d) => !(d.owner_ss58 === drive.owner_ss58 && d.folder_hash === drive.folder_hash),
   );
-  await writeDrives(paths, [...drives, drive]);
+  await writeDrives(paths, accountMnemonic, [...drives, drive]);
 }
 
 /** Forgets the record of `(owner, folderHash)`. */
-export async function forgetDrive(paths: ConfigPaths, owner: string, folderHash: string): Promise<void> {
-  const drives = await readDrives(paths);
+export async function forgetDrive(
+  paths: ConfigPaths,
+  accountMnemonic: string,
+  owner: string,
+  folderHash: string,
+): Promise<void> {
+  const drives = await readDrives(paths, accountMnemonic);
   await writeDrives(
     paths,
+    accountMnemonic,
     drives.filter((d) => !(d.owner_ss58 === owner && d.folder_hash === folderHash)),
   );
 }
@@ -88,7 +192,7 @@ export async function resolveDrive(ctx: CommandContext, spec: string): Promise<J
   const name = slash > 0 ? spec.slice(slash + 1) : spec;
   const matches = (d: { owner_ss58: string; label: string; folder_hash: string }) =>
     (owner === undefined || d.owner_ss58 === owner) && (d.label === name || d.folder_hash === name);
-  const local = (await readDrives(ctx.paths)).filter(matches);
+  const local = (await readDrives(ctx.paths, ctx.identity.mnemonic)).filter(matches);
   if (local.length === 1 && local[0]) return local[0];
   if (local.length > 1)
     throw usageError(`"${spec}" names ${local.length} joined drives: use --drive OWNER/LABEL`);
@@ -113,7 +217,7 @@ export async function resolveDrive(ctx: CommandContext, spec: string): Promise<J
     folder_mnemonic: await openGrant(m.grant_blob, ctx.identity.mnemonic, ctx.address),
     joined_at: Math.floor(Date.parse(m.created_at) / 1000),
   };
-  await recordDrive(ctx.paths, drive);
+  await recordDrive(ctx.paths, ctx.identity.mnemonic, drive);
   return drive;
 }
 

@@ -2,13 +2,21 @@
  * `esync drive` end to end: two accounts (two configuration directories, two mnemonics) share
  * a folder through the real CLI against a real server (docs/drives.md, "Client"): invite,
  * join, both sync edits to the same folder, a writer lowered to reader is refused its next
- * upload, a removed member is refused its next read.
+ * upload, a removed member is refused its next read. With `ESYNC_TEST_DATABASE=postgres` (and
+ * `ESYNC_TEST_STORAGE=s3`) it runs on two nodes sharing one database and bucket: the owner on
+ * node A, the member on node B, so that every membership change must hold across nodes.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
+import { testDatabase } from "@esync/server/test/support/pg-server.ts";
+import {
+  type ServerProcess,
+  type SharedStores,
+  sharedStores,
+  startServer,
+} from "@esync/server/test/support/server.ts";
 import { runCli } from "./helpers.ts";
 
 setDefaultTimeout(300_000);
@@ -18,13 +26,24 @@ const memberCfg = join(work, "member");
 const ownerDir = join(work, "owner-team");
 const memberDir = join(work, "member-team");
 let server: ServerProcess;
+/** The member's node: a second server on the same database and bucket on PostgreSQL, else `server`. */
+let memberServer: ServerProcess;
+let stores: SharedStores | undefined;
 let ownerAddr = "";
 let memberAddr = "";
 
 beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+  if (testDatabase === "postgres") {
+    stores = await sharedStores("drive-cli");
+    server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" }, testStores: stores });
+    memberServer = await startServer({ env: { ESYNC_DISK_FSYNC: "off" }, testStores: stores });
+    expect(memberServer.port).not.toBe(server.port);
+  } else {
+    server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" }, testStores: true });
+    memberServer = server;
+  }
   const a = await runCli(ownerCfg, ["init", "--server", server.url, "--json"]);
-  const b = await runCli(memberCfg, ["init", "--server", server.url, "--json"]);
+  const b = await runCli(memberCfg, ["init", "--server", memberServer.url, "--json"]);
   expect(a.code).toBe(0);
   expect(b.code).toBe(0);
   ownerAddr = String(a.json().address);
@@ -34,7 +53,9 @@ beforeAll(async () => {
   expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team", "--create"])).code).toBe(0);
 });
 afterAll(async () => {
+  if (memberServer && memberServer !== server) await memberServer.stop();
   await server?.stop();
+  await stores?.remove();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -110,6 +131,30 @@ test("invite, join and two accounts syncing edits to the same folder", async () 
     use_count: 1,
     sealed_token: expect.any(String),
   });
+});
+
+test("a writer member runs mkdir, mv, rm, restore and status in the owner's folder with --drive; drives.json holds no plaintext key", async () => {
+  const drive = `${ownerAddr}/team`;
+  expect(readFileSync(join(memberCfg, "drives.json"), "utf8")).not.toContain('folder_mnemonic"');
+  expect((await runCli(memberCfg, ["mkdir", "--drive", drive, "shared/new"])).code).toBe(0);
+  expect((await runCli(memberCfg, ["mv", "--drive", drive, "notes.txt", "shared/notes.txt"])).code).toBe(0);
+  const ls = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
+  expect(ls.code).toBe(0);
+  expect(ls.json<{ files: { file_name: string }[] }>().files.map((f) => f.file_name)).toEqual(["notes.txt"]);
+  expect((await runCli(memberCfg, ["rm", "--drive", drive, "shared/notes.txt"])).code).toBe(0);
+  const after = await runCli(ownerCfg, ["ls", "shared", "--folder", "team", "--json"]);
+  expect(after.json<{ files: unknown[] }>().files).toEqual([]);
+  expect((await runCli(memberCfg, ["rm", "shared/x", "--folder", "team", "--drive", drive])).code).toBe(1);
+  const st = await runCli(memberCfg, ["status", memberDir, "--drive", drive, "--json"]);
+  expect(st.code).toBe(0);
+  expect(st.json<{ folder: string }>().folder).toBe("team");
+  const restoreDir = join(work, "member-restore");
+  const restored = await runCli(memberCfg, ["restore", "plan.txt", "--drive", drive, "--to", restoreDir]);
+  expect(restored.code).toBe(0);
+  expect(readFileSync(join(restoreDir, "plan.txt"), "utf8")).toBe("member's edit");
+  // Put the file back where the next tests expect it.
+  writeFileSync(join(ownerDir, "notes.txt"), "owner's reply");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
 });
 
 test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {

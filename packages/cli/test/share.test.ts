@@ -23,7 +23,7 @@ let server: ServerProcess;
 let mnemonic: string;
 
 beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" }, testStores: "share-cli" });
   const init = await runCli(cfg, ["init", "--server", server.url, "--json"]);
   expect(init.code).toBe(0);
   mnemonic = init.json<{ mnemonic: string }>().mnemonic;
@@ -104,6 +104,51 @@ describe("esync share (file)", () => {
     expect(ttl.code).toBe(1);
     expect(ttl.stderr).toContain("--ttl must be one of 24h, 7d, 30d, never");
     expect((await runCli(cfg, ["share", join(work, "missing.txt")])).code).toBe(1);
+  });
+});
+
+describe("esync share --max-downloads / --access-log and esync shares --accesses", () => {
+  test("--max-downloads 1 gives a link that opens once, then answers 410 download_limit; --accesses shows the log", async () => {
+    const r = await runCli(cfg, ["share", join(work, "hello.txt"), "--max-downloads", "1", "--json"]);
+    expect(r.code).toBe(0);
+    const { link, share_token: token } = r.json<{ link: string; share_token: string }>();
+    const got = await openFileLink(link);
+    expect(new TextDecoder().decode(got.bytes)).toBe("hello, recipient\n");
+    const again = await fetch(`${server.url}/v1/shares/${token}/meta`);
+    expect(again.status).toBe(410);
+    expect(((await again.json()) as { reason: string }).reason).toBe("download_limit");
+    const log = await runCli(cfg, ["shares", "--accesses", link, "--json"]);
+    expect(log.code).toBe(0);
+    const body = log.json<{ max_downloads: number; download_count: number; accesses: unknown[] }>();
+    expect(body.max_downloads).toBe(1);
+    expect(body.download_count).toBe(1);
+    expect(body.accesses).toEqual([
+      { at: expect.any(Number), bytes_sent: expect.any(Number), completed: true },
+    ]);
+    const text = await runCli(cfg, ["shares", "--accesses", token]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain("1 of 1 downloads used");
+    const listed = await runCli(cfg, ["shares"]);
+    expect(listed.stdout).toContain("1/1 downloads");
+  });
+
+  test("--access-log keeps a log without a limit; a bad --max-downloads is a usage error; folder shares refuse both", async () => {
+    const r = await runCli(cfg, ["share", join(work, "hello.txt"), "--access-log", "--json"]);
+    expect(r.code).toBe(0);
+    const { link, share_token: token } = r.json<{ link: string; share_token: string }>();
+    await openFileLink(link);
+    await openFileLink(link);
+    const log = await runCli(cfg, ["shares", "--accesses", token, "--json"]);
+    expect(log.json<{ max_downloads: null; download_count: number }>()).toMatchObject({
+      max_downloads: null,
+      download_count: 2,
+    });
+    for (const bad of ["0", "1.5", "x"])
+      expect((await runCli(cfg, ["share", join(work, "hello.txt"), "--max-downloads", bad])).code).toBe(1);
+    expect((await runCli(cfg, ["share", "--folder", "share-src", "docs", "--max-downloads", "2"])).code).toBe(
+      1,
+    );
+    expect((await runCli(cfg, ["shares", "--accesses", "A".repeat(43)])).code).toBe(2);
   });
 });
 

@@ -75,6 +75,7 @@ import type {
   FolderSharePage,
   FolderShareSummary,
   MintedShare,
+  ShareAccessLog,
   ShareTtl,
 } from "./share-types.ts";
 import { staticTokenSource, type TokenSource } from "./token.ts";
@@ -806,6 +807,11 @@ export class EsyncApi {
     return this.callV1({ method: "GET", path: "/v1/shares" });
   }
 
+  /** `GET /v1/shares/{token}/accesses` (esync only): a file share's counters and access log. */
+  shareAccesses(token: string): Promise<ShareAccessLog> {
+    return this.callV1({ method: "GET", path: `/v1/shares/${seg(token)}/accesses` });
+  }
+
   /** `PATCH /v1/shares/{token}`: a new expiry counted from now. */
   updateShareTtl(token: string, ttl: ShareTtl): Promise<MintedShare> {
     return this.callV1({ method: "PATCH", path: `/v1/shares/${seg(token)}`, json: { ttl } });
@@ -925,6 +931,8 @@ export class EsyncApi {
       member_folder_shares: false,
       upload_folder_shares: false,
       versions: false,
+      share_max_downloads: false,
+      share_access_log: false,
     };
     let got: Record<string, unknown>;
     try {

@@ -22,6 +22,10 @@ export interface FileShareMetadata {
   ttl?: ShareTtl;
   /** Chunked init only: `max(1, ceil(ciphertext_size / 8 MiB))`. */
   total_chunks?: number;
+  /** esync only (capability `share_max_downloads`): complete downloads the link allows. */
+  max_downloads?: number;
+  /** esync only (capability `share_access_log`): keep an access log for the owner. */
+  access_log?: boolean;
 }
 
 /** Answer of a share mint (and of a file share's PATCH). */
@@ -42,6 +46,33 @@ export interface FileShareSummary {
   expires_at: string | null;
   /** base64 owner wrap, when one was stored. */
   owner_wrap: string | null;
+  /** esync only: the link's download limit, when it has one. */
+  max_downloads?: number;
+  /** esync only: complete downloads so far (limited or logged shares). */
+  download_count?: number;
+  /** esync only: true when the share keeps an access log. */
+  access_log?: boolean;
+}
+
+/** One row of a file share's access log (esync only; docs/sharing.md, "Access log"). */
+export interface ShareAccess {
+  /** Unix seconds when the answer started. */
+  at: number;
+  /** Ciphertext bytes handed over. */
+  bytes_sent: number;
+  /** The whole blob was sent (a counted download). */
+  completed: boolean;
+  /** Only when the server keeps addresses (`ESYNC_SHARE_LOG_ADDRESSES`). */
+  client_address?: string;
+}
+
+/** `GET /v1/shares/{token}/accesses` (esync only). */
+export interface ShareAccessLog {
+  max_downloads: number | null;
+  download_count: number;
+  /** Newest first, at most 1,000. */
+  accesses: ShareAccess[];
+  truncated: boolean;
 }
 
 /** `GET /v1/shares/{token}/meta` (anonymous). */

@@ -152,6 +152,10 @@ function featureOff(e: unknown): boolean {
 /** Options of `createFileShare`. */
 export interface FileShareOptions {
   ttl?: ShareTtl;
+  /** esync only: complete downloads the link allows (implies an access log). */
+  maxDownloads?: number;
+  /** esync only: keep an access log of the link for the owner. */
+  accessLog?: boolean;
   /** Makes a `#p=` link; at least 8 characters. */
   password?: string;
   /** Name the recipient sees; default the file's base name. */
@@ -224,6 +228,8 @@ export async function createFileShare(
       filename: name,
       mime_type: mime,
       ttl: options.ttl,
+      ...(options.maxDownloads !== undefined ? { max_downloads: options.maxDownloads } : {}),
+      ...(options.accessLog ? { access_log: true } : {}),
     };
     let minted: MintedShare;
     const total = sealed.ciphertextSize;

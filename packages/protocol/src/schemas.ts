@@ -116,6 +116,7 @@ export const FlatError = Type.Object({
   balance_cents: Type.Optional(Type.Integer()),
   required_cents: Type.Optional(Type.Integer()),
   frozen_until: Type.Optional(Type.String({ description: "RFC 3339 end of a frozen drive's grace window" })),
+  reason: Type.Optional(Type.String({ description: "410 of a used-up file share link: download_limit" })),
 });
 
 /** `{"Success": schema}` */
@@ -711,6 +712,8 @@ export const Capabilities = Type.Object({
   folder_grant_writes: Type.Boolean(),
   member_folder_shares: Type.Boolean(),
   upload_folder_shares: Type.Boolean(),
+  share_max_downloads: Type.Boolean({ description: "esync: max_downloads on file shares" }),
+  share_access_log: Type.Boolean({ description: "esync: GET /v1/shares/{token}/accesses" }),
   /**
    * esync extension: version history and trash (docs/versions.md); true while the server keeps
    * replaced and deleted revisions (`ESYNC_VERSION_RETENTION_DAYS` above 0).
@@ -975,6 +978,9 @@ export const ShareChunkParams = Type.Object({
 /** Path parameters of the by-hash folder-share routes. */
 export const TokenHashParams = Type.Object({ token_hash: TokenHash });
 
+/** Largest `max_downloads` of a file share. */
+export const MAX_SHARE_DOWNLOADS = 1_000_000;
+
 /**
  * The metadata of a file share: the JSON `metadata` part of `POST /v1/shares` and the body of
  * `POST /v1/shares/init` (with `total_chunks`).
@@ -992,6 +998,16 @@ export const ShareMetadata = Type.Object({
   mime_type: Type.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" }),
   ttl: Type.Optional(Ttl),
   total_chunks: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 32 - 1 })),
+  max_downloads: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_SHARE_DOWNLOADS,
+      description: "complete downloads the link allows (capability share_max_downloads)",
+    }),
+  ),
+  access_log: Type.Optional(
+    Type.Boolean({ description: "keep an access log for the owner (capability share_access_log)" }),
+  ),
 });
 
 /** `POST /v1/shares`, `/v1/shares/init`, `/complete`, `PATCH /v1/shares/{token}`: 201/200. */
@@ -1008,6 +1024,32 @@ export const ShareSummary = Type.Object({
   created_at: Rfc3339,
   expires_at: Rfc3339OrNever,
   owner_wrap: Type.Union([Type.String(), Type.Null()]),
+  max_downloads: Type.Optional(
+    Type.Integer({ minimum: 1, description: "present when the link has a limit" }),
+  ),
+  download_count: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: "complete downloads so far; present with max_downloads or access_log",
+    }),
+  ),
+  access_log: Type.Optional(
+    Type.Boolean({ description: "present (true) when the share keeps an access log" }),
+  ),
+});
+/** One row of a file share's access log (docs/sharing.md, "Access log"). */
+export const ShareAccess = Type.Object({
+  at: Type.Integer({ minimum: 0, description: "Unix seconds when the answer started" }),
+  bytes_sent: Size,
+  completed: Type.Boolean({ description: "the whole blob was sent: a counted download" }),
+  client_address: Type.Optional(Type.String({ description: "only when ESYNC_SHARE_LOG_ADDRESSES is on" })),
+});
+/** `GET /v1/shares/{token}/accesses`: newest first. */
+export const ShareAccessList = Type.Object({
+  max_downloads: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+  download_count: Type.Integer({ minimum: 0 }),
+  accesses: Type.Array(ShareAccess),
+  truncated: Type.Boolean({ description: "older rows exist beyond the newest 1,000" }),
 });
 /** `GET /v1/shares`: a bare array. */
 export const ShareList = Type.Array(ShareSummary);

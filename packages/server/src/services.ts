@@ -152,7 +152,10 @@ export function buildServices(appDeps: AppDeps): Services {
     summaries: new SummariesService(store),
     access,
     drives: new DrivesService(store, clock),
-    shares: new FileSharesService(store, blobs, clock, quota, log, { graceSeconds: config.blobGraceSeconds }),
+    shares: new FileSharesService(store, blobs, clock, quota, log, {
+      graceSeconds: config.blobGraceSeconds,
+      logAddresses: config.shareLogAddresses,
+    }),
     folderShares: new FolderSharesService(store, clock, searchIndex, log),
     shareLimiter: new RateLimiter(config.shareRateLimit, clock),
     versions: new VersionsService(store, clock, access, files, quota),

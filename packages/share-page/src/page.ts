@@ -34,7 +34,7 @@ import {
   SHARE_SCOPE,
 } from "./protocol.ts";
 
-type ErrorKind = "bad_link" | "wrong_password" | "wrong_key" | "expired" | "revoked" | "failed";
+type ErrorKind = "bad_link" | "wrong_password" | "wrong_key" | "expired" | "used_up" | "revoked" | "failed";
 
 const MESSAGES: Record<ErrorKind, { title: string; text: string }> = {
   bad_link: {
@@ -50,6 +50,10 @@ const MESSAGES: Record<ErrorKind, { title: string; text: string }> = {
     title: "This link has expired",
     text: "The sender set it to stop working; ask them for a new one.",
   },
+  used_up: {
+    title: "This link has been used up",
+    text: "The sender allowed only a set number of downloads, and they have all been made. Ask the sender for a new link.",
+  },
   revoked: {
     title: "This link no longer works",
     text: "The sender revoked it, or it never existed. Ask the sender for a new one.",
@@ -59,7 +63,11 @@ const MESSAGES: Record<ErrorKind, { title: string; text: string }> = {
 
 /** A share request that failed with an HTTP status. */
 class HttpError extends Error {
-  constructor(readonly status: number) {
+  /** `reason` of the flat error body (`download_limit` for a used-up link), when there is one. */
+  constructor(
+    readonly status: number,
+    readonly reason?: string,
+  ) {
     super(`the server answered ${status}`);
   }
 }
@@ -107,13 +115,22 @@ function formatExpiry(expiresAt: string | null): string {
   return expiresAt === null ? "never" : new Date(expiresAt).toLocaleString();
 }
 
-function kindOfStatus(status: number): ErrorKind {
-  return status === 410 ? "expired" : status === 404 ? "revoked" : "failed";
+function kindOfStatus(status: number, reason?: string): ErrorKind {
+  if (status === 410) return reason === "download_limit" ? "used_up" : "expired";
+  return status === 404 ? "revoked" : "failed";
+}
+
+/** The error shown for a failed request: a used-up link is told apart from an expired one. */
+function kindOfError(err: unknown): ErrorKind {
+  return err instanceof HttpError ? kindOfStatus(err.status, err.reason) : "failed";
 }
 
 async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url, { credentials: "omit", cache: "no-store" });
-  if (!res.ok) throw new HttpError(res.status);
+  if (!res.ok) {
+    const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
+    throw new HttpError(res.status, typeof body?.reason === "string" ? body.reason : undefined);
+  }
   return (await res.json()) as T;
 }
 
@@ -258,7 +275,9 @@ async function downloadInMemory(
   }
   const res = await fetch(t.url, { credentials: "omit", cache: "no-store" });
   if (!res.ok || !res.body) {
-    onError(kindOfStatus(res.status), `the server answered ${res.status}`);
+    const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
+    const reason = typeof body?.reason === "string" ? body.reason : undefined;
+    onError(kindOfStatus(res.status, reason), `the server answered ${res.status}`);
     return false;
   }
   const parts: Uint8Array<ArrayBuffer>[] = [];
@@ -387,7 +406,7 @@ async function openFolderShare(token: string, key: Uint8Array): Promise<void> {
       try {
         page = await getJson<FolderSharePage>(`/v1/folder-shares/${token}/browse?${qs}`);
       } catch (err) {
-        showError(err instanceof HttpError ? kindOfStatus(err.status) : "failed", String(err));
+        showError(kindOfError(err), String(err));
         return;
       }
       for (const d of page.directories) {
@@ -466,7 +485,7 @@ async function start(): Promise<void> {
     if (folder) await openFolderShare(token, key);
     else await openFileShare(token, key);
   } catch (err) {
-    showError(err instanceof HttpError ? kindOfStatus(err.status) : "failed", String(err));
+    showError(kindOfError(err), String(err));
   }
 }
 

@@ -186,7 +186,7 @@ Examples:
         if (ctx.json) return printJson({ drive: name, already_owner: true });
         return println(`you own "${meta.display_label}": use --folder ${meta.display_label}`);
       }
-      await recordDrive(ctx.paths, {
+      await recordDrive(ctx.paths, ctx.identity.mnemonic, {
         owner_ss58: r.owner_ss58,
         folder_hash: r.folder_hash,
         label: meta.display_label,
@@ -300,7 +300,7 @@ Examples:
         // Already removed: leaving still forgets it here.
         if (!(e instanceof ApiError && (e.status === 404 || e.status === 403))) throw e;
       }
-      await forgetDrive(ctx.paths, d.owner_ss58, d.folder_hash);
+      await forgetDrive(ctx.paths, ctx.identity.mnemonic, d.owner_ss58, d.folder_hash);
       if (ctx.json) return printJson({ left: driveName(d) });
       println(`left "${d.label}" of ${d.owner_ss58}`);
     });

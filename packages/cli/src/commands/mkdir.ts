@@ -9,6 +9,7 @@ import { type FolderRef, parentDirs, registerEntries } from "@esync/client/batch
 import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { printJson, println } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 import { folderPaths } from "./rm.ts";
@@ -19,17 +20,27 @@ export function registerMkdir(program: Command): void {
     .command("mkdir")
     .description("create (empty) directories in a folder on the server, with their parents")
     .argument("<paths...>", "directory paths inside the folder, e.g. projects/2026")
-    .requiredOption("-f, --folder <label>", "folder label")
-    .action(async (paths: string[], opts: { folder: string }, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
-      const { keys } = await resolveFolder(ctx, opts.folder);
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
+    .action(async (paths: string[], opts: { folder?: string; drive?: string }, cmd: Command) => {
+      const target = await folderTarget(await loadContext(cmd.optsWithGlobals<GlobalOptions>()), opts);
+      const ctx = target.ctx;
+      const keys =
+        opts.drive !== undefined
+          ? await ctx.identity.folderKeys(target.label)
+          : (await resolveFolder(ctx, target.label)).keys;
       const f: FolderRef = { api: ctx.api, address: ctx.address, keys };
       const dirs = folderPaths(paths);
-      await registerEntries(
-        f,
-        dirs.flatMap((d) => [...parentDirs(d), d]),
+      await target.run(() =>
+        registerEntries(
+          f,
+          dirs.flatMap((d) => [...parentDirs(d), d]),
+        ),
       );
-      if (ctx.json) printJson({ folder: opts.folder, created: dirs });
+      if (ctx.json) printJson({ folder: target.label, created: dirs });
       else for (const d of dirs) println(`created ${d}/`);
     });
 }

@@ -23,6 +23,7 @@ import { ciphertextSizeFor } from "@esync/protocol/framing.ts";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import {
   CliError,
   describeError,
@@ -42,7 +43,8 @@ import { browsePath } from "./ls.ts";
 import { type HistoryChoice, parseTime, restoreFromHistory } from "./versions.ts";
 
 interface RestoreOptions {
-  folder: string;
+  folder?: string;
+  drive?: string;
   to: string;
   force?: boolean;
   jobs: string;
@@ -96,7 +98,11 @@ export function registerRestore(program: Command): void {
     .command("restore")
     .description("download, decrypt and verify chosen files or directories of a folder")
     .argument("<paths...>", "files or directories inside the folder ('/' for all of it)")
-    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
     .option("--to <dir>", "where to restore them, keeping their paths (default: current directory)", ".")
     .option("--force", "replace local files that differ from the server's")
     .option("-j, --jobs <n>", "files downloaded at once", "3")
@@ -121,11 +127,16 @@ Examples:
   esync restore --deleted notes/old.txt --folder documents --to .`,
     )
     .action(async (paths: string[], opts: RestoreOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer");
+      const target = await folderTarget(
+        await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "transfer"),
+        opts,
+      );
+      const ctx = target.ctx;
+      const folderOpts = { ...opts, folder: target.label };
       const chosen = [opts.version !== undefined, opts.at !== undefined, opts.deleted === true].filter(
         Boolean,
       );
-      if (chosen.length === 0) return restore(ctx, paths, opts);
+      if (chosen.length === 0) return target.run(() => restore(ctx, paths, folderOpts));
       if (chosen.length > 1) throw usageError("give one of --version, --at, --deleted");
       if (paths.length !== 1) throw usageError("--version, --at and --deleted restore one PATH");
       const version = Number(opts.version);
@@ -137,22 +148,26 @@ Examples:
           : opts.at !== undefined
             ? { at: parseTime(opts.at) }
             : { deleted: true };
-      const { path, restored } = await restoreFromHistory(ctx, opts.folder, paths[0] as string, choice);
-      if (ctx.json && cmd.getOptionValueSource("to") !== "cli")
-        return printJson({ folder: opts.folder, path, ...restored });
-      if (!ctx.json)
-        println(
-          `restored ${path} (version ${restored.version_id}) on the server as revision ${restored.revision_seq}`,
-        );
-      if (cmd.getOptionValueSource("to") === "cli") return restore(ctx, [path], opts);
-      if (!ctx.json) println("the next sync brings it to your devices");
+      await target.run(async () => {
+        const { path, restored } = await restoreFromHistory(ctx, target.label, paths[0] as string, choice);
+        if (ctx.json && cmd.getOptionValueSource("to") !== "cli")
+          return printJson({ folder: target.label, path, ...restored });
+        if (!ctx.json)
+          println(
+            `restored ${path} (version ${restored.version_id}) on the server as revision ${restored.revision_seq}`,
+          );
+        if (cmd.getOptionValueSource("to") === "cli") return restore(ctx, [path], folderOpts);
+        if (!ctx.json) println("the next sync brings it to your devices");
+      });
     });
 }
 
 async function restore(ctx: CommandContext, paths: string[], opts: RestoreOptions): Promise<void> {
   const jobs = Number(opts.jobs);
   if (!Number.isInteger(jobs) || jobs < 1 || jobs > 64) throw usageError("--jobs must be an integer 1..64");
-  const { keys, label } = await resolveFolder(ctx, opts.folder);
+  const label = opts.folder as string;
+  const keys =
+    opts.drive !== undefined ? await ctx.identity.folderKeys(label) : (await resolveFolder(ctx, label)).keys;
   const all: RemoteFileEntry[] = [];
   for await (const e of ctx.api.iterateState(ctx.address, keys.folderHash)) all.push(e);
   const selection = selectEntries(all, paths);

@@ -7,7 +7,8 @@
  *   encrypted under a fresh key and uploaded as its own copy; the link carries the key.
  * - `esync share --folder LABEL [PATH]`: a folder share of the directory PATH (default the whole
  *   folder): the link carries the folder's key and shows its live contents.
- * - `esync shares`: both kinds, with expiry and the link where the owner wrap opens.
+ * - `esync shares`: both kinds, with expiry and the link where the owner wrap opens;
+ *   `esync shares --accesses REF`: one file share's download count and access log.
  * - `esync unshare TOKEN|URL|TOKEN_HASH`: revokes.
  *
  * Links point at `--public-url`, else `$ESYNC_PUBLIC_URL`, else the server URL.
@@ -18,8 +19,8 @@ import { join } from "node:path";
 import { ApiError } from "@esync/client/api-error.ts";
 import { downloadFile } from "@esync/client/downloader.ts";
 import { normalizeRelativePath } from "@esync/client/manifest.ts";
-import { checkSharePassword, ShareLinkError } from "@esync/client/share-crypto.ts";
-import type { ShareTtl } from "@esync/client/share-types.ts";
+import { checkSharePassword, parseShareLink, ShareLinkError } from "@esync/client/share-crypto.ts";
+import type { ShareAccessLog, ShareTtl } from "@esync/client/share-types.ts";
 import {
   type CreatedShare,
   createFileShare,
@@ -44,6 +45,16 @@ interface ShareOptions {
   password?: boolean;
   name?: string;
   publicUrl?: string;
+  maxDownloads?: string;
+  accessLog?: boolean;
+}
+
+/** Checks `--max-downloads`: an integer from 1 to 1,000,000. */
+export function parseMaxDownloads(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1 || n > 1_000_000)
+    throw usageError(`--max-downloads must be an integer from 1 to 1000000, got "${text}"`);
+  return n;
 }
 
 /** The origin of links: `--public-url`, else `$ESYNC_PUBLIC_URL`, else the server URL. */
@@ -125,6 +136,11 @@ export function registerShare(program: Command): void {
     .option("--password", "protect the link with a password (asked for; piped: the first line of stdin)")
     .option("--name <name>", "name the recipient sees (default: the file's or directory's name)")
     .option("--public-url <url>", "origin of the link (default $ESYNC_PUBLIC_URL or the server URL)")
+    .option("--max-downloads <n>", "file shares: the link stops after N complete downloads (esync servers)")
+    .option(
+      "--access-log",
+      "file shares: keep a log of downloads, shown by `esync shares --accesses` (esync servers)",
+    )
     .addHelpText(
       "after",
       `
@@ -139,6 +155,7 @@ Examples:
     )
     .action(async (path: string | undefined, opts: ShareOptions, cmd: Command) => {
       const ttl = parseTtl(opts.ttl);
+      const maxDownloads = opts.maxDownloads === undefined ? undefined : parseMaxDownloads(opts.maxDownloads);
       const local = path !== undefined && isLocalFile(path);
       if (!local && opts.folder === undefined)
         throw usageError(
@@ -169,6 +186,21 @@ Examples:
             ? "dir"
             : (kindAt(await listRemote({ api: ctx.api, address: ctx.address, keys }), rel) ?? "file");
       }
+      if (kind === "dir" && (maxDownloads !== undefined || opts.accessLog))
+        throw usageError("--max-downloads and --access-log apply to file shares only");
+      if (maxDownloads !== undefined || opts.accessLog) {
+        const caps = await ctx.api.capabilities();
+        if (maxDownloads !== undefined && !caps.share_max_downloads)
+          throw new CliError(
+            "this server does not support --max-downloads (capability share_max_downloads)",
+            EXIT.server,
+          );
+        if (opts.accessLog && !caps.share_access_log)
+          throw new CliError(
+            "this server does not support --access-log (capability share_access_log)",
+            EXIT.server,
+          );
+      }
       const password = opts.password ? await askPassword() : undefined;
       if (kind === "dir" && label !== undefined) {
         const s = await createFolderShare(owner, label, {
@@ -184,6 +216,8 @@ Examples:
         const s = await createFileShare(owner, source, {
           ttl,
           password,
+          maxDownloads,
+          accessLog: opts.accessLog,
           name: opts.name ?? (local ? undefined : rel.split("/").pop()),
           spillPath: join(ctx.paths.spill, `share-${crypto.randomUUID()}.blob`),
           signal: ctx.signal,
@@ -198,8 +232,10 @@ Examples:
     .command("shares")
     .description("list your file and folder shares with their expiry and links")
     .option("--public-url <url>", "origin of the links (default $ESYNC_PUBLIC_URL or the server URL)")
-    .action(async (opts: { publicUrl?: string }, cmd: Command) => {
+    .option("--accesses <ref>", "show one file share's download count and access log (a link or a token)")
+    .action(async (opts: { publicUrl?: string; accesses?: string }, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
+      if (opts.accesses !== undefined) return showAccesses(ctx, opts.accesses);
       const { files, folders } = await listShares({
         api: ctx.api,
         identity: ctx.identity,
@@ -215,7 +251,11 @@ Examples:
           f.filename,
           formatSize(f.plaintext_size),
           expiry(f.expires_at),
-          "active",
+          f.max_downloads !== undefined
+            ? `${f.download_count ?? 0}/${f.max_downloads} downloads`
+            : f.access_log
+              ? `active, ${f.download_count ?? 0} downloads`
+              : "active",
           f.link ?? f.share_token,
         ]),
         ...folders.map((f) => [
@@ -260,4 +300,55 @@ Examples:
       if (ctx.json) printJson({ revoked: true, ...out });
       else println(`revoked the ${out.kind} share`);
     });
+}
+
+/** `esync shares --accesses REF`: a file share's counters and access log, newest first. */
+async function showAccesses(ctx: CommandContext, ref: string): Promise<void> {
+  let token = ref;
+  if (/^[a-z]+:\/\//i.test(ref)) {
+    let parsed: ReturnType<typeof parseShareLink>;
+    try {
+      parsed = parseShareLink(ref);
+    } catch (e) {
+      throw usageError((e as Error).message);
+    }
+    if (parsed.folder) throw usageError("folder shares keep no access log");
+    token = parsed.token;
+  }
+  let log: ShareAccessLog;
+  try {
+    log = await ctx.api.shareAccesses(token);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404)
+      throw new CliError(
+        "no such file share of yours (unknown, revoked, or the server keeps no log)",
+        EXIT.server,
+      );
+    throw e;
+  }
+  if (ctx.json) return printJson(log);
+  println(
+    log.max_downloads === null
+      ? `${log.download_count} complete downloads`
+      : `${log.download_count} of ${log.max_downloads} downloads used`,
+  );
+  if (log.accesses.length === 0) return println("no downloads logged");
+  const withAddress = log.accesses.some((a) => a.client_address !== undefined);
+  println(
+    table(
+      [
+        { header: "TIME (UTC)" },
+        { header: "BYTES SENT", align: "right" },
+        { header: "COMPLETE" },
+        ...(withAddress ? [{ header: "CLIENT" }] : []),
+      ],
+      log.accesses.map((a) => [
+        new Date(a.at * 1000).toISOString().replace(/\.\d+Z$/, "Z"),
+        String(a.bytes_sent),
+        a.completed ? "yes" : "no",
+        ...(withAddress ? [a.client_address ?? ""] : []),
+      ]),
+    ),
+  );
+  if (log.truncated) println("(older rows not shown)");
 }

@@ -16,12 +16,14 @@ import { SyncState, statePath } from "@esync/client/sync/state-db.ts";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { type CommandContext, loadContext } from "../context.ts";
+import { folderTarget } from "../drives.ts";
 import { collect } from "../options.ts";
 import { printJson, println, reportUnsyncable, usageError } from "../output.ts";
 import { resolveFolder } from "../resolve-folder.ts";
 
 interface StatusOptions {
-  folder: string;
+  folder?: string;
+  drive?: string;
   exclude?: string[];
 }
 
@@ -80,7 +82,11 @@ export function registerStatus(program: Command): void {
     .command("status")
     .description("show what `esync sync DIR` would do, without doing it")
     .argument("<dir>", "local directory")
-    .requiredOption("-f, --folder <label>", "folder label")
+    .option("-f, --folder <label>", "folder label")
+    .option(
+      "-d, --drive <drive>",
+      "a joined shared drive, OWNER/LABEL (`esync drive join`), instead of --folder",
+    )
     .option(
       "--exclude <pattern>",
       "also leave paths matching this gitignore pattern alone (repeatable)",
@@ -96,8 +102,11 @@ Example:
   esync status ~/Documents --folder documents`,
     )
     .action(async (dir: string, opts: StatusOptions, cmd: Command) => {
-      const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
-      await status(ctx, dir, opts);
+      const target = await folderTarget(
+        await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read"),
+        opts,
+      );
+      await target.run(() => status(target.ctx, dir, { ...opts, folder: target.label }));
     });
 }
 
@@ -105,7 +114,9 @@ async function status(ctx: CommandContext, dir: string, opts: StatusOptions): Pr
   const root = resolve(dir);
   const st = await stat(root).catch(() => null);
   if (!st?.isDirectory()) throw usageError(`${dir}: not a directory`);
-  const { keys, label } = await resolveFolder(ctx, opts.folder);
+  const label = opts.folder as string;
+  const keys =
+    opts.drive !== undefined ? await ctx.identity.folderKeys(label) : (await resolveFolder(ctx, label)).keys;
   const binding = { address: ctx.address, folderHash: keys.folderHash };
   const synced = existsSync(statePath(root));
   const state = SyncState.open(root, binding, synced ? statePath(root) : ":memory:");

@@ -2,8 +2,9 @@
  * @module capabilities/capabilities.controller
  * `GET /v1/capabilities` (docs/protocol.md#capabilities): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
- * shared drives with folder invites, reader and writer (docs/drives.md), and version history and
- * trash when versions are kept (docs/versions.md).
+ * shared drives with folder invites, reader and writer (docs/drives.md), version history and
+ * trash when versions are kept (docs/versions.md), and esync's own download limits and access
+ * log of file shares (docs/sharing.md).
  */
 
 import { Capabilities } from "@esync/protocol/schemas.ts";
@@ -20,6 +21,8 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   folder_grant_writes: true,
   member_folder_shares: false,
   upload_folder_shares: false,
+  share_max_downloads: true,
+  share_access_log: true,
 };
 
 /**

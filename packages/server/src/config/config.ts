@@ -92,6 +92,11 @@ export interface Config {
    * (`ESYNC_SHARE_RATE_LIMIT`, default 120; 0 = no limit): docs/sharing.md.
    */
   shareRateLimit: number;
+  /**
+   * Whether a file share's access log keeps the client address of each blob answer
+   * (`ESYNC_SHARE_LOG_ADDRESSES`, default false): docs/sharing.md, "Access log".
+   */
+  shareLogAddresses: boolean;
   /** Live upload sessions allowed per user (`ESYNC_MAX_SESSIONS_PER_USER`, default 32). */
   maxSessionsPerUser: number;
   /** Accept the bare SS58 address as a bearer token (`ESYNC_INSECURE_SS58_TOKENS`, default off). Development only. */
@@ -288,6 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
     blobGraceSeconds: int(env, "ESYNC_BLOB_GRACE_SECONDS", 3600, 0, 30 * 86400),
     versionRetentionSeconds: int(env, "ESYNC_VERSION_RETENTION_DAYS", 30, 0, 3650) * 86400,
     shareRateLimit: int(env, "ESYNC_SHARE_RATE_LIMIT", 120, 0, 1_000_000),
+    shareLogAddresses: bool(env, "ESYNC_SHARE_LOG_ADDRESSES", false),
     maxSessionsPerUser: int(env, "ESYNC_MAX_SESSIONS_PER_USER", 32, 1, 1_000_000),
     insecureSs58Tokens: bool(env, "ESYNC_INSECURE_SS58_TOKENS", false),
     maxSingleUploadBytes: int(env, "ESYNC_MAX_SINGLE_UPLOAD_BYTES", 256 * 1024 * 1024, 48, 2 ** 40),

@@ -5,6 +5,7 @@
  * unknown or already revoked share answers 404 without a body, as the product's clients expect.
  */
 
+import { fail } from "@esync/protocol/errors.ts";
 import { toHex } from "@esync/protocol/ids.ts";
 import {
   ExpiryResult,
@@ -26,6 +27,7 @@ import { revisionEtag } from "../http/conditional.ts";
 import { authenticated, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
 import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
+import { parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
 import type { RateLimiter } from "../http/rate-limit.ts";
 import { integerParams } from "../http/validate.ts";
@@ -142,28 +144,40 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
       async ({ params, query, request }) => {
         const row = await f.file(params.token, query.path);
         const size = row.ciphertextSize;
+        const etag = revisionEtag(toHex(row.revisionId));
+        const ifRange = request.headers.get("if-range");
+        const rangeHeader = ifRange === null || ifRange === etag ? request.headers.get("range") : null;
+        const range = resolveRange(parseRangeHeader(rangeHeader), size);
+        if (range === "unsatisfiable")
+          throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
+            headers: { "content-range": `bytes */${size}` },
+          });
+        const [start, end] = range ?? [0, size];
+        const status = range ? 206 : 200;
         const headers: Record<string, string> = {
           "content-type": "application/octet-stream",
-          "content-length": String(size),
+          "content-length": String(end - start),
+          "accept-ranges": "bytes",
           "content-disposition": "attachment",
           "cache-control": "no-store",
-          etag: revisionEtag(toHex(row.revisionId)),
+          etag,
         };
-        if (isHead(request)) return new Response(null, { status: 200, headers });
-        const d = await s.files.open(row, 0, size);
+        if (range) headers["content-range"] = `bytes ${start}-${end - 1}/${size}`;
+        if (isHead(request)) return new Response(null, { status, headers });
+        const d = await s.files.open(row, start, end);
         const body = await downloadBody(
           s.deps.blobs,
           d,
           request,
           fileBodyLimit(s.deps.config.headerTimeoutSeconds),
         );
-        const response = new Response(body, { status: 200, headers });
+        const response = new Response(body, { status, headers });
         return body instanceof ReadableStream ? response : sentWhole(response);
       },
       {
         params: ShareTokenParams,
         query: FolderBlobQuery,
-        response: v1Responses({ 200: t.Any() }, [400, 404, 410, 429, 500, 503]),
+        response: v1Responses({ 200: t.Any(), 206: t.Any() }, [400, 404, 410, 416, 429, 500, 503]),
         detail: {
           tags: ["folder-shares"],
           summary: "The ciphertext of one file under a folder share (anonymous)",

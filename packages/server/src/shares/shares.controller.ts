@@ -9,6 +9,7 @@ import { AppError, fail } from "@esync/protocol/errors.ts";
 import {
   FileOwnerWrapsBody,
   OwnerWrapsApplied,
+  ShareAccessList,
   ShareChunkParams,
   ShareChunkStored,
   ShareList,
@@ -233,6 +234,8 @@ function ownerRoutes(s: Services) {
             created_at: rfc3339(r.createdAt),
             expires_at: rfc3339(r.expiresAt),
             owner_wrap: r.ownerWrap,
+            ...(r.maxDownloads !== null ? { max_downloads: r.maxDownloads } : {}),
+            ...(r.accessLog ? { download_count: r.downloadCount, access_log: true } : {}),
           })),
         ),
       {
@@ -263,6 +266,28 @@ function ownerRoutes(s: Services) {
         params: ShareTokenParams,
         response: v1Responses({ 204: t.Null() }, [401, 404, 500]),
         detail: doc("shares", "Revoke a share (the link stops working at once)"),
+      },
+    )
+    .get(
+      "/v1/shares/:token/accesses",
+      async ({ caller, params }) => {
+        const log = await s.shares.accesses(caller, params.token);
+        return v1Json({
+          max_downloads: log.maxDownloads,
+          download_count: log.downloadCount,
+          accesses: log.rows.map((a) => ({
+            at: a.at,
+            bytes_sent: a.bytesSent,
+            completed: a.completed,
+            ...(a.clientAddress !== null ? { client_address: a.clientAddress } : {}),
+          })),
+          truncated: log.truncated,
+        });
+      },
+      {
+        params: ShareTokenParams,
+        response: v1Responses({ 200: ShareAccessList }, [401, 404, 500]),
+        detail: doc("shares", "A share's download counter and access log, newest first (esync)"),
       },
     )
     .put(
@@ -302,12 +327,15 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
     )
     .get(
       "/v1/shares/:token/blob",
-      async ({ params, request }) => {
+      async ({ params, request, server }) => {
         const r = await s.shares.readable(params.token);
         const size = r.ciphertextSize;
         const etag = `"${r.shareId}"`;
+        // A limited link is served whole: a range could fetch the blob without ever counting.
+        const limited = r.maxDownloads !== null;
         const ifRange = request.headers.get("if-range");
-        const rangeHeader = ifRange === null || ifRange === etag ? request.headers.get("range") : null;
+        const rangeHeader =
+          !limited && (ifRange === null || ifRange === etag) ? request.headers.get("range") : null;
         const range = resolveRange(parseRangeHeader(rangeHeader), size);
         if (range === "unsatisfiable")
           throw fail("range_not_satisfiable", `Range not satisfiable for ${size} bytes`, {
@@ -318,7 +346,7 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
         const headers: Record<string, string> = {
           "content-type": "application/octet-stream",
           "content-length": String(end - start),
-          "accept-ranges": "bytes",
+          "accept-ranges": limited ? "none" : "bytes",
           "content-disposition": "attachment",
           "cache-control": "no-store",
           etag,
@@ -333,6 +361,18 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
           request,
           fileBodyLimit(s.deps.config.headerTimeoutSeconds),
         );
+        if (r.accessLog) {
+          const stream = body instanceof ReadableStream ? body : new Response(body).body;
+          if (!stream) throw new Error("a share body without a stream");
+          const tracked = s.shares.trackedBody(
+            r,
+            stream,
+            end - start,
+            start === 0 && end === size,
+            clientAddress(server, request),
+          );
+          return new Response(tracked, { status, headers });
+        }
         const response = new Response(body, { status, headers });
         return body instanceof ReadableStream ? response : sentWhole(response);
       },

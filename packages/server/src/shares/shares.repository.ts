@@ -24,6 +24,12 @@ export type ShareRow = {
   totalChunks: number;
   blobKey: string | null;
   ownerWrap: string | null;
+  /** Complete downloads the link allows (docs/sharing.md, "Download limits"); null = no limit. */
+  maxDownloads: number | null;
+  /** Complete downloads so far. */
+  downloadCount: number;
+  /** Whether blob answers are written to the access log. */
+  accessLog: boolean;
 };
 /** A `share_chunks` row. */
 export type ShareChunkRow = {
@@ -32,6 +38,15 @@ export type ShareChunkRow = {
   size: number;
   receivedAt: number;
   shareId: string;
+};
+/** A `share_accesses` row: one blob answer of a file share (docs/sharing.md, "Access log"). */
+export type ShareAccessRow = {
+  accessId: string;
+  shareId: string;
+  at: number;
+  bytesSent: number;
+  completed: boolean;
+  clientAddress: string | null;
 };
 /** A `folder_shares` row. */
 export type FolderShareRow = {
@@ -90,8 +105,21 @@ export interface SharesRepository {
   /** Deletes every chunk row of the share. */
   removeChunks(shareId: string): Promise<void>;
 
-  /** Deletes the file share and its chunk rows. */
+  /** Deletes the file share, its chunk rows and its access log. */
   remove(shareId: string): Promise<void>;
+
+  /**
+   * Counts one complete download of the share in one statement: adds 1 to `download_count` unless
+   * `max_downloads` is set and already reached. Parallel callers therefore never exceed the limit.
+   * @returns true when the download was counted, false when the limit was reached (or no row).
+   */
+  claimDownload(shareId: string): Promise<boolean>;
+
+  /** Inserts one access-log row. */
+  insertAccess(row: ShareAccessRow): Promise<void>;
+
+  /** The share's access-log rows, newest first, at most `limit`. */
+  accesses(shareId: string, limit: number): Promise<ShareAccessRow[]>;
 
   /**
    * Up to `limit` file shares the reaper collects at `now`: revoked ones, expired ones, and

@@ -38,7 +38,7 @@ import {
   shareChunkLength,
   shareObjectPrefix,
 } from "./share-rules.ts";
-import type { ShareRow } from "./shares.repository.ts";
+import type { ShareAccessRow, ShareRow } from "./shares.repository.ts";
 
 /** The metadata of a mint, as its schema checked it. */
 export type ShareMetadataInput = Static<typeof ShareMetadata>;
@@ -61,6 +61,19 @@ export type OpenShareChunk = (length: number) => {
 export interface FileSharesOptions {
   /** Seconds the objects of a reaped share stay readable, for downloads in flight. */
   graceSeconds: number;
+  /** Whether access-log rows keep the client address (`ESYNC_SHARE_LOG_ADDRESSES`). */
+  logAddresses: boolean;
+}
+
+/** Most access-log rows `GET /v1/shares/{token}/accesses` returns (newest first). */
+export const MAX_ACCESS_ROWS = 1000;
+
+/** What `accesses` returns: the share's counters and its newest log rows. */
+export interface ShareAccessLog {
+  maxDownloads: number | null;
+  downloadCount: number;
+  rows: ShareAccessRow[];
+  truncated: boolean;
 }
 
 /** A share readable anonymously, and the byte count of its blob. */
@@ -196,6 +209,9 @@ export class FileSharesService {
       expiresAt: expiryOf(m.ttl as ShareTtl | undefined, now),
       revokedAt: null,
       ownerWrap: null,
+      maxDownloads: m.max_downloads ?? null,
+      downloadCount: 0,
+      accessLog: m.access_log === true || m.max_downloads !== undefined,
     };
   }
 
@@ -439,7 +455,103 @@ export class FileSharesService {
       throw fail("not_found", "No such share");
     if (row.expiresAt !== null && row.expiresAt <= this.clock.now())
       throw fail("gone", "This link has expired");
+    if (row.maxDownloads !== null && row.downloadCount >= row.maxDownloads)
+      throw fail("gone", "This link has reached its download limit", {
+        fields: { reason: "download_limit" },
+      });
     return row as ReadableShare;
+  }
+
+  /**
+   * Wraps the body of one blob answer of a tracked share (`access_log` or `max_downloads`,
+   * docs/sharing.md "Download limits" and "Access log") in a stream that counts the bytes handed
+   * over. When the answer is the whole blob, the download is claimed (`claimDownload`) before its
+   * last piece is handed over; a refused claim (the limit was reached by a parallel download)
+   * errors the stream, so the client never gets a complete body. When the body ends, completes or
+   * is cancelled, one access-log row is written (a failure to write it is logged, not thrown).
+   * @param whole true when the answer is `[0, ciphertext_size)`.
+   */
+  trackedBody(
+    share: ReadableShare,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    whole: boolean,
+    clientAddress: string,
+  ): ReadableStream<Uint8Array> {
+    const at = this.clock.now();
+    const reader = body.getReader();
+    let sent = 0;
+    let completed = false;
+    let logged = false;
+    const finish = async (): Promise<void> => {
+      if (logged) return;
+      logged = true;
+      try {
+        await this.store.repos.shares.insertAccess({
+          accessId: randomHex(16),
+          shareId: share.shareId,
+          at,
+          bytesSent: sent,
+          completed,
+          clientAddress: this.opts.logAddresses ? clientAddress : null,
+        });
+      } catch (e) {
+        this.log.warn("share.access_log_failed", { error: e as Error });
+      }
+    };
+    return new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              controller.close();
+              await finish();
+              return;
+            }
+            if (whole && sent + value.byteLength >= length) {
+              if (!(await this.store.repos.shares.claimDownload(share.shareId))) {
+                await reader.cancel();
+                controller.error(fail("gone", "This link has reached its download limit"));
+                await finish();
+                return;
+              }
+              completed = true;
+            }
+            sent += value.byteLength;
+            controller.enqueue(value);
+          } catch (e) {
+            completed = false;
+            controller.error(e);
+            await finish();
+          }
+        },
+        cancel: async (reason) => {
+          completed = false;
+          await reader.cancel(reason);
+          await finish();
+        },
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  /**
+   * `GET /v1/shares/{token}/accesses`: the counters and newest `MAX_ACCESS_ROWS` access-log rows
+   * of `caller`'s share (complete, not revoked; expired and used-up ones too, until reaped).
+   * @throws AppError `not_found` (unknown, another account's, revoked or uploading).
+   */
+  async accesses(caller: string, token: string): Promise<ShareAccessLog> {
+    const row = isTokenShaped(token) ? await this.store.repos.shares.byToken(token) : undefined;
+    if (!row || row.owner !== caller || row.state !== "complete" || row.revokedAt !== null)
+      throw fail("not_found", "No such share");
+    const rows = await this.store.repos.shares.accesses(row.shareId, MAX_ACCESS_ROWS + 1);
+    return {
+      maxDownloads: row.maxDownloads,
+      downloadCount: row.downloadCount,
+      rows: rows.slice(0, MAX_ACCESS_ROWS),
+      truncated: rows.length > MAX_ACCESS_ROWS,
+    };
   }
 
   /**

@@ -19,5 +19,7 @@ test("GET /v1/capabilities answers 200 without a token: the share flags and fold
     member_folder_shares: false,
     upload_folder_shares: false,
     versions: false,
+    share_max_downloads: true,
+    share_access_log: true,
   });
 });

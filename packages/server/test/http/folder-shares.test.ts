@@ -135,6 +135,40 @@ describe("anonymous reads", () => {
     expectFlat(await t.json(`/v1/folder-shares/${token}/blob?path=missing.txt`), 404, "not_found");
   });
 
+  test("blob answers one Range with 206, the exact Content-Length, a strong ETag and If-Range; 416 past the end", async () => {
+    const token = await share("docs");
+    const ct = files["docs/a.txt"] as Buffer;
+    const url = `/v1/folder-shares/${token}/blob?path=a.txt`;
+    const whole = await t.fetch(url);
+    const etag = whole.headers.get("etag") as string;
+    expect(etag).toMatch(/^"[0-9a-f]+"$/);
+    expect(whole.headers.get("accept-ranges")).toBe("bytes");
+    await whole.arrayBuffer();
+    const part = await t.fetch(url, { headers: { range: "bytes=10-19" } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get("content-length")).toBe("10");
+    expect(part.headers.get("content-range")).toBe(`bytes 10-19/${ct.byteLength}`);
+    expect(part.headers.get("etag")).toBe(etag);
+    expect(Buffer.from(await part.arrayBuffer()).equals(ct.subarray(10, 20))).toBe(true);
+    const tail = await t.fetch(url, { headers: { range: "bytes=-5" } });
+    expect(tail.status).toBe(206);
+    expect(Buffer.from(await tail.arrayBuffer()).equals(ct.subarray(ct.byteLength - 5))).toBe(true);
+    const matching = await t.fetch(url, { headers: { range: "bytes=0-3", "if-range": etag } });
+    expect(matching.status).toBe(206);
+    await matching.arrayBuffer();
+    const stale = await t.fetch(url, { headers: { range: "bytes=0-3", "if-range": '"0000"' } });
+    expect(stale.status).toBe(200);
+    expect(stale.headers.get("content-length")).toBe(String(ct.byteLength));
+    expect(Buffer.from(await stale.arrayBuffer()).equals(ct)).toBe(true);
+    const head = await t.fetch(url, { method: "HEAD", headers: { range: "bytes=1-2" } });
+    expect(head.status).toBe(206);
+    expect(head.headers.get("content-length")).toBe("2");
+    const past = await t.fetch(url, { headers: { range: `bytes=${ct.byteLength}-` } });
+    expect(past.status).toBe(416);
+    expect(past.headers.get("content-range")).toBe(`bytes */${ct.byteLength}`);
+    await past.arrayBuffer();
+  });
+
   test("nothing above the prefix is reachable: .., %2F, %2e%2e, a leading /, NFD spellings and the sibling docs2", async () => {
     const token = await share("docs");
     for (const p of [

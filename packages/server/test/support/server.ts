@@ -7,6 +7,7 @@
 
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { storageEnv } from "./s3-server.ts";
 import { tempDir } from "./tmp.ts";
 
 /** The server package's folder (where `src/main.ts`, `bench/` and `drizzle/` are). */
@@ -45,6 +46,29 @@ export interface StartOptions {
   bunArgs?: string[];
   /** Checkout whose `src/main.ts` runs (default this repository; benches compare another ref). */
   root?: string;
+  /**
+   * Runs the server on the test stores: with `ESYNC_TEST_DATABASE=postgres` a fresh PostgreSQL
+   * database, with `ESYNC_TEST_STORAGE=s3` a fresh bucket on the test S3 server (`storageEnv`),
+   * both removed by `stop`; on the defaults nothing changes (SQLite and blobs in the data
+   * directory). Used by the CLI tests, which then run in the PostgreSQL + S3 pass too. A string
+   * names the database and bucket (default `cli`); pass the same `shared` object to several
+   * servers to run them as nodes of one cluster on the same database and bucket.
+   */
+  testStores?: boolean | string | SharedStores;
+}
+
+/** Test stores several server processes share (`sharedStores`), as the nodes of one cluster. */
+export interface SharedStores {
+  env: Record<string, string>;
+  remove(): Promise<void>;
+}
+
+/**
+ * One fresh test database and bucket (see `StartOptions.testStores`) for several servers; the
+ * caller removes them after stopping every server.
+ */
+export function sharedStores(label: string): Promise<SharedStores> {
+  return storageEnv(label);
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
@@ -79,6 +103,12 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
   const port = opts.port ?? freePort();
   const out: string[] = [];
   const root = opts.root ?? SERVER_ROOT;
+  const stores =
+    opts.testStores === undefined || opts.testStores === false
+      ? undefined
+      : typeof opts.testStores === "object"
+        ? { env: opts.testStores.env, remove: async () => {} }
+        : await storageEnv(typeof opts.testStores === "string" ? opts.testStores : "cli");
   const proc = Bun.spawn([process.execPath, ...(opts.bunArgs ?? []), "run", join(root, "src", "main.ts")], {
     cwd: root,
     env: childEnv({
@@ -86,6 +116,7 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
       ESYNC_PORT: String(port),
       ESYNC_DATA_DIR: dataDir,
       ESYNC_LOG_LEVEL: "warn",
+      ...stores?.env,
       ...opts.env,
     }),
     stdin: "ignore",
@@ -104,7 +135,9 @@ export async function startServer(opts: StartOptions = {}): Promise<ServerProces
     output: () => out.join(""),
     async stop() {
       proc.kill("SIGTERM");
-      return proc.exited;
+      const code = await proc.exited;
+      await stores?.remove();
+      return code;
     },
     async kill() {
       proc.kill("SIGKILL");

@@ -17,6 +17,7 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   bigserial,
+  boolean,
   customType,
   index,
   integer,
@@ -393,8 +394,25 @@ export const shares = pgTable(
     expiresAt: int64("expires_at"),
     revokedAt: int64("revoked_at"),
     ownerWrap: text("owner_wrap"),
+    maxDownloads: integer("max_downloads"),
+    downloadCount: integer("download_count").notNull().default(0),
+    accessLog: boolean("access_log").notNull().default(false),
   },
   (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
+);
+
+/** A file share's access log (see `share_accesses` in `src/db/sqlite/schema.ts`). */
+export const shareAccesses = pgTable(
+  "share_accesses",
+  {
+    accessId: text("access_id").primaryKey(),
+    shareId: text("share_id").notNull(),
+    at: int64("at").notNull(),
+    bytesSent: int64("bytes_sent").notNull(),
+    completed: boolean("completed").notNull(),
+    clientAddress: text("client_address"),
+  },
+  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );
 
 /** Chunks of uploading file shares (see `share_chunks` in `src/db/sqlite/schema.ts`). */

@@ -4,17 +4,18 @@
  * `share_chunks`, `share_accesses` and `folder_shares`. Tokens and hashes reach the queries only
  * after the services checked their alphabet (base64url, hex), so no NUL reaches a text column.
  */
-import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type {
   FolderShareRow,
   FolderShareUpdate,
+  ShareAccessRow,
   ShareChunkRow,
   ShareRow,
   SharesRepository,
   ShareUpdate,
 } from "../../shares/shares.repository.ts";
 import type { PgConn } from "./conn.ts";
-import { folderShares, shareChunks, shares } from "./schema.ts";
+import { folderShares, shareAccesses, shareChunks, shares } from "./schema.ts";
 
 /** File and folder shares on PostgreSQL. */
 export class PgSharesRepository implements SharesRepository {
@@ -94,7 +95,35 @@ export class PgSharesRepository implements SharesRepository {
 
   async remove(shareId: string): Promise<void> {
     await this.db.delete(shareChunks).where(eq(shareChunks.shareId, shareId));
+    await this.db.delete(shareAccesses).where(eq(shareAccesses.shareId, shareId));
     await this.db.delete(shares).where(eq(shares.shareId, shareId));
+  }
+
+  async claimDownload(shareId: string): Promise<boolean> {
+    const rows = await this.db
+      .update(shares)
+      .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+      .where(
+        and(
+          eq(shares.shareId, shareId),
+          or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)),
+        ),
+      )
+      .returning({ id: shares.shareId });
+    return rows.length > 0;
+  }
+
+  async insertAccess(row: ShareAccessRow): Promise<void> {
+    await this.db.insert(shareAccesses).values(row);
+  }
+
+  async accesses(shareId: string, limit: number): Promise<ShareAccessRow[]> {
+    return this.db
+      .select()
+      .from(shareAccesses)
+      .where(eq(shareAccesses.shareId, shareId))
+      .orderBy(desc(shareAccesses.at), desc(shareAccesses.accessId))
+      .limit(limit);
   }
 
   async reapable(now: number, idleBefore: number, limit: number): Promise<ShareRow[]> {

@@ -409,8 +409,35 @@ export const shares = sqliteTable(
     revokedAt: integer("revoked_at"),
     /** Standard base64 of the owner wrap, or null. */
     ownerWrap: text("owner_wrap"),
+    /** Complete downloads the link allows (docs/sharing.md, "Download limits"); null = no limit. */
+    maxDownloads: integer("max_downloads"),
+    /** Complete downloads so far: only a blob answer whose every byte was handed over counts. */
+    downloadCount: integer("download_count").notNull().default(0),
+    /** Whether blob answers are written to `share_accesses` (always when `max_downloads` is set). */
+    accessLog: integer("access_log", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [uniqueIndex("shares_token").on(t.token), index("shares_owner").on(t.owner, t.state)],
+);
+
+/**
+ * The owner's access log of a file share (docs/sharing.md, "Access log"): one row per blob
+ * answer, written when its body ends. Rows go with their share (the reaper's `remove`).
+ */
+export const shareAccesses = sqliteTable(
+  "share_accesses",
+  {
+    accessId: text("access_id").primaryKey(),
+    shareId: text("share_id").notNull(),
+    /** Unix seconds when the answer started. */
+    at: integer("at").notNull(),
+    /** Ciphertext bytes handed to the connection. */
+    bytesSent: integer("bytes_sent").notNull(),
+    /** True when the whole blob was sent (a counted download). */
+    completed: integer("completed", { mode: "boolean" }).notNull(),
+    /** The client address, only when `ESYNC_SHARE_LOG_ADDRESSES` is on; else null. */
+    clientAddress: text("client_address"),
+  },
+  (t) => [index("share_accesses_share").on(t.shareId, t.at)],
 );
 
 /** Chunks received by an uploading file share: which object generation holds index `chunk_index`. */

@@ -4,17 +4,18 @@
  * `share_chunks`, `share_accesses` and `folder_shares`. Every method runs its statements
  * synchronously, so a call is atomic with respect to the store's gate.
  */
-import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type {
   FolderShareRow,
   FolderShareUpdate,
+  ShareAccessRow,
   ShareChunkRow,
   ShareRow,
   SharesRepository,
   ShareUpdate,
 } from "../../shares/shares.repository.ts";
 import { changes, type Db } from "../client.ts";
-import { folderShares, shareChunks, shares } from "./schema.ts";
+import { folderShares, shareAccesses, shareChunks, shares } from "./schema.ts";
 
 /** File and folder shares on SQLite. */
 export class SqliteSharesRepository implements SharesRepository {
@@ -95,7 +96,36 @@ export class SqliteSharesRepository implements SharesRepository {
 
   async remove(shareId: string): Promise<void> {
     this.db.delete(shareChunks).where(eq(shareChunks.shareId, shareId)).run();
+    this.db.delete(shareAccesses).where(eq(shareAccesses.shareId, shareId)).run();
     this.db.delete(shares).where(eq(shares.shareId, shareId)).run();
+  }
+
+  async claimDownload(shareId: string): Promise<boolean> {
+    const r = this.db
+      .update(shares)
+      .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+      .where(
+        and(
+          eq(shares.shareId, shareId),
+          or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)),
+        ),
+      )
+      .run();
+    return changes(r) > 0;
+  }
+
+  async insertAccess(row: ShareAccessRow): Promise<void> {
+    this.db.insert(shareAccesses).values(row).run();
+  }
+
+  async accesses(shareId: string, limit: number): Promise<ShareAccessRow[]> {
+    return this.db
+      .select()
+      .from(shareAccesses)
+      .where(eq(shareAccesses.shareId, shareId))
+      .orderBy(desc(shareAccesses.at), desc(shareAccesses.accessId))
+      .limit(limit)
+      .all();
   }
 
   async reapable(now: number, idleBefore: number, limit: number): Promise<ShareRow[]> {
