@@ -13,7 +13,7 @@
  * | `uploads.json` | 0600 | sessions of interrupted pushes (`UploadStateFile`), for resume |
  * | `sync-pairs.json` | 0600 | the directory <-> folder pairs of `esync sync --all` (`sync-pairs.ts`) |
  * | `log/esync.log` | 0600 | the service's log (`--log-file` of the unit `esync service install` writes; `log.ts`) |
- * | `spill/` | 0700 | encrypted blobs of uploads in flight (kept for resume, removed when done or stale); `--spill-dir` / `$ESYNC_SPILL_DIR` put them elsewhere |
+ * | `spill/` | 0700 | temporary files (a share's encrypted copy; removed when done or stale); `--spill-dir` / `$ESYNC_SPILL_DIR` put them elsewhere |
  *
  * The server URL in use is `--server`, else `$ESYNC_SERVER`, else `config.json`'s. Network
  * errors and 5xx are retried for `--retry-for`, else `$ESYNC_RETRY_FOR`, else 2 minutes. A

@@ -78,7 +78,7 @@ export function buildProgram(): Command {
     .option("--log-file <path>", "append JSON log lines to PATH (rotated at 10 MiB, 5 files kept)")
     .option(
       "--spill-dir <dir>",
-      "where encrypted copies of large files in upload are kept for resume (default $ESYNC_SPILL_DIR or <config-dir>/spill)",
+      "where temporary files (a share's encrypted copy) go (default $ESYNC_SPILL_DIR or <config-dir>/spill)",
     )
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
@@ -108,14 +108,12 @@ Quick start:
   esync restore reports/2026 --folder documents --to ~/restore
   esync share reports/q1.pdf --folder documents --ttl 7d
 
-Resuming large uploads (the spill directory):
-  A file over 8 MiB is encrypted once into a spill file (as large as the file,
-  encrypted, mode 0600 in a 0700 directory) so that its chunks can be sent,
-  re-sent and, after Ctrl-C, a crash or an outage, resumed by running the same
-  command again. It is removed when the file is uploaded or given up; one left
-  behind is removed after 1 hour if no upload refers to it, and after 24 hours
-  in any case. --spill-dir picks the disk (it needs room for the largest files
-  in flight).
+Resuming large uploads:
+  A file over 8 MiB is hashed in one encryption pass, then each 8 MiB chunk is
+  encrypted from the file as it is sent; no encrypted copy is written to disk.
+  After Ctrl-C, a crash or an outage, running the same command again sends only
+  the chunks the server lacks (uploads.json keeps the session, the file's size,
+  mtime and inode, and the nonce that re-encrypts them identically).
 
 ${EXIT_CODES_HELP}`,
     );

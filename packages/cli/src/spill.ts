@@ -1,16 +1,15 @@
 /**
  * @module cli/spill
- * The spill directory: while a large file uploads, its encrypted blob is written to a file
- * (`esync-<id>-<random>.blob`) so that chunks can be re-sent and an interrupted push resumes
- * without encrypting again; `uploads.json` records which session it belongs to. The uploader
- * removes it when the file is done or given up. Files left behind (a crash before the state
- * was written, a session abandoned for good) are removed here:
+ * The spill directory: temporary files (a share's encrypted copy). Uploads no longer spill (they
+ * encrypt each chunk from the file as it is sent, docs/framing.md), but blobs
+ * (`esync-<id>-<random>.blob`) left by older versions, which `uploads.json` may still name, and
+ * other files left behind (a crash, a session abandoned for good) are removed here:
  *
  * - a blob that `uploads.json` does not reference, older than `ORPHAN_AGE_MS` (1 hour: a push
  *   running in another process records its blob long before that);
  * - any blob older than `STALE_AGE_MS` (24 hours, the server's default session TTL,
  *   `ESYNC_SESSION_TTL_SECONDS`): its session has likely expired, and a resume re-encrypts
- *   from the saved nonce anyway, which reproduces the same blob.
+ *   from the saved nonce anyway, which reproduces the same bytes.
  */
 import { readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";

@@ -1,7 +1,7 @@
 /**
  * Failure paths of `esync push` / `esync pull` against the real server process:
- * - a push SIGKILLed while a file over 24 MiB is being sent resumes on the next run from the
- *   session the server kept, sending fewer bytes than the whole ciphertext, and the file then
+ * - a push SIGKILLed while a file over 24 MiB is being sent (with no encrypted copy of it on
+ *   disk meanwhile) resumes on the next run from the session the server kept, sending fewer bytes than the whole ciphertext, and the file then
  *   pulls back byte for byte;
  * - Ctrl-C (SIGINT) mid-upload exits 130 with an `interrupted` summary and resumes likewise;
  * - ciphertext altered on the server's disk is caught on pull (exit 3) and nothing is written
@@ -39,6 +39,17 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** Bytes of the regular files under `dir`, recursively. */
+function treeBytes(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) n += treeBytes(p);
+    else if (e.isFile()) n += statSync(p).size;
+  }
+  return n;
+}
+
 /** Paths of the one-object blobs on the server's disk store (`b/xx/o…` files). */
 function oneObjectBlobs(): Set<string> {
   const root = join(server.dataDir, "blobs", "b");
@@ -75,7 +86,7 @@ async function waitForChunks(min: number): Promise<number> {
 }
 
 describe("esync push resumes after being killed mid-upload", () => {
-  test("SIGKILL while a 40 MiB file is being sent; the next push sends only what the server lacks", async () => {
+  test("SIGKILL while a 40 MiB file is being sent (config dir under 1 MiB meanwhile); the next push sends only what the server lacks", async () => {
     const src = join(work, "big");
     mkdirSync(src, { recursive: true });
     const file = join(src, "real-40MiB.bin");
@@ -96,6 +107,8 @@ describe("esync push resumes after being killed mid-upload", () => {
       "2",
     ]);
     const received = await waitForChunks(2);
+    // Chunks are encrypted from the file as they are sent: nothing near the file's size is on disk.
+    expect(treeBytes(cfg)).toBeLessThan(MiB);
     first.kill("SIGKILL");
     await first.exited;
     expect(received).toBeGreaterThanOrEqual(2);

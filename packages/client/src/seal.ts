@@ -4,25 +4,36 @@
  * (docs/protocol.md#ciphertext), its BLAKE3 `ciphertext_hash`, and the `salted_hash` of the plaintext
  * (docs/protocol.md#client-keys), all computed while the bytes stream.
  *
- * Where the blob goes (our decision): the manifest needs `ciphertext_hash` before the first
- * byte is sent, and the random base nonce makes every encryption different, so the blob is
- * kept rather than re-encrypted for sending. A plaintext of at most 1 MiB is read in one piece
- * and encrypted in memory. A blob of at most `memoryLimit` bytes (8 MiB, the
- * single-shot limit) stays in memory; a larger one is written to a spill file (mode 0600) as it
- * is produced, and uploaded chunks are file-backed slices of it, read only as they are sent.
- * Encryption, at roughly 70–130 MB/s in pure JS, is the costly step, so doing it once and
- * writing the blob to disk is cheaper than a second encryption pass; the spill file also lets
- * an interrupted upload resume without encrypting again (`openSealedFile`). Memory stays at a
- * few frames whatever the file size.
+ * Where the blob goes: a plaintext of at most 1 MiB is read in one piece and encrypted in
+ * memory. A blob of at most `memoryLimit` bytes (8 MiB, the single-shot limit) stays in memory.
+ * `sealFile` writes a larger one to a spill file (mode 0600) as it is produced (shares use it).
+ * Uploads use `sealFileStreaming` instead: the manifest needs `ciphertext_hash` before the
+ * session opens, so one pass encrypts and hashes without keeping anything, and each chunk is
+ * encrypted again from the file when it is sent (`SealedBlob.read`), under the same base nonce,
+ * which gives the same bytes (docs/framing.md, "Streaming uploads"). No disk space is used
+ * besides the file itself; memory stays at a few frames per chunk in flight.
  */
 import { readFileSync, statSync } from "node:fs";
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { blake3Hex } from "@esync/protocol/blake3.ts";
-import { ciphertextSizeFor } from "@esync/protocol/framing.ts";
+import {
+  ciphertextSizeFor,
+  FRAME_OVERHEAD_BYTES,
+  FRAME_PLAINTEXT_BYTES,
+  frameCountFor,
+  HEADER_BYTES,
+} from "@esync/protocol/framing.ts";
 import { bodyBytes, forEachChunk, tapStream } from "./byte-stream.ts";
-import { encryptBytes, encryptStream, type FrameEncryptor, randomBaseNonce } from "./frame.ts";
+import {
+  encodeHeader,
+  encryptBytes,
+  encryptFrame,
+  encryptStream,
+  type FrameEncryptor,
+  randomBaseNonce,
+} from "./frame.ts";
 import { Blake3, blake3FileHex, fromHex, toHex } from "./hash.ts";
 import { SaltedHasher, saltedHash } from "./manifest.ts";
 
@@ -40,10 +51,23 @@ export interface SealedBlob {
   readonly ciphertextHash: string;
   /** 32 bytes: BLAKE3(utf8(ss58) ‖ plaintext). */
   readonly saltedHash: Uint8Array;
-  /** Path of the spill file, or null when the blob is in memory. */
+  /** Path of the spill file, or null when the blob is in memory or streamed. */
   readonly spillPath: string | null;
-  /** Bytes [start, end) of the blob; file-backed (not read yet) when spilled. */
+  /**
+   * The source file's identity when the blob is streamed (re-encrypted from it on `read`), else
+   * null.
+   */
+  readonly source: FileIdentity | null;
+  /**
+   * Bytes [start, end) of the blob; file-backed (not read yet) when spilled. Throws for a
+   * streamed blob, whose bytes only `read` gives.
+   */
   slice(start?: number, end?: number): Blob;
+  /**
+   * Bytes [start, end) of the blob, whatever its kind: a streamed blob encrypts them from the
+   * source file now. Throws `FileChangedError` when the file no longer matches `source`.
+   */
+  read(start: number, end: number): Promise<Blob>;
   /** Deletes the spill file, if any. Safe to call twice. */
   dispose(): Promise<void>;
 }
@@ -82,14 +106,24 @@ export interface SealOptions {
   before?: { size: number; mtimeMs: number };
 }
 
-function memoryBlob(
-  meta: Omit<SealedBlob, "slice" | "dispose" | "spillPath">,
-  bytes: Uint8Array,
-): SealedBlob {
+/** What identifies a local file between two runs: bytes, mtime (ms) and inode number. */
+export interface FileIdentity {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+type BlobMeta = Omit<SealedBlob, "slice" | "read" | "dispose" | "spillPath" | "source">;
+
+function memoryBlob(meta: BlobMeta, bytes: Uint8Array): SealedBlob {
+  const slice = (start = 0, end = bytes.byteLength) => new Blob([bodyBytes(bytes.subarray(start, end))]);
   return {
     ...meta,
     spillPath: null,
-    slice: (start = 0, end = bytes.byteLength) => new Blob([bodyBytes(bytes.subarray(start, end))]),
+    source: null,
+    slice,
+    read: async (start, end) => slice(start, end),
     dispose: async () => {},
   };
 }
@@ -113,11 +147,14 @@ function sealedInMemory(
   );
 }
 
-function fileBlob(meta: Omit<SealedBlob, "slice" | "dispose" | "spillPath">, path: string): SealedBlob {
+function fileBlob(meta: BlobMeta, path: string): SealedBlob {
+  const slice = (start = 0, end = meta.ciphertextSize) => Bun.file(path).slice(start, end);
   return {
     ...meta,
     spillPath: path,
-    slice: (start = 0, end = meta.ciphertextSize) => Bun.file(path).slice(start, end),
+    source: null,
+    slice,
+    read: async (start, end) => slice(start, end),
     dispose: () => rm(path, { force: true }),
   };
 }
@@ -226,9 +263,145 @@ export async function sealBytes(
   return sealedInMemory(plaintext, bytes, baseNonce, options.ss58Address);
 }
 
-/** What is remembered of a spilled blob to reuse it later (e.g. in an upload state file). */
+/**
+ * Like `sealFile`, but a blob over `memoryLimit` is not kept: one pass encrypts the file to hash
+ * it, and the blob returned re-encrypts each range from the file when it is `read` (same base
+ * nonce, same bytes). Its `source` is the file's identity then; a read after the file changed
+ * throws `FileChangedError`.
+ */
+export async function sealFileStreaming(
+  path: string,
+  options: Omit<SealOptions, "spillPath">,
+): Promise<SealedBlob> {
+  const limit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
+  if (options.before && ciphertextSizeFor(options.before.size) <= limit) return sealFile(path, options);
+  const before = await stat(path);
+  if (ciphertextSizeFor(before.size) <= limit) return sealFile(path, options);
+  const baseNonce = options.baseNonce ?? randomBaseNonce();
+  const plaintextSize = before.size;
+  const salted = new SaltedHasher(options.ss58Address);
+  const ctHash = new Blake3();
+  let done = 0;
+  const plain = tapStream(Bun.file(path).stream(), (chunk) => {
+    salted.update(chunk);
+    done += chunk.byteLength;
+    options.onProgress?.(done, plaintextSize);
+  });
+  await forEachChunk(
+    encryptStream(options.key, plain, plaintextSize, { baseNonce, pool: options.pool }),
+    async (chunk) => {
+      options.signal?.throwIfAborted();
+      ctHash.update(chunk);
+    },
+  );
+  const after = await stat(path);
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ino !== before.ino)
+    throw new FileChangedError(path);
+  return streamedBlob(
+    {
+      baseNonce,
+      plaintextSize,
+      ciphertextSize: ciphertextSizeFor(plaintextSize),
+      ciphertextHash: ctHash.digestHex(),
+      saltedHash: salted.digest(),
+    },
+    { path, size: before.size, mtimeMs: before.mtimeMs, ino: before.ino },
+    options.key,
+    options.pool,
+  );
+}
+
+function streamedBlob(
+  meta: BlobMeta,
+  source: FileIdentity,
+  key: Uint8Array,
+  pool?: FrameEncryptor,
+): SealedBlob {
+  return {
+    ...meta,
+    spillPath: null,
+    source,
+    slice: () => {
+      throw new Error("a streamed blob is read with read(start, end)");
+    },
+    read: async (start, end) =>
+      new Blob([bodyBytes(await encryptRange(source, key, meta.baseNonce, start, end, pool))]),
+    dispose: async () => {},
+  };
+}
+
+/**
+ * Bytes [start, end) of the blob of the file `source` under `key` and `baseNonce`: the header
+ * part, then every frame the range touches, encrypted from the plaintext read now (offsets per
+ * docs/framing.md). Throws `FileChangedError` when the file no longer matches `source` (size,
+ * mtime, inode) or is shorter than it.
+ */
+export async function encryptRange(
+  source: FileIdentity,
+  key: Uint8Array,
+  baseNonce: Uint8Array,
+  start: number,
+  end: number,
+  pool?: FrameEncryptor,
+): Promise<Uint8Array> {
+  const size = source.size;
+  const frames = frameCountFor(size);
+  if (!(Number.isSafeInteger(start) && Number.isSafeInteger(end) && start >= 0 && start <= end))
+    throw new RangeError(`bad range ${start}..${end}`);
+  if (end > ciphertextSizeFor(size)) throw new RangeError(`range end ${end} is past the blob`);
+  const out = new Uint8Array(end - start);
+  if (start < HEADER_BYTES)
+    out.set(encodeHeader(baseNonce, frames).subarray(start, Math.min(end, HEADER_BYTES)), 0);
+  if (end <= HEADER_BYTES) return out;
+  const encoded = FRAME_PLAINTEXT_BYTES + FRAME_OVERHEAD_BYTES;
+  const first = Math.floor(Math.max(0, start - HEADER_BYTES) / encoded);
+  const last = Math.min(frames - 1, Math.floor((end - 1 - HEADER_BYTES) / encoded));
+  const plainStart = first * FRAME_PLAINTEXT_BYTES;
+  const plain = new Uint8Array(Math.min(size, (last + 1) * FRAME_PLAINTEXT_BYTES) - plainStart);
+  const fh = await open(source.path, "r");
+  try {
+    let got = 0;
+    while (got < plain.byteLength) {
+      const { bytesRead } = await fh.read(plain, got, plain.byteLength - got, plainStart + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    const st = await fh.stat();
+    if (
+      got !== plain.byteLength ||
+      st.size !== size ||
+      st.mtimeMs !== source.mtimeMs ||
+      st.ino !== source.ino
+    )
+      throw new FileChangedError(source.path);
+  } finally {
+    await fh.close();
+  }
+  const bodies = await Promise.all(
+    Array.from({ length: last - first + 1 }, (_, k) => {
+      const pt = plain.subarray(k * FRAME_PLAINTEXT_BYTES, (k + 1) * FRAME_PLAINTEXT_BYTES);
+      return pool
+        ? pool.encryptFrame(key, baseNonce, first + k, pt)
+        : encryptFrame(key, baseNonce, first + k, pt);
+    }),
+  );
+  bodies.forEach((body, k) => {
+    const at = HEADER_BYTES + (first + k) * encoded;
+    const from = Math.max(start, at);
+    const to = Math.min(end, at + body.byteLength);
+    if (to > from) out.set(body.subarray(from - at, to - at), from - start);
+  });
+  return out;
+}
+
+/**
+ * What is remembered of a spilled or streamed blob to reuse it later (e.g. in an upload state
+ * file): the spill file's path, or the source file's identity for a streamed one.
+ */
 export interface SealedFileRecord {
-  spillPath: string;
+  spillPath: string | null;
+  /** The source file of a streamed blob (no spill file). */
+  source?: FileIdentity;
   /** 48 hex. */
   baseNonceHex: string;
   plaintextSize: number;
@@ -237,11 +410,12 @@ export interface SealedFileRecord {
   saltedHashHex: string;
 }
 
-/** The record of a spilled blob, for `openSealedFile`. */
+/** The record of a spilled or streamed blob, for `openSealedFile`; null for one in memory. */
 export function sealedFileRecord(blob: SealedBlob): SealedFileRecord | null {
-  if (!blob.spillPath) return null;
+  if (!blob.spillPath && !blob.source) return null;
   return {
     spillPath: blob.spillPath,
+    ...(blob.source ? { source: blob.source } : {}),
     baseNonceHex: toHex(blob.baseNonce),
     plaintextSize: blob.plaintextSize,
     ciphertextHash: blob.ciphertextHash,
@@ -250,22 +424,35 @@ export function sealedFileRecord(blob: SealedBlob): SealedFileRecord | null {
 }
 
 /**
- * Reopens a spill file left by an earlier `sealFile`, after checking its size and BLAKE3
- * (native, several GB/s) against the record. Null when it is missing or differs.
+ * Reopens a blob from its record. A spill file is checked against the record's size and BLAKE3
+ * (native, several GB/s). A streamed blob needs `key` (and may use `pool`) and is reopened when
+ * its source file still has the recorded size, mtime and inode; its bytes are not hashed again
+ * (a file changed behind an unchanged identity fails at finalize, docs/framing.md). Null when
+ * the blob cannot be reopened.
  */
-export async function openSealedFile(record: SealedFileRecord): Promise<SealedBlob | null> {
-  const file = Bun.file(record.spillPath);
+export async function openSealedFile(
+  record: SealedFileRecord,
+  streamed?: { key: Uint8Array; pool?: FrameEncryptor },
+): Promise<SealedBlob | null> {
   const size = ciphertextSizeFor(record.plaintextSize);
+  const meta = {
+    baseNonce: fromHex(record.baseNonceHex),
+    plaintextSize: record.plaintextSize,
+    ciphertextSize: size,
+    ciphertextHash: record.ciphertextHash,
+    saltedHash: fromHex(record.saltedHashHex),
+  };
+  if (record.source) {
+    if (!streamed) return null;
+    const src = record.source;
+    const st = await stat(src.path).catch(() => null);
+    if (!st || st.size !== src.size || st.mtimeMs !== src.mtimeMs || st.ino !== src.ino) return null;
+    if (src.size !== record.plaintextSize) return null;
+    return streamedBlob(meta, src, streamed.key, streamed.pool);
+  }
+  if (!record.spillPath) return null;
+  const file = Bun.file(record.spillPath);
   if (!(await file.exists()) || file.size !== size) return null;
   if ((await blake3FileHex(record.spillPath)) !== record.ciphertextHash) return null;
-  return fileBlob(
-    {
-      baseNonce: fromHex(record.baseNonceHex),
-      plaintextSize: record.plaintextSize,
-      ciphertextSize: size,
-      ciphertextHash: record.ciphertextHash,
-      saltedHash: fromHex(record.saltedHashHex),
-    },
-    record.spillPath,
-  );
+  return fileBlob(meta, record.spillPath);
 }

@@ -3,33 +3,34 @@
  * Uploads one local file: seal (encrypt + hash once, `seal.ts`), sign the manifest, send.
  *
  * - Ciphertext ≤ 8 MiB: single-shot `POST /upload`, the blob in memory.
- * - Larger: a session (docs/protocol.md#upload-sessions) with `chunk_size` 8 MiB; chunks are file-backed slices
- *   of the spilled blob, sent at most `parallelism` (4) at a time; then `status` once to resend
- *   anything missing, then finalize (empty body, `Content-Length: 0`), as the real clients do
- *   (docs/protocol.md#ciphertext).
+ * - Larger: a session (docs/protocol.md#upload-sessions) with `chunk_size` 8 MiB. The manifest needs the
+ *   ciphertext hash when the session opens, so a first pass encrypts and hashes the file without
+ *   keeping the blob; each chunk is then encrypted again from the file as it is sent (same base
+ *   nonce, same bytes; docs/framing.md), at most `parallelism` (4) at a time; then `status` once
+ *   to resend anything missing, then finalize (empty body, `Content-Length: 0`), as the real
+ *   clients do (docs/protocol.md#ciphertext).
  * - Network errors, 5xx and 429 are retried with jittered exponential backoff (`retry.ts`).
  *   A finalize whose answer was lost is settled by `status`: `finalized` means done.
- * - With a `stateFile`, the session id, base nonce and spill path are remembered before the
- *   first chunk; a later call for the same file (same size and mtime) checks `status` and
- *   sends only the chunks the server lacks, reusing the spill file (or re-encrypting with the
- *   saved nonce, which reproduces the same blob). A 404 means the session expired: a new one
- *   is opened. Aborting via `signal` keeps the session and state for that resume.
- * - Retries that run out on an outage (network, 5xx, 429 for the whole budget) keep the session,
- *   state and spill file, so the next run resumes. Any other failure deletes the session and
+ * - With a `stateFile`, the session id, base nonce, hashes and the file's identity (size, mtime,
+ *   inode) are remembered before the first chunk; a later call for the same file checks
+ *   `status` and encrypts and sends only the chunks the server lacks, under the saved nonce. When
+ *   the inode differs (size and mtime equal), the file is hashed again under that nonce and
+ *   resumed only if the hash still matches. A 404 means the session expired: a new one is
+ *   opened. Aborting via `signal` keeps the session and state for that resume.
+ * - Retries that run out on an outage (network, 5xx, 429 for the whole budget) keep the session
+ *   and state, so the next run resumes. Any other failure deletes the session and
  *   forgets it; if even the DELETE fails, the state is kept so a later run can resume or clean up.
  * - A 409 Conflict envelope (docs/protocol.md#manifest) is thrown as `ApiError`, unless
  *   `onConflict: "rebase"`: the manifest moves onto the current revision (signature unchanged)
  *   and the upload is redone (a new session: a session's manifest is fixed at creation).
  */
 import { stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { WireManifest } from "@esync/protocol/manifest.ts";
 import type { EsyncApi } from "./api.ts";
 import { ApiError } from "./api-error.ts";
 import type { UploadResult } from "./api-types.ts";
 import type { FrameEncryptor } from "./frame.ts";
-import { fromHex, toHex } from "./hash.ts";
+import { fromHex } from "./hash.ts";
 import {
   buildManifest,
   fileId,
@@ -41,7 +42,13 @@ import {
   rebaseManifest,
 } from "./manifest.ts";
 import { DEFAULT_RETRY, type RetryPolicy, realSleep, type Sleep, withRetry } from "./retry.ts";
-import { openSealedFile, type SealedBlob, sealedFileRecord, sealFile, WHOLE_READ_BYTES } from "./seal.ts";
+import {
+  openSealedFile,
+  type SealedBlob,
+  sealedFileRecord,
+  sealFileStreaming,
+  WHOLE_READ_BYTES,
+} from "./seal.ts";
 import { type PendingUpload, type UploadStateFile, uploadKey } from "./upload-state.ts";
 
 /** Largest ciphertext sent single-shot: 8 MiB (docs/protocol.md#ciphertext). */
@@ -104,8 +111,6 @@ export interface UploadFileOptions {
   onConflict?: "fail" | "rebase";
   /** Remembers sessions for resume; without it an interrupted upload starts over. */
   stateFile?: UploadStateFile;
-  /** Directory of spill files (blobs above the single-shot limit); default the OS temp dir. */
-  spillDir?: string;
   chunkSize?: number;
   parallelism?: number;
   /** Ciphertexts up to this size go single-shot; default 8 MiB. */
@@ -236,14 +241,10 @@ export async function uploadFile(o: UploadFileOptions): Promise<UploadOutcome> {
   }
 
   const limit = o.singleShotLimit ?? SINGLE_SHOT_LIMIT;
-  const sealed = await sealFile(o.localPath, {
+  const sealed = await sealFileStreaming(o.localPath, {
     key: o.folder.key,
     ss58Address: o.ss58Address,
     memoryLimit: limit,
-    spillPath: join(
-      o.spillDir ?? tmpdir(),
-      `esync-${id.slice(0, 16)}-${toHex(crypto.getRandomValues(new Uint8Array(4)))}.blob`,
-    ),
     onProgress: (done) => ctx.progress.update({ encryptedBytes: done }),
     signal: o.signal,
     pool: o.encryptPool,
@@ -315,15 +316,15 @@ async function tryResume(
     pending.chunkSize === ctx.chunkSize;
   let sealed: SealedBlob | null = null;
   if (same) {
-    sealed = await openSealedFile(pending.sealed);
+    sealed = await openSealedFile(pending.sealed, { key: ctx.o.folder.key, pool: ctx.o.encryptPool });
     if (!sealed) {
-      // The spill file is gone: the saved base nonce reproduces the identical blob.
-      const again = await sealFile(ctx.o.localPath, {
+      // Not the recorded file (or a spill file left by an older client is gone): hashed again
+      // under the saved base nonce, it is the same blob only if the hash still matches.
+      const again = await sealFileStreaming(ctx.o.localPath, {
         key: ctx.o.folder.key,
         ss58Address: ctx.o.ss58Address,
         baseNonce: fromHex(pending.sealed.baseNonceHex),
         memoryLimit: 0,
-        spillPath: pending.sealed.spillPath,
         onProgress: (done) => ctx.progress.update({ encryptedBytes: done }),
         signal: ctx.o.signal,
         pool: ctx.o.encryptPool,
@@ -511,7 +512,8 @@ async function sendChunks(
       const start = index * ctx.chunkSize;
       const end = Math.min(start + ctx.chunkSize, sealed.ciphertextSize);
       try {
-        await withRetry(() => ctx.api.putChunk(sessionId, index, sealed.slice(start, end), signal), {
+        const body = await sealed.read(start, end);
+        await withRetry(() => ctx.api.putChunk(sessionId, index, body, signal), {
           ...retryOpts(ctx),
           signal,
         });

@@ -83,7 +83,6 @@ async function upload(name: string, data: Uint8Array, replaces?: RemoteFileEntry
     folder,
     localPath: path,
     relativePath: name,
-    spillDir: dir,
     revision: replaces
       ? { revisionSeq: replaces.revision_seq + 1, baseRevisionId: replaces.revision_id }
       : undefined,

@@ -34,7 +34,6 @@ async function uploaded(name: string, size: number): Promise<{ data: Uint8Array;
     folder,
     localPath: path,
     relativePath: name,
-    spillDir: dir,
   });
   const page = await api.getState(identity.address, folder.folderHash);
   const entry = page.files.find((f) => f.relative_path === name);

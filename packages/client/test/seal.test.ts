@@ -8,11 +8,15 @@ import {
   blake3Hex,
   ciphertextSizeFor,
   decryptBytes,
+  EncryptPool,
+  encryptRange,
+  type FileIdentity,
   openSealedFile,
   saltedHash,
   sealBytes,
   sealedFileRecord,
   sealFile,
+  sealFileStreaming,
   toHex,
 } from "../src/index.ts";
 import { WHOLE_READ_BYTES } from "../src/seal.ts";
@@ -79,9 +83,10 @@ describe("sealFile", () => {
     const again = await openSealedFile(record);
     expect(again?.ciphertextHash).toBe(sealed.ciphertextHash);
     expect(toHex(again?.baseNonce ?? new Uint8Array())).toBe(toHex(sealed.baseNonce));
-    const bytes = await Bun.file(record.spillPath).bytes();
+    const spill = record.spillPath as string;
+    const bytes = await Bun.file(spill).bytes();
     bytes[100] = (bytes[100] as number) ^ 1;
-    await Bun.write(record.spillPath, bytes);
+    await Bun.write(spill, bytes);
     expect(await openSealedFile(record)).toBeNull();
     await sealed.dispose();
     expect(await openSealedFile(record)).toBeNull();
@@ -144,5 +149,68 @@ describe("sealFile", () => {
     const b = await sealBytes(data, { key: KEY, ss58Address: SS58, baseNonce: a.baseNonce });
     expect(b.ciphertextHash).toBe(a.ciphertextHash);
     expect(toHex(b.saltedHash)).toBe(toHex(a.saltedHash));
+  });
+});
+
+describe("sealFileStreaming", () => {
+  test("hashes without keeping the blob; any range it reads is the same bytes as the whole blob under that nonce", async () => {
+    const size = 3 * 262_144 + 12_345;
+    const { path, data } = await fileOf("stream.bin", size);
+    const streamed = await sealFileStreaming(path, { key: KEY, ss58Address: SS58, memoryLimit: 0 });
+    expect(streamed.spillPath).toBeNull();
+    expect(streamed.source?.size).toBe(size);
+    const whole = await sealFile(path, {
+      key: KEY,
+      ss58Address: SS58,
+      baseNonce: streamed.baseNonce,
+      memoryLimit: 1 << 30,
+    });
+    const expected = await whole.slice().bytes();
+    expect(streamed.ciphertextHash).toBe(blake3Hex(expected));
+    expect(toHex(streamed.saltedHash)).toBe(toHex(saltedHash(SS58, data)));
+    const total = streamed.ciphertextSize;
+    const frame = 262_164;
+    const ranges: Array<[number, number]> = [
+      [0, total],
+      [0, 10],
+      [10, 28],
+      [27, 29],
+      [28 + frame - 1, 28 + 2 * frame + 1],
+      [100_000, 600_000],
+      [total - 5, total],
+      [500, 500],
+    ];
+    for (const [a, b] of ranges) {
+      const got = await (await streamed.read(a, b)).bytes();
+      expect(Buffer.compare(got, expected.subarray(a, b))).toBe(0);
+    }
+    const pool = new EncryptPool(2);
+    try {
+      const viaPool = await encryptRange(
+        streamed.source as FileIdentity,
+        KEY,
+        streamed.baseNonce,
+        5,
+        total - 7,
+        pool,
+      );
+      expect(Buffer.compare(viaPool, expected.subarray(5, total - 7))).toBe(0);
+    } finally {
+      pool.close();
+    }
+  });
+
+  test("a read after the file changed throws FileChangedError; the record reopens only the unchanged file", async () => {
+    const { path } = await fileOf("stream-change.bin", 2 * 262_144);
+    const streamed = await sealFileStreaming(path, { key: KEY, ss58Address: SS58, memoryLimit: 0 });
+    const record = sealedFileRecord(streamed);
+    if (!record) throw new Error("expected a record");
+    expect(record.spillPath).toBeNull();
+    const again = await openSealedFile(record, { key: KEY });
+    expect(again?.ciphertextHash).toBe(streamed.ciphertextHash);
+    expect(await openSealedFile(record)).toBeNull(); // a streamed blob needs the key
+    await utimes(path, new Date(), new Date(Date.now() + 5_000));
+    expect(await openSealedFile(record, { key: KEY })).toBeNull();
+    expect(streamed.read(0, 100)).rejects.toThrow(/changed while it was being encrypted/);
   });
 });

@@ -1,6 +1,6 @@
 /** The uploader against a fake service: single-shot vs sessions, parallelism, retries, resume, conflicts, give-up. */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtemp, readdir, rm, utimes } from "node:fs/promises";
+import { copyFile, mkdtemp, open, readdir, rename, rm, stat, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -23,7 +23,6 @@ import {
 import { FakeServer } from "./fake-server.ts";
 
 const dir = await mkdtemp(join(tmpdir(), "esync-up-"));
-const spillDir = join(dir, "spill");
 const server = new FakeServer().start();
 afterAll(async () => {
   await server.stop();
@@ -55,7 +54,6 @@ function options(
     folder,
     localPath: file.path,
     relativePath: file.rel,
-    spillDir,
     chunkSize: CHUNK,
     singleShotLimit: CHUNK,
     sleep: noSleep,
@@ -104,14 +102,13 @@ describe("sessions", () => {
     expect(out.mode).toBe("session");
     expect(out.bytesSent).toBe(ciphertextSizeFor(f.data.byteLength));
     expect(server.requests(/^PUT /).length - before).toBe(chunks);
-    expect(server.maxInFlightChunks).toBe(3);
+    expect(server.maxInFlightChunks).toBeLessThanOrEqual(3); // each chunk is encrypted just before its PUT
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
     const last = events.at(-1);
     expect(last?.phase).toBe("done");
     expect(last?.chunksDone).toBe(chunks);
     expect(events.some((e) => e.phase === "encrypting")).toBe(true);
     expect(events.some((e) => e.phase === "uploading" && e.rateBytesPerSec > 0)).toBe(true);
-    expect(await readdir(spillDir)).toEqual([]); // the spill file is removed
   });
 
   test("retries chunk PUTs that get 500 and a session create that gets 429", async () => {
@@ -123,7 +120,7 @@ describe("sessions", () => {
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
   });
 
-  test("keeps the session, state and spill file when the retry budget runs out on 500s, and the next run resumes", async () => {
+  test("keeps the session and state when the retry budget runs out on 500s, and the next run resumes", async () => {
     const f = await localFile(3 * CHUNK);
     const state = new UploadStateFile(join(dir, "giveup.json"));
     server.failNext.set("PUT chunk", Array(50).fill(500));
@@ -134,13 +131,11 @@ describe("sessions", () => {
     expect(err.extra.retriedForMs).toBeGreaterThanOrEqual(0);
     expect(server.requests(/^DELETE \/upload\/session\//).length).toBe(deletes);
     expect(Object.keys(await state.all())).toHaveLength(1);
-    expect(await readdir(spillDir)).toHaveLength(1);
     server.failNext.clear();
     const out = await uploadFile(options(f, { stateFile: state }));
     expect(out.resumed).toBe(true);
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
     expect(await state.all()).toEqual({});
-    expect(await readdir(spillDir)).toEqual([]);
   });
 
   test("gives up at once on a 400, deletes the session and forgets it", async () => {
@@ -152,7 +147,6 @@ describe("sessions", () => {
     expect(err.status).toBe(400);
     expect(server.requests(/^DELETE \/upload\/session\//).length).toBeGreaterThan(0);
     expect(await state.all()).toEqual({});
-    expect(await readdir(spillDir)).toEqual([]);
     server.failNext.clear();
   });
 
@@ -222,14 +216,50 @@ describe("resume", () => {
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
   });
 
-  test("resumes with the spill file gone: the saved base nonce reproduces the same blob", async () => {
+  test("remembers the file's identity and base nonce, not a copy of the blob: no file is written besides the state", async () => {
     const f = await localFile(6 * CHUNK);
-    const { state, pending } = await interruptedUpload(f, "resume2", 2);
-    await rm(pending.sealed.spillPath);
+    const before = await readdir(dir);
+    const { state, pending } = await interruptedUpload(f, "nospill", 2);
+    expect(pending.sealed.spillPath).toBeNull();
+    const st = await stat(f.path);
+    expect(pending.sealed.source).toEqual({ path: f.path, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
+    expect(pending.sealed.baseNonceHex).toMatch(/^[0-9a-f]{48}$/);
+    expect((await readdir(dir)).sort()).toEqual([...before, "nospill.json"].sort());
     const out = await uploadFile(options(f, { stateFile: state }));
     expect(out.resumed).toBe(true);
-    expect(out.bytesSkipped).toBeGreaterThan(0);
     expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
+  });
+
+  test("resumes a copy of the file (new inode, same bytes, size and mtime): hashed again under the saved nonce, only missing chunks are sent", async () => {
+    const f = await localFile(6 * CHUNK);
+    await utimes(f.path, 1_700_000_000, 1_700_000_000); // whole seconds: utimes keeps them exactly
+    const { state, pending } = await interruptedUpload(f, "resume2", 2);
+    const st = await stat(f.path);
+    await rename(f.path, `${f.path}.old`);
+    await copyFile(`${f.path}.old`, f.path);
+    await utimes(f.path, 1_700_000_000, 1_700_000_000);
+    expect((await stat(f.path)).ino).not.toBe(st.ino);
+    const out = await uploadFile(options(f, { stateFile: state }));
+    expect(out.resumed).toBe(true);
+    expect(out.sessionId).toBe(pending.sessionId);
+    expect(out.bytesSkipped).toBeGreaterThan(0);
+    expect(out.bytesSent).toBeLessThan(ciphertextSizeFor(f.data.byteLength));
+    expect(Buffer.compare(await storedPlaintext(f.rel), f.data)).toBe(0);
+  });
+
+  test("a file whose bytes change behind the same size, mtime and inode is refused at finalize and the session is dropped", async () => {
+    const f = await localFile(6 * CHUNK);
+    await utimes(f.path, 1_700_000_000, 1_700_000_000);
+    const { state, key, pending } = await interruptedUpload(f, "tampered", 2);
+    const fh = await open(f.path, "r+");
+    await fh.write(new Uint8Array([(f.data[5 * CHUNK] as number) ^ 1]), 0, 1, 5 * CHUNK);
+    await fh.close();
+    await utimes(f.path, 1_700_000_000, 1_700_000_000);
+    const err = await uploadFile(options(f, { stateFile: state })).catch((e) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.status).toBe(400);
+    expect(await state.get(key)).toBeUndefined();
+    expect(server.sessions.has(pending.sessionId)).toBe(false);
   });
 
   test("an expired session (404 on status) is replaced by a new one", async () => {

@@ -13,9 +13,9 @@
  *    `LARGE_JOBS` (3) are large files (ciphertext over the single-shot limit, through a
  *    session), each with `--parallel` chunks in flight and encryption on an `EncryptPool`. A changed file is a new revision of
  *    the server's (rebased if the server moved on meanwhile).
- * 5. Sessions are remembered in `<config-dir>/uploads.json` with their encrypted spill files
- *    in `<config-dir>/spill/`: after Ctrl-C (exit 130) or a crash, the same command resumes
- *    each file from the server's `status`, sending only the chunks it lacks.
+ * 5. Sessions are remembered in `<config-dir>/uploads.json` with the file's identity and base
+ *    nonce (no copy of the blob): after Ctrl-C (exit 130) or a crash, the same command resumes
+ *    each file from the server's `status`, encrypting and sending only the chunks it lacks.
  */
 import { mkdir, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -123,7 +123,7 @@ async function dropStalePending(
     if (!key.startsWith(prefix) || keep.has(key.slice(prefix.length))) continue;
     await ctx.api.deleteSession(pending.sessionId).catch(() => {});
     await state.delete(key);
-    await rm(pending.sealed.spillPath, { force: true });
+    if (pending.sealed.spillPath) await rm(pending.sealed.spillPath, { force: true });
   }
 }
 
@@ -370,7 +370,6 @@ async function push(ctx: CommandContext, dir: string, opts: PushOptions & { fold
             ? undefined
             : state,
         localStat: linkFile ? undefined : { size: file.size, mtimeMs: file.mtimeMs },
-        spillDir: ctx.paths.spill,
         parallelism: parallel,
         encryptPool: pool,
         signal: ctx.signal,

@@ -267,7 +267,6 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
     throw e;
   }
   try {
-    await mkdir(ctx.paths.spill, { recursive: true, mode: 0o700 });
     const base: Omit<SyncContext, "excludes"> = {
       api: ctx.api,
       address: ctx.address,
@@ -276,7 +275,6 @@ async function sync(ctx: CommandContext, dir: string, opts: SyncOptions & { fold
       device: ctx.config.device_name,
       state,
       uploadState: uploadStateFile(ctx.paths.uploads),
-      spillDir: ctx.paths.spill,
       signal: ctx.signal,
       jobs,
       onAction: (a, outcome, detail) => {

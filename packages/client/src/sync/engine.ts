@@ -95,7 +95,6 @@ export interface SyncContext {
   state: SyncState;
   /** Resumable upload sessions (optional). */
   uploadState?: UploadStateFile;
-  spillDir?: string;
   signal?: AbortSignal;
   /** One line per settled action, for display. */
   onAction?: (a: SyncAction, outcome: "done" | "skipped" | "failed", detail?: string) => void;
@@ -713,7 +712,6 @@ async function uploadEntry(
           { type: local.kind, mode: local.mode, mtimeMs: local.mtimeMs },
         ),
       stateFile: local.kind === "file" ? ctx.uploadState : undefined,
-      spillDir: ctx.spillDir,
       signal: ctx.signal,
       onProgress,
     });
