@@ -445,7 +445,8 @@ describe("exit codes", () => {
     ])
       expect(r.stdout).toContain(`  ${c}`);
     expect(r.stdout).toContain("--spill-dir");
-    expect(r.stdout).toContain("Resuming large uploads (the spill directory)");
+    expect(r.stdout).toContain("Resuming large uploads:");
+    expect(r.stdout).toContain("no encrypted copy is written to disk");
     expect(r.stdout).toContain("Exit codes:");
     expect(r.stdout).toContain("130");
   });
