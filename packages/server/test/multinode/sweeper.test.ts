@@ -40,7 +40,12 @@ beforeAll(async () => {
   cluster = await startCluster({
     nodes: 3,
     label: "sweeper",
-    env: { ESYNC_SWEEP_INTERVAL_SECONDS: "1", ESYNC_BLOB_GRACE_SECONDS: String(GRACE_SECONDS) },
+    // Versions off: every replaced or deleted blob goes to the deletion queue, which this tests.
+    env: {
+      ESYNC_SWEEP_INTERVAL_SECONDS: "1",
+      ESYNC_BLOB_GRACE_SECONDS: String(GRACE_SECONDS),
+      ESYNC_VERSION_RETENTION_DAYS: "0",
+    },
   });
 }, SETUP_TIMEOUT_MS);
 
