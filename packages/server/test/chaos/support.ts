@@ -324,7 +324,7 @@ export interface DataDirReport {
 /**
  * Independent, read-only check of a disk-store data directory (`<dataDir>/esync.sqlite` and
  * `<dataDir>/blobs`), without the server's code: every object `b/<xx>/<blob>/<i>.<gen>` or
- * `b/<xx>/o<blob>` (and every staging file) must be a chunk of a file row (exact key), belong to the blob of a session
+ * `b/<xx>/o<blob>` (and every staging file) must be a chunk of a file row or of a kept version (exact key), belong to the blob of a session
  * still `receiving`/`finalizing` (any key under its prefix: the session's abort or expiry
  * deletes the prefix), or be covered by a deletion-queue entry (key or prefix). Anything else is
  * an orphan: bytes on disk that no sweep will ever reclaim.
@@ -339,7 +339,14 @@ export function inspectDataDir(dataDir: string): DataDirReport {
       db.query("SELECT count(*) AS n FROM upload_sessions WHERE state = 'finalizing'").get() as { n: number }
     ).n;
     const fileKeys = new Set<string>();
-    for (const row of db.query("SELECT blob_id, chunk_gens FROM files").all() as {
+    // Live files and kept versions of replaced and deleted files (docs/versions.md) hold blobs.
+    const hasVersions = db
+      .query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'file_versions'")
+      .get();
+    const held = hasVersions
+      ? "SELECT blob_id, chunk_gens FROM files UNION ALL SELECT blob_id, chunk_gens FROM file_versions"
+      : "SELECT blob_id, chunk_gens FROM files";
+    for (const row of db.query(held).all() as {
       blob_id: string;
       chunk_gens: string;
     }[]) {
