@@ -30,9 +30,6 @@ export interface VersionsRepository {
    */
   trash(owner: string, folderHash: string, before: number | null, limit: number): Promise<VersionRow[]>;
 
-  /** Plaintext bytes of the owner's kept versions (they count in the quota's usage). */
-  bytesOf(owner: string): Promise<number>;
-
   /** Up to `limit` versions whose `expires_at` is at or before `now`, oldest expiry first. */
   expired(now: number, limit: number): Promise<VersionRow[]>;
 

@@ -68,14 +68,6 @@ export class PgVersionsRepository implements VersionsRepository {
       .limit(limit);
   }
 
-  async bytesOf(owner: string): Promise<number> {
-    const [r] = await this.db
-      .select({ n: sql<string>`coalesce(sum(${fileVersions.sizeBytes}), 0)` })
-      .from(fileVersions)
-      .where(eq(fileVersions.owner, owner));
-    return Number(r?.n ?? 0);
-  }
-
   async expired(now: number, limit: number): Promise<VersionRow[]> {
     return this.db
       .select()

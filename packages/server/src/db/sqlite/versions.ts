@@ -70,15 +70,6 @@ export class SqliteVersionsRepository implements VersionsRepository {
       .all();
   }
 
-  async bytesOf(owner: string): Promise<number> {
-    const r = this.db
-      .select({ n: sql<number>`coalesce(sum(${fileVersions.sizeBytes}), 0)` })
-      .from(fileVersions)
-      .where(eq(fileVersions.owner, owner))
-      .get();
-    return Number(r?.n ?? 0);
-  }
-
   async expired(now: number, limit: number): Promise<VersionRow[]> {
     return this.db
       .select()
