@@ -9,8 +9,9 @@
  *
  *   bun scripts/check-citations.ts
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
+import { treeFiles } from "./tree-files.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 
@@ -26,26 +27,10 @@ const OUTSIDE: readonly RegExp[] = [
 /** This file names the patterns it looks for; it is the one file allowed to. */
 const SELF = resolve(import.meta.path);
 
-function walk(dir: string, keep: (path: string) => boolean, out: string[] = []): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    if (name === "node_modules" || name === "results") continue;
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) walk(path, keep, out);
-    else if (keep(path)) out.push(path);
-  }
-  return out;
-}
-
 const files = [
-  ...walk(join(ROOT, "packages"), (p) => p.endsWith(".ts")),
-  ...walk(join(ROOT, "scripts"), () => true),
-  ...walk(join(ROOT, ".ci"), () => true),
+  ...treeFiles(join(ROOT, "packages"), (p) => p.endsWith(".ts")),
+  ...treeFiles(join(ROOT, "scripts"), () => true),
+  ...treeFiles(join(ROOT, ".ci"), () => true),
 ].filter((p) => p !== SELF);
 
 const found: string[] = [];

@@ -8,8 +8,9 @@
  *
  *   bun scripts/check-doc-links.ts
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import { treeFiles } from "./tree-files.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 
@@ -54,21 +55,11 @@ function check(from: string, target: string): string | null {
   return null;
 }
 
-function walk(dir: string, keep: (path: string) => boolean, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    if (name === "node_modules" || name.startsWith(".git")) continue;
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) walk(path, keep, out);
-    else if (keep(path)) out.push(path);
-  }
-  return out;
-}
-
 const problems: string[] = [];
 const docs = [
   join(ROOT, "README.md"),
   join(ROOT, "CHANGELOG.md"),
-  ...walk(join(ROOT, "docs"), (p) => p.endsWith(".md")),
+  ...treeFiles(join(ROOT, "docs"), (p) => p.endsWith(".md")),
 ];
 for (const file of docs) {
   let fenced = false;
@@ -87,9 +78,9 @@ for (const file of docs) {
 }
 
 const code = [
-  ...walk(join(ROOT, "packages"), (p) => /\.(ts|tsx|js|sh)$/.test(p)),
-  ...walk(join(ROOT, "scripts"), () => true),
-  ...walk(join(ROOT, ".ci"), () => true),
+  ...treeFiles(join(ROOT, "packages"), (p) => /\.(ts|tsx|js|sh)$/.test(p)),
+  ...treeFiles(join(ROOT, "scripts"), () => true),
+  ...treeFiles(join(ROOT, ".ci"), () => true),
 ];
 for (const file of code) {
   readFileSync(file, "utf8")
