@@ -85,10 +85,9 @@ function rawPut(port: number, path: string, auth: string, body: Uint8Array): Pro
   });
 }
 
-// Known unmet target (CHANGELOG.md, "Unreleased"): with every client retrying each refused PUT a
-// second later, peak RSS is 308-321 MiB and the good client's p99 1.5-4.2 s on the 2-core test
-// machine; the cost is the refused connections, not the admitted bytes. `test.failing` keeps the
-// target asserted: this turns red the day it is met, to be made a plain `test` again.
+// The target is not met yet when every client retries each refused PUT a second later (figures
+// in CHANGELOG.md, "Reliability"). `test.failing` keeps it asserted: this turns red the day it is
+// met, to be made a plain `test` again.
 test.failing("200 concurrent 16 MiB chunk PUTs from 10 accounts: server peak RSS under 300 MiB, a good client's /health and /get_state p99 under 250 ms, every PUT answered", async () => {
   const body = randomBytes(CHUNK);
   const accounts = await Promise.all(
