@@ -88,6 +88,13 @@ export function bodyFinished(request: Request): boolean {
 export const DRAIN_MS = 2000;
 export const DRAIN_IDLE_MS = 500;
 export const DRAIN_BYTES = 16 * 1024 * 1024;
+/**
+ * Least milliseconds between the start of a drain and the close, for a client that is still
+ * sending: once `DRAIN_BYTES` were discarded the server stops reading (TCP back-pressure holds the
+ * client, at no cost to the server) until this much time has passed, so that a client slow to
+ * read its answer still reads it before the reset.
+ */
+export const DRAIN_HOLD_MS = 1000;
 /** Most connections draining at once; past it an error answer closes its connection at once. */
 export const MAX_DRAINING = 32;
 
@@ -109,12 +116,14 @@ export function dropUnread(request: Request): void {
 
 /**
  * Reads and discards what is left of a body for at most `DRAIN_MS` and `DRAIN_BYTES`, or until
- * no piece came for `DRAIN_IDLE_MS`, then
+ * no piece came for `DRAIN_IDLE_MS`; past `DRAIN_BYTES` it waits, reading nothing, until
+ * `DRAIN_HOLD_MS` from the start; then
  * cancels it (not awaited: with a read pending on a silent client, Bun settles a cancel only when
  * more bytes come).
  */
 async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, request: Request): Promise<void> {
-  const deadline = performance.now() + DRAIN_MS;
+  const start = performance.now();
+  const deadline = start + DRAIN_MS;
   let n = 0;
   try {
     while (n < DRAIN_BYTES) {
@@ -132,6 +141,8 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, request: R
     finished.add(request);
     return;
   }
+  // Still sending past the byte bound: hold the connection, unread, until the hold time passed.
+  if (n >= DRAIN_BYTES) await Bun.sleep(Math.max(0, start + DRAIN_HOLD_MS - performance.now()));
   reader.cancel().catch(() => {});
 }
 

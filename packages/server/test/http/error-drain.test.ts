@@ -1,6 +1,13 @@
 /** answerThenDrain (src/http/body.ts): the error answer first, then a bounded drain of the body. */
 import { expect, test } from "bun:test";
-import { answerThenDrain, DRAIN_BYTES, DRAIN_IDLE_MS, DRAIN_MS, MAX_DRAINING } from "../../src/http/body.ts";
+import {
+  answerThenDrain,
+  DRAIN_BYTES,
+  DRAIN_HOLD_MS,
+  DRAIN_IDLE_MS,
+  DRAIN_MS,
+  MAX_DRAINING,
+} from "../../src/http/body.ts";
 
 const ANSWER = JSON.stringify({ Error: { error: "payload_too_large", message: "too large" } });
 
@@ -40,7 +47,7 @@ async function timed(r: Response): Promise<{ first: number; end: number; text: s
   return { first, end: performance.now() - t0, text };
 }
 
-test("the answer is the first piece, then a client sending without end is drained up to DRAIN_BYTES and the connection closes", async () => {
+test("the answer is the first piece, then a client sending without end is drained up to DRAIN_BYTES, held unread until DRAIN_HOLD_MS, and the connection closes", async () => {
   const { request, pulled } = endlessRequest(64 * 1024, 0);
   const r = await answerThenDrain(request, errorAnswer());
   expect(r.status).toBe(413);
@@ -48,7 +55,9 @@ test("the answer is the first piece, then a client sending without end is draine
   const t = await timed(r);
   expect(t.text).toBe(ANSWER);
   expect(t.first).toBeLessThan(100);
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_HOLD_MS - 50);
   expect(t.end).toBeLessThan(DRAIN_MS + 500);
+  expect(pulled()).toBeGreaterThanOrEqual(DRAIN_BYTES);
   expect(pulled()).toBeLessThanOrEqual(DRAIN_BYTES + 4 * 64 * 1024);
 });
 
