@@ -220,7 +220,7 @@ interface DownloadTarget {
 }
 
 function describeFailure(ev: Extract<DownloadEvent, { type: "error" }>): ErrorKind {
-  if (ev.status !== undefined) return kindOfStatus(ev.status);
+  if (ev.status !== undefined) return kindOfStatus(ev.status, ev.reason);
   if (ev.reason === "authentication_failed") return "wrong_key";
   return "failed";
 }

@@ -38,6 +38,11 @@ export type DownloadEvent =
   | { type: "ready" }
   | { type: "progress"; bytes: number }
   | { type: "done"; bytes: number }
+  /**
+   * `status` is the server's HTTP status when it refused the blob, and `reason` then the `reason`
+   * of its error body (`download_limit`, `expired`, ...) or `http`; without `status`, `reason` is
+   * a decryption failure (`authentication_failed`, ...), `network` or `cancelled`.
+   */
   | { type: "error"; status?: number; reason: string; message: string };
 
 /** Request to the Argon2id worker: the password and the wrap's 16-byte salt. */

@@ -76,7 +76,10 @@ async function serve(job: PendingJob): Promise<Response> {
     return new Response(null, { status: 204 });
   }
   if (!res.ok || !res.body) {
-    post({ type: "error", status: res.status, reason: "http", message: `the server answered ${res.status}` });
+    // The flat error body's `reason` tells a used-up link (`download_limit`) from an expired one.
+    const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
+    const reason = typeof body?.reason === "string" ? body.reason : "http";
+    post({ type: "error", status: res.status, reason, message: `the server answered ${res.status}` });
     return new Response(null, { status: 204 });
   }
   const reader = decryptStream(job.key, res.body, { expectedPlaintextSize: job.size }).getReader();

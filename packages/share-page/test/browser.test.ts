@@ -4,7 +4,7 @@
  * by `esync share` against a real server: a file link, a password link (wrong, then right
  * password), a wrong key, an expired and a revoked link, a folder link with navigation, and a
  * large file (1 GiB unless `ESYNC_TEST_SHARE_BIG_BYTES` says otherwise) downloaded through the
- * service worker while the page's JS heap stays under 200 MiB. Every download is compared byte
+ * service worker while the page's JS heap stays under 200 MiB, and a one-download link used up. Every download is compared byte
  * for byte with the original; every request must stay on the server's origin. Screenshots of
  * each state go to test-output/share-page/.
  */
@@ -255,6 +255,28 @@ describe.skipIf(!CHROMIUM)("the share page in Chromium", () => {
     expect(s).toMatchObject({ state: "error", error: "expired" });
     expect(s.text).toContain("expired");
     await shot(page, "expired");
+    await page.close();
+  });
+
+  test("a one-download link downloads once; the next download through the service worker says the link is used up, not expired", async () => {
+    const file = join(work, "once.bin");
+    await Bun.write(file, randomBytes(100_000));
+    const link = await share([file, "--max-downloads", "1"]);
+    const page = await newPage();
+    await page.goto(link);
+    expect((await settled(page)).state).toBe("ready");
+    const first = await clickDownload(page, "button.download");
+    expect(first.state).toBe("completed");
+    expect(await sameFile(first.path, file)).toBe(true);
+    await page.click("button.download");
+    await page.waitForSelector(".download-box[data-download=failed]", { timeout: 60_000 });
+    const box = await page.$eval(".download-box", (e) => ({
+      error: (e as HTMLElement).dataset.error,
+      text: (e as HTMLElement).innerText,
+    }));
+    expect(box.error).toBe("used_up");
+    expect(box.text).not.toContain("expired");
+    await shot(page, "file-used-up");
     await page.close();
   });
 
