@@ -15,8 +15,7 @@ const cfg = join(work, "config");
 let server: ServerProcess;
 
 beforeAll(async () => {
-  // Versions off: `esync quota` derives the allowance as live bytes + room left, which holds only
-  // when no kept version or share takes part of it (CHANGELOG.md, known limits).
+  // Versions off: the usage `esync quota` shows below is the live files alone.
   server = await startServer({
     env: { ESYNC_DISK_FSYNC: "off", ESYNC_DEFAULT_QUOTA_BYTES: "5000000", ESYNC_VERSION_RETENTION_DAYS: "0" },
   });

@@ -108,6 +108,45 @@ describe("esync trash and restore --deleted", () => {
   });
 });
 
+describe("esync quota with kept versions", () => {
+  test("shows the allowance itself and what uses it: live files plus kept versions", async () => {
+    const q = await startServer({
+      env: {
+        ESYNC_DISK_FSYNC: "off",
+        ESYNC_VERSION_RETENTION_DAYS: "30",
+        ESYNC_DEFAULT_QUOTA_BYTES: "5000000",
+      },
+    });
+    try {
+      const qcfg = join(work, "quota-config");
+      const tree = join(work, "quota-src");
+      mkdirSync(tree, { recursive: true });
+      expect((await runCli(qcfg, ["init", "--server", q.url, "--json"])).code).toBe(0);
+      writeFileSync(join(tree, "big.txt"), "x".repeat(1000));
+      expect((await runCli(qcfg, ["push", tree, "--folder", "q", "--create", "--json"])).code).toBe(0);
+      writeFileSync(join(tree, "big.txt"), "y".repeat(10));
+      expect((await runCli(qcfg, ["push", tree, "--folder", "q", "--json"])).code).toBe(0);
+      const r = await runCli(qcfg, ["quota", "--json"]);
+      expect(r.code).toBe(0);
+      expect(r.json()).toMatchObject({
+        used_bytes: 1010,
+        file_bytes: 10,
+        file_count: 1,
+        version_bytes: 1000,
+        share_bytes: 0,
+        quota_bytes: 5_000_000,
+        free_bytes: 5_000_000 - 1010,
+      });
+      const human = await runCli(qcfg, ["quota"]);
+      expect(human.stdout).toContain("versions:");
+      expect(human.stdout).toContain("allowance: 4.77 MiB");
+    } finally {
+      await q.stop();
+      rmSync(q.dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("a server without versions", () => {
   test("versions, trash and restore --deleted fail with exit 2 and name the missing capability", async () => {
     const off = await startServer({ env: { ESYNC_DISK_FSYNC: "off", ESYNC_VERSION_RETENTION_DAYS: "0" } });

@@ -50,6 +50,7 @@ export type {
   Memberships,
   MintInviteBody,
   Page,
+  QuotaReport,
   RegisterFolderResult,
   RemoteFileEntry,
   RemoteFolderInfo,

@@ -44,6 +44,7 @@ import type {
   ListFoldersResult,
   Memberships,
   MintInviteBody,
+  QuotaReport,
   RegisterFolderEntriesResult,
   RegisterFolderResult,
   RemoteFileEntry,
@@ -933,6 +934,7 @@ export class EsyncApi {
       versions: false,
       share_max_downloads: false,
       share_access_log: false,
+      quota_report: false,
     };
     let got: Record<string, unknown>;
     try {
@@ -945,6 +947,15 @@ export class EsyncApi {
     for (const k of Object.keys(none) as (keyof Capabilities)[]) out[k] = got[k] === true;
     return out;
   }
+  /**
+   * `GET /v1/quota/{ss58}` (docs/protocol.md#quota; capability `quota_report`): the account's
+   * allowance and what uses it, in plaintext bytes.
+   * @throws ApiError (403 `forbidden` for another account).
+   */
+  quotaReport(ss58: string): Promise<QuotaReport> {
+    return this.callV1({ method: "GET", path: `/v1/quota/${seg(ss58)}` });
+  }
+
   /**
    * `GET /v1/versions/{ss58}/{folder_hash}/{file_id}` (docs/versions.md; capability
    * `versions`): the file's current revision (null when deleted) and its kept versions, newest first.

@@ -719,6 +719,8 @@ export const Capabilities = Type.Object({
    * replaced and deleted revisions (`ESYNC_VERSION_RETENTION_DAYS` above 0).
    */
   versions: Type.Optional(Type.Boolean()),
+  /** esync extension: `GET /v1/quota/{ss58}` reports the allowance and what uses it (docs/protocol.md#quota). */
+  quota_report: Type.Optional(Type.Boolean()),
 });
 
 /** `POST /can_upload` (docs/protocol.md#quota). */
@@ -735,6 +737,25 @@ export const CanUploadBody = Type.Object({
 export const CanUploadResult = Type.Object({
   result: Type.Boolean(),
   error: Type.Union([Type.String(), Type.Null()]),
+});
+
+/**
+ * `GET /v1/quota/{ss58}` answer (docs/protocol.md#quota; esync extension, capability
+ * `quota_report`). Plaintext bytes; `used_bytes` = `file_bytes` + `share_bytes` + `version_bytes`.
+ */
+export const QuotaReport = Type.Object({
+  ss58_address: Type.String(),
+  used_bytes: Type.Integer({ minimum: 0, description: "everything the allowance counts" }),
+  file_bytes: Type.Integer({ minimum: 0, description: "the live files" }),
+  file_count: Type.Integer({ minimum: 0 }),
+  share_bytes: Type.Integer({ minimum: 0, description: "stored file shares" }),
+  version_bytes: Type.Integer({ minimum: 0, description: "kept versions of replaced and deleted files" }),
+  quota_bytes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: "the allowance; null: unlimited",
+  }),
+  free_bytes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: "room left (0 when over the allowance); null: unlimited",
+  }),
 });
 
 /** Query of the three summaries (docs/protocol.md#summaries): `folder_hash` limits a summary to one folder. */

@@ -58,6 +58,8 @@ export type SearchQueryParams = Static<typeof S.SearchQuery>;
 export type BrowseQueryParams = Static<typeof S.BrowseQuery>;
 /** `GET /v1/capabilities` (docs/protocol.md#capabilities). */
 export type Capabilities = Static<typeof S.Capabilities>;
+/** `GET /v1/quota/{ss58}` (docs/protocol.md#quota). */
+export type QuotaReport = Static<typeof S.QuotaReport>;
 /** `GET /get_user_summary/{ss58}` (docs/protocol.md#summaries). */
 export type UserSummary = Static<typeof S.UserSummary>;
 /** `GET /get_file_type_summary/{ss58}` (docs/protocol.md#summaries). */

@@ -1,8 +1,10 @@
 /**
  * @module cli/commands/usage
- * `esync quota` (plaintext bytes and files stored, and the room left in the allowance, found
- * from the advisory `/can_upload` answers of docs/protocol.md#quota: unlimited when the largest size
- * fits, otherwise the largest size that fits, by bisection in at most 53 calls) and `esync du [--folder LABEL]` (the summaries of
+ * `esync quota` (the allowance and what uses it: live files, kept versions, file shares, from
+ * `GET /v1/quota/{ss58}` of docs/protocol.md#quota; a server without it (no `quota_report`
+ * capability) is asked the advisory `/can_upload` instead: unlimited when the largest size fits,
+ * otherwise the largest size that fits, by bisection in at most 53 calls, and the allowance shown
+ * is then the live files plus that room) and `esync du [--folder LABEL]` (the summaries of
  * docs/protocol.md#summaries: totals, by file type and by client family).
  */
 
@@ -31,6 +33,48 @@ export async function roomLeft(api: EsyncApi, address: string): Promise<number |
   return lo;
 }
 
+/**
+ * What `esync quota --json` prints (plaintext bytes; null quota and free: unlimited).
+ * `version_bytes` and `share_bytes` are null when the server cannot report them (no
+ * `quota_report` capability); `used_bytes` is then the live files alone.
+ */
+export interface QuotaStanding {
+  used_bytes: number;
+  file_bytes: number;
+  file_count: number;
+  version_bytes: number | null;
+  share_bytes: number | null;
+  quota_bytes: number | null;
+  free_bytes: number | null;
+}
+
+/** The account's standing: from `GET /v1/quota/{ss58}`, else from the summary and `roomLeft`. */
+export async function quotaOf(api: EsyncApi, address: string): Promise<QuotaStanding> {
+  if ((await api.capabilities()).quota_report) {
+    const r = await api.quotaReport(address);
+    return {
+      used_bytes: r.used_bytes,
+      file_bytes: r.file_bytes,
+      file_count: r.file_count,
+      version_bytes: r.version_bytes,
+      share_bytes: r.share_bytes,
+      quota_bytes: r.quota_bytes,
+      free_bytes: r.free_bytes,
+    };
+  }
+  const user = await api.userSummary(address);
+  const free = await roomLeft(api, address);
+  return {
+    used_bytes: user.total_bytes,
+    file_bytes: user.total_bytes,
+    file_count: user.file_count,
+    version_bytes: null,
+    share_bytes: null,
+    quota_bytes: free === null ? null : user.total_bytes + free,
+    free_bytes: free,
+  };
+}
+
 /** Registers `esync quota` and `esync du` on `program`. */
 export function registerUsage(program: Command): void {
   program
@@ -38,23 +82,17 @@ export function registerUsage(program: Command): void {
     .description("storage used by the account and the room left in its allowance")
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
-      const user = await ctx.api.userSummary(ctx.address);
-      const free = await roomLeft(ctx.api, ctx.address);
-      if (ctx.json)
-        return printJson({
-          address: ctx.address,
-          used_bytes: user.total_bytes,
-          file_count: user.file_count,
-          free_bytes: free,
-          quota_bytes: free === null ? null : user.total_bytes + free,
-        });
+      const q = await quotaOf(ctx.api, ctx.address);
+      if (ctx.json) return printJson({ address: ctx.address, ...q });
+      println(`used:      ${formatSize(q.used_bytes)}`);
+      println(`  files:    ${formatSize(q.file_bytes)} in ${q.file_count} file(s)`);
+      if (q.version_bytes !== null)
+        println(`  versions: ${formatSize(q.version_bytes)} (kept versions and trash)`);
+      if (q.share_bytes !== null) println(`  shares:   ${formatSize(q.share_bytes)} (file share links)`);
       println(
-        `used:      ${formatSize(user.total_bytes)} (${user.total_bytes} bytes) in ${user.file_count} file(s)`,
-      );
-      println(
-        free === null
+        q.quota_bytes === null || q.free_bytes === null
           ? "allowance: unlimited"
-          : `allowance: ${formatSize(user.total_bytes + free)}, ${formatSize(free)} (${free} bytes) free`,
+          : `allowance: ${formatSize(q.quota_bytes)}, ${formatSize(q.free_bytes)} (${q.free_bytes} bytes) free`,
       );
     });
   program

@@ -19,6 +19,12 @@ export interface QuotaInfo {
   owner: string;
   /** Plaintext bytes of the account's live files, stored file shares and kept versions. */
   usedBytes: number;
+  /** Of `usedBytes`: the live files. */
+  fileBytes: number;
+  /** Of `usedBytes`: stored file shares (docs/sharing.md). */
+  shareBytes: number;
+  /** Of `usedBytes`: kept versions of replaced and deleted files (docs/versions.md). */
+  versionBytes: number;
   fileCount: number;
   /** The allowance in force; null = unlimited. */
   quotaBytes: number | null;
@@ -38,9 +44,15 @@ export class QuotaService {
   async info(owner: string, repo: QuotaRepository = this.repo): Promise<QuotaInfo> {
     const usage = await repo.usage(owner);
     const override = await repo.override(owner);
+    const fileBytes = usage?.totalBytes ?? 0;
+    const shareBytes = await repo.shareBytes(owner);
+    const versionBytes = await repo.versionBytes(owner);
     return {
       owner,
-      usedBytes: (usage?.totalBytes ?? 0) + (await repo.shareBytes(owner)) + (await repo.versionBytes(owner)),
+      usedBytes: fileBytes + shareBytes + versionBytes,
+      fileBytes,
+      shareBytes,
+      versionBytes,
       fileCount: usage?.fileCount ?? 0,
       quotaBytes: override ? override.quotaBytes : this.defaultQuotaBytes,
       source: override ? "override" : "default",

@@ -1,5 +1,6 @@
 /**
- * Storage allowances (docs/protocol.md#quota, issue 15): `POST /can_upload` (flat, advisory) and the
+ * Storage allowances (docs/protocol.md#quota, issue 15): `POST /can_upload` (flat, advisory), the
+ * report `GET /v1/quota/{ss58}`, and the
  * 402 `drive_quota_exceeded` of every write path (flat body), charged on the growth over the
  * replaced row, exact under concurrency, never half-written.
  */
@@ -25,6 +26,7 @@ import {
   UPLOAD_RESULT_KEYS,
   uploadSingle,
 } from "./helpers.ts";
+import { mintSingle, shareBlob } from "./share-helpers.ts";
 
 let t: TestApp;
 let u: TestUser;
@@ -116,6 +118,59 @@ describe("POST /can_upload", () => {
     } finally {
       await open.close();
     }
+  });
+});
+
+describe("GET /v1/quota/{ss58}", () => {
+  const report = (user: TestUser = u, app: TestApp = t, auth: string | null = authAt(app, user)) =>
+    app.json(`/v1/quota/${u.address}`, auth ? { headers: { authorization: auth } } : {});
+
+  test("reports the allowance and what uses it: live files, kept versions and file shares add up to used_bytes (200)", async () => {
+    await t.close();
+    t = makeTestApp({ ESYNC_DEFAULT_QUOTA_BYTES: "100", ESYNC_VERSION_RETENTION_DAYS: "30" });
+    const first = await put("a", 60);
+    expect(first.status).toBe(200);
+    expect((await put("a", 10, first.body.Success.revision_id, 2)).status).toBe(200);
+    const { ciphertext, metadata } = shareBlob(5);
+    expect((await mintSingle(t, authAt(t, u), metadata, ciphertext)).status).toBe(201);
+    const r = await report();
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      ss58_address: u.address,
+      used_bytes: 75,
+      file_bytes: 10,
+      file_count: 1,
+      share_bytes: 5,
+      version_bytes: 60,
+      quota_bytes: 100,
+      free_bytes: 25,
+    });
+    expect((await canUpload(25)).body.result).toBe(true);
+    expect((await canUpload(26)).body.result).toBe(false);
+  });
+
+  test("an unlimited account reports quota_bytes and free_bytes null; an override replaces the default", async () => {
+    const open = makeTestApp();
+    try {
+      expect((await report(u, open)).body).toMatchObject({
+        used_bytes: 0,
+        quota_bytes: null,
+        free_bytes: null,
+      });
+      await open.services.quota.setOverride(u.address, 7);
+      expect((await report(u, open)).body).toMatchObject({ quota_bytes: 7, free_bytes: 7 });
+    } finally {
+      await open.close();
+    }
+  });
+
+  test("answers 403 forbidden (flat) for another account's token, 401 without a token", async () => {
+    const other = await report(newUser());
+    expect(other.status).toBe(403);
+    expect(other.body.error).toBe("forbidden");
+    const anonymous = await report(u, t, null);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error).toBe("unauthorized");
   });
 });
 
