@@ -162,7 +162,7 @@ describe(`/download sends an exact Content-Length (${testStorage})`, () => {
     }, 120_000);
   }
 
-  test("a file on disk is sent with no object name (Content-Disposition: attachment) and the revision headers", async () => {
+  test("a download names no object (Content-Disposition: attachment) and carries the revision headers", async () => {
     const ct = randomCiphertext(2 * MiB);
     const path = await upload(ct, MiB, "dl/named.bin");
     const r = await rawGet(path);
