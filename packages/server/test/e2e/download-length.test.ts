@@ -8,8 +8,9 @@
  * Responses are read on raw sockets to see the framing as sent.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import net from "node:net";
+import { join } from "node:path";
 import { makeManifest, newUser, pathHashOf, randomCiphertext } from "../support/fixtures.ts";
 import { SETUP_TIMEOUT_MS, storageEnv, type TestStorageEnv, testStorage } from "../support/s3-server.ts";
 import { type ServerProcess, startServer } from "../support/server.ts";
@@ -179,4 +180,27 @@ describe(`/download sends an exact Content-Length (${testStorage})`, () => {
     expect(r.headers["content-length"]).toBe("2000");
     expect(r.body.equals(ct.subarray(1048000, 1050000))).toBe(true);
   });
+
+  test.if(testStorage === "disk")(
+    "a 5 MiB file whose stored object vanished is 500 storage_inconsistency, not a 200 with a short body",
+    async () => {
+      const ct = randomCiphertext(5 * MiB + 1);
+      const path = await upload(ct, 4 * MiB, "dl/vanished.bin");
+      const stored = (function find(dir: string): string | null {
+        for (const e of readdirSync(dir, { withFileTypes: true })) {
+          const p = join(dir, e.name);
+          if (e.isDirectory()) {
+            const hit = find(p);
+            if (hit) return hit;
+          } else if (e.isFile() && statSync(p).size === ct.length) return p;
+        }
+        return null;
+      })(server.dataDir);
+      expect(stored).not.toBeNull();
+      rmSync(stored!);
+      const r = await rawGet(path);
+      expect(r.status).toBe(500);
+      expect(JSON.parse(r.body.toString()).Error.error).toBe("storage_inconsistency");
+    },
+  );
 });
