@@ -85,7 +85,7 @@ function openFileLimits(): { soft: string; hard: string } | null {
  * it is switched off for that request (Bun's timer is not reset by body bytes, so a long upload
  * would be cut however fast it streams); request bodies are timed by `src/http/body.ts` instead
  * (idle timeout and minimum rate), and the timer is switched back on for writing the response
- * (a download body re-arms it at every piece, since Bun does not reset it as bytes go out:
+ * (a download body keeps it armed while it is sent, since Bun does not reset it as bytes go out:
  * src/http/response-timer.ts).
  */
 function listen(config: Config, handle: (r: Request) => Promise<Response>): Server<undefined> {
@@ -104,7 +104,12 @@ function listen(config: Config, handle: (r: Request) => Promise<Response>): Serv
       const request = routable(raw);
       const peer = server.requestIP(raw);
       if (peer) setPeerAddress(request, peer.address);
-      registerTimer(request, (seconds) => server.timeout(raw, seconds));
+      registerTimer(request, {
+        set: (seconds) => server.timeout(raw, seconds),
+        live: () => server.requestIP(raw) !== null,
+        headerTimeoutSeconds: headerTimeout,
+        minBytesPerSecond: config.bodyMinBytesPerSecond,
+      });
       const response = await handle(request);
       if (response.status >= 400 && mustClose(request) && (raw === request || mustClose(raw))) {
         // Answered before its body was read: answer at once, drain the rest of the body for a

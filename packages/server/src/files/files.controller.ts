@@ -25,7 +25,7 @@ import { Elysia, t } from "elysia";
 import { guardedBody } from "../http/body.ts";
 import { evaluatePreconditions, parsePreconditions, revisionEtag } from "../http/conditional.ts";
 import { authenticated, doc, type ErrorStatus, rawBody, responses, UPLOAD_BODY } from "../http/contract.ts";
-import { downloadBody, downloadRedirect, fileBodyLimit } from "../http/download-body.ts";
+import { downloadBody, downloadRedirect } from "../http/download-body.ts";
 import { success } from "../http/envelope.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
@@ -225,12 +225,7 @@ async function download(
     return new Response(null, { status: 302, headers: { ...redirected, location } });
   }
   const d = await s.files.open(row, start, end);
-  const body = await downloadBody(
-    s.deps.blobs,
-    d,
-    request,
-    fileBodyLimit(s.deps.config.headerTimeoutSeconds),
-  );
+  const body = await downloadBody(s.deps.blobs, d, request);
   const response = new Response(body, { status, headers: out });
   return body instanceof ReadableStream ? response : sentWhole(response);
 }

@@ -5,13 +5,14 @@
  *
  * Bun.serve (1.4.5) sends a response with `Content-Length` only when its body is in memory or is
  * one file-backed `Blob` (then by sendfile, no copy); it drops the handler's `Content-Length` on
- * every stream body and frames it chunked (oven-sh/bun#10507), sends a `Blob` of several file
- * slices as `Content-Length: 0` with no body, and answers an `S3Client` file with a redirect
+ * every stream body and frames it chunked, sends a `Blob` of several file slices as
+ * `Content-Length: 0` with no body, and answers an `S3Client` file with a redirect
  * (`docs/repro/bun-content-length.ts`). So when the requested bytes lie in one object of a
  * file-backed store (the disk store: every file finalized into one object, single-chunk files,
  * ranges within one chunk of an older multi-chunk file), the body is that object's byte range as
- * a file `Blob`, at any size. Otherwise a body of at most 1 MiB is read into memory and sent with
- * its length; a larger one (across chunks of an older file; any S3 object) is the store's stream,
+ * a file `Blob`, at any size, its connection timer kept armed while it is sent
+ * (`fileBodyTimer`). Otherwise a body of at most 1 MiB is read into memory and sent with its
+ * length; a larger one (across chunks of an older file; any S3 object) is the store's stream,
  * which Bun frames chunked, unless the S3 store is set to redirect such downloads
  * (`downloadRedirect`): see docs/design.md#downloads-and-content-length.
  */
@@ -68,9 +69,8 @@ async function readAll(stream: ReadableStream<Uint8Array>, length: number): Prom
 
 /**
  * The body for download `d` of `request` from `blobs`: a file-backed `Blob` of `[d.start, d.end)`
- * when those bytes are in one object of a file-backed store and number at most `maxFileBodyBytes`
- * (`fileBodyLimit`: Bun sends a file body under the header timer, so a slow reader of a larger one
- * would be cut) (`d.body` is then cancelled); else,
+ * when those bytes are in one object of a file-backed store, whatever their size (`d.body` is
+ * then cancelled; the connection timer is kept armed while Bun sends it: `fileBodyTimer`); else,
  * up to `MAX_BUFFERED_BODY_BYTES`, the bytes read into memory; else `d.body` itself, re-arming
  * the connection's idle timer at every piece (src/http/response-timer.ts).
  * The response must give its status explicitly (Bun answers a sliced file without one as 206).
@@ -79,14 +79,13 @@ export async function downloadBody(
   blobs: BlobStore,
   d: Download,
   request: Request,
-  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs) && d.end > d.start && d.end - d.start <= maxFileBodyBytes) {
+  if (isFileBacked(blobs) && d.end > d.start) {
     const object = objectAt(d.layout, d.start);
     if (d.end <= object.end) {
       // The stream already proved the object is there (it read its first piece); it is not needed.
       await d.body.cancel().catch(() => {});
-      fileBodyTimer(request);
+      fileBodyTimer(request, d.end - d.start);
       return blobs.fileRange(object.key, { start: d.start - object.start, end: d.end - object.start });
     }
   }
@@ -96,18 +95,11 @@ export async function downloadBody(
 }
 
 /**
- * Largest file-backed body, bytes, under a header timeout of `headerTimeoutSeconds`: what leaves
- * within that time at 140,000 bytes per second (30 s: 4.2 MB; 255 s: 35.7 MB).
- */
-export function fileBodyLimit(headerTimeoutSeconds: number): number {
-  return headerTimeoutSeconds * 140_000;
-}
-
-/**
  * The body of bytes `[start, end)` (`start < end`) of the one object `key` (a file share's blob,
  * docs/sharing.md), sent with `Content-Length` where Bun can: a file-backed `Blob` of the range on a
- * file-backed store up to `maxFileBodyBytes` (`fileBodyLimit`, as `downloadBody`); else up to `MAX_BUFFERED_BODY_BYTES` read into
- * memory; else the store's stream with the idle timer re-armed per piece.
+ * file-backed store, at any size (its timer kept armed as `downloadBody` does); else up to
+ * `MAX_BUFFERED_BODY_BYTES` read into memory; else the store's stream with the idle timer
+ * re-armed per piece.
  * @throws BlobNotFoundError when the object is missing; BlobReadError when the store cannot be read.
  */
 export async function objectBody(
@@ -116,9 +108,8 @@ export async function objectBody(
   start: number,
   end: number,
   request: Request,
-  maxFileBodyBytes: number,
 ): Promise<Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
-  if (isFileBacked(blobs) && end - start <= maxFileBodyBytes) {
+  if (isFileBacked(blobs)) {
     let size: number | null;
     try {
       size = await blobs.size(key);
@@ -126,7 +117,7 @@ export async function objectBody(
       throw new BlobReadError(e);
     }
     if (size === null) throw new BlobNotFoundError(key);
-    fileBodyTimer(request);
+    fileBodyTimer(request, end - start);
     return blobs.fileRange(key, { start, end });
   }
   let body: ReadableStream<Uint8Array>;

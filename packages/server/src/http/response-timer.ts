@@ -3,26 +3,40 @@
  * Bun.serve's connection timer (`idleTimeout`, re-armed by `server.timeout(request, s)`) is not
  * reset by the bytes of a response as they go out: a download slower than the timer is cut
  * mid-body (measured on Bun 1.4.5). The server switches the timer off while a handler runs and
- * registers here how to re-arm it; a download body re-arms it to Bun's longest timer (255 s) each
- * time Bun pulls a piece, and every other response leaves it to the server, which re-arms it once
- * (the header timeout) for the response and the keep-alive idle after it. Bun pulls a piece only
- * when its send buffer has room, so a pull measures the client draining that buffer, not each
- * byte: hence the longest timer. A client that stops reading a download is closed within about
- * 255 s.
+ * registers here how to re-arm it; a download body takes charge of it (a stream re-arms it at
+ * every piece, a file body is kept alive by `fileBodyTimer`), and every other response leaves it
+ * to the server, which re-arms it once (the header timeout) for the response and the keep-alive
+ * idle after it. See docs/design.md#downloads-and-content-length.
  */
 
-/** How to set the connection timer of one request, in seconds (0 = off; Bun caps it at 255). */
-interface Timer {
+/** How the server lets a response body drive the connection timer of one request. */
+export interface TimerControl {
+  /** Sets the connection timer, seconds (0 = off; Bun caps it at 255): `server.timeout(request, s)`. */
   set(seconds: number): void;
+  /**
+   * False once the response is fully handed to the socket or the connection is gone
+   * (`server.requestIP(request)` is then null).
+   */
+  live(): boolean;
+  /** The header timeout, seconds (`ESYNC_HEADER_TIMEOUT_SECONDS`): Bun.serve's `idleTimeout`. */
+  headerTimeoutSeconds: number;
+  /**
+   * Slowest average rate a file body is kept alive for, bytes per second
+   * (`ESYNC_BODY_MIN_BYTES_PER_SECOND`; 0 = for as long as it is being sent).
+   */
+  minBytesPerSecond: number;
+}
+
+interface Timer extends TimerControl {
   /** True once a response body took charge of the timer. */
   claimed: boolean;
 }
 
 const timers = new WeakMap<Request, Timer>();
 
-/** Registers how to set the connection timer of `request` (the server does, per request). */
-export function registerTimer(request: Request, set: (seconds: number) => void): void {
-  timers.set(request, { set, claimed: false });
+/** Registers how to drive the connection timer of `request` (the server does, per request). */
+export function registerTimer(request: Request, control: TimerControl): void {
+  timers.set(request, { ...control, claimed: false });
 }
 
 /** True when a response body of `request` took charge of its timer (the server then leaves it). */
@@ -61,14 +75,43 @@ export function idleTimedStream(
   );
 }
 
+/** How often a file body's keeper re-arms the connection timer, milliseconds. */
+export const FILE_BODY_KEEPER_MS = 500;
+
 /**
- * Marks the timer of `request` as taken by a file-backed body. Bun sends a file under the
- * server's own `idleTimeout` (the header timeout) whatever the request's timer says, restarting
- * it whenever the socket takes more bytes: a client that takes nothing for that long is closed
- * (docs/repro/bun-sendfile-timer.ts; docs/design.md#downloads-and-content-length).
+ * Takes the timer of `request` for a file-backed body of `bytes` bytes (sent by sendfile). Bun
+ * sends a file under the server's `idleTimeout` (the header timeout), re-armed only when the
+ * socket becomes writable again, which for a slow reader can be longer than that timeout
+ * (the kernel reports a full send buffer writable only once about a third of it drained):
+ * a slow but steady reader would be cut mid-body. So a keeper re-arms the timer to Bun's longest
+ * (255 s) every `FILE_BODY_KEEPER_MS` (`server.timeout`) until the response is handed to the
+ * socket whole or the connection is gone (`live`), or until the time the body takes at
+ * `minBytesPerSecond` (plus one header timeout) has passed; then it sets the header timeout once
+ * and stops, so a client that stopped reading is closed about one header timeout later.
+ * Unchanged when no timer is registered.
  */
-export function fileBodyTimer(request: Request): void {
+export function fileBodyTimer(request: Request, bytes: number): void {
   const t = timers.get(request);
   if (!t) return;
   t.claimed = true;
+  const started = Date.now();
+  const budgetMs =
+    t.minBytesPerSecond > 0
+      ? (t.headerTimeoutSeconds + bytes / t.minBytesPerSecond) * 1000
+      : Number.POSITIVE_INFINITY;
+  t.set(MAX_TIMER_SECONDS);
+  const keeper = setInterval(() => {
+    if (!t.live()) {
+      clearInterval(keeper);
+      return;
+    }
+    if (Date.now() - started > budgetMs) {
+      clearInterval(keeper);
+      t.set(t.headerTimeoutSeconds);
+      return;
+    }
+    t.set(MAX_TIMER_SECONDS);
+  }, FILE_BODY_KEEPER_MS);
+  // The keeper must not hold the process open on its own (shutdown waits for requests instead).
+  keeper.unref();
 }

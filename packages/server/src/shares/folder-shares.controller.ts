@@ -25,7 +25,7 @@ import {
 import { Elysia, t } from "elysia";
 import { revisionEtag } from "../http/conditional.ts";
 import { authenticated, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
-import { downloadBody, fileBodyLimit } from "../http/download-body.ts";
+import { downloadBody } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
@@ -165,12 +165,7 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
         if (range) headers["content-range"] = `bytes ${start}-${end - 1}/${size}`;
         if (isHead(request)) return new Response(null, { status, headers });
         const d = await s.files.open(row, start, end);
-        const body = await downloadBody(
-          s.deps.blobs,
-          d,
-          request,
-          fileBodyLimit(s.deps.config.headerTimeoutSeconds),
-        );
+        const body = await downloadBody(s.deps.blobs, d, request);
         const response = new Response(body, { status, headers });
         return body instanceof ReadableStream ? response : sentWhole(response);
       },

@@ -25,7 +25,7 @@ import { Elysia, t, ValidationError } from "elysia";
 import { withoutPreamble } from "../files/single-upload.ts";
 import { bodyFailure, guardedBody } from "../http/body.ts";
 import { authenticated, BINARY_BODY, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
-import { fileBodyLimit, objectBody } from "../http/download-body.ts";
+import { objectBody } from "../http/download-body.ts";
 import { isHead } from "../http/head.ts";
 import { multipartBoundary, parseRangeHeader, resolveRange } from "../http/headers.ts";
 import { sentWhole } from "../http/instrument.ts";
@@ -353,14 +353,7 @@ function anonymousRoutes(s: Services, limiter: RateLimiter) {
         };
         if (range) headers["content-range"] = `bytes ${start}-${end - 1}/${size}`;
         if (isHead(request)) return new Response(null, { status, headers });
-        const body = await objectBody(
-          s.deps.blobs,
-          r.blobKey,
-          start,
-          end,
-          request,
-          fileBodyLimit(s.deps.config.headerTimeoutSeconds),
-        );
+        const body = await objectBody(s.deps.blobs, r.blobKey, start, end, request);
         if (r.accessLog) {
           const stream = body instanceof ReadableStream ? body : new Response(body).body;
           if (!stream) throw new Error("a share body without a stream");
