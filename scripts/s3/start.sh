@@ -9,7 +9,7 @@
 #   MON_PORT  Ceph monitor port on 127.0.0.1 (default: first free port above PORT)
 # Keys: $ESYNC_TEST_S3_ACCESS_KEY / $ESYNC_TEST_S3_SECRET_KEY, defaulting to the ones below,
 # which test/support/s3-server.ts also defaults to. $ESYNC_TEST_S3_OSD_BYTES sizes the OSD's
-# sparse block file (default 8 GiB; RGW frees deleted objects' data only hours later).
+# sparse block file (default 32 GiB; RGW returns deleted objects' space after about a minute).
 #
 # Re-running it on the same DIR first stops whatever an earlier run left there. When S3
 # answers an authenticated request, it writes DIR/s3.env (ENDPOINT, ACCESS_KEY, SECRET_KEY,
@@ -20,7 +20,7 @@ set -euo pipefail
 DIR=${1:?usage: start.sh DIR PORT [MON_PORT]}
 PORT=${2:?usage: start.sh DIR PORT [MON_PORT]}
 MON_PORT=${3:-}
-OSD_BYTES=${ESYNC_TEST_S3_OSD_BYTES:-8589934592}
+OSD_BYTES=${ESYNC_TEST_S3_OSD_BYTES:-34359738368}
 ACCESS_KEY=${ESYNC_TEST_S3_ACCESS_KEY:-ESYNCTESTACCESSKEY}
 SECRET_KEY=${ESYNC_TEST_S3_SECRET_KEY:-esync-test-secret-key}
 REGION=us-east-1
@@ -103,7 +103,7 @@ paxos_propose_interval = 0.1
 [osd]
 osd_data = $DIR/osd/ceph-\$id
 osd_objectstore = bluestore
-# A sparse file (8 GiB unless told); only what is written takes disk space.
+# A sparse file (32 GiB unless told); only what is written takes disk space.
 bluestore_block_path = $DIR/osd/ceph-\$id/block.file
 bluestore_block_size = $OSD_BYTES
 bluestore_block_create = true
@@ -119,6 +119,11 @@ osd_crush_update_on_start = false
 rgw_frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
 rgw_data = $DIR/rgw
 rgw_enable_usage_log = false
+# Space of deleted objects goes back to the OSD within a minute or two instead of after the
+# default two hours: a whole test run deletes far more than the OSD holds.
+rgw_gc_obj_min_wait = 30
+rgw_gc_processor_period = 30
+rgw_gc_processor_max_time = 30
 CONF
 
 # Each daemon runs in the foreground (-f) in a session of its own, so it outlives this

@@ -239,7 +239,7 @@ export interface DedicatedS3 {
 
 /**
  * Starts an RGW in `dir` (a new directory) for one test file or bench, never shared: its gateway
- * may be stopped. `osdBytes` sizes its OSD (sparse; default 8 GiB). The caller stops it with
+ * may be stopped. `osdBytes` sizes its OSD (sparse; default 32 GiB). The caller stops it with
  * `stop()`.
  * @throws Error saying why when it cannot be installed or started (the test then fails).
  */
