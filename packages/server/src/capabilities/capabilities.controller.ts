@@ -3,8 +3,9 @@
  * `GET /v1/capabilities` (docs/protocol.md#capabilities): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
  * shared drives with folder invites, reader and writer (docs/drives.md), version history and
- * trash when versions are kept (docs/versions.md), and esync's own download limits and access
- * log of file shares (docs/sharing.md).
+ * trash when versions are kept (docs/versions.md), esync's own download limits and access
+ * log of file shares (docs/sharing.md), and folder entries' sealed attributes
+ * (docs/protocol.md#folder-entry-attributes).
  */
 
 import { Capabilities } from "@esync/protocol/schemas.ts";
@@ -23,6 +24,7 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   upload_folder_shares: false,
   share_max_downloads: true,
   share_access_log: true,
+  folder_entry_attributes: true,
 };
 
 /**

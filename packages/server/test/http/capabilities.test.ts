@@ -21,5 +21,6 @@ test("GET /v1/capabilities answers 200 without a token: the share flags and fold
     versions: false,
     share_max_downloads: true,
     share_access_log: true,
+    folder_entry_attributes: true,
   });
 });
