@@ -30,9 +30,9 @@
  * registered, then the marker file deleted.
  *
  * Directory modification times (docs/attributes.md#directory-modification-times) travel in the folder
- * entries' sealed attributes when the server has the capability: at the end of each round, once
- * every file is written, `syncDirTimes` sets them on disk (deepest first) and sends the ones
- * that moved here.
+ * entries' sealed attributes when the server has the capability; then every directory, empty or
+ * not, has an entry. At the end of each round, once every file is written, `syncDirTimes` sets
+ * the times on disk (deepest first) and sends the ones that moved here.
  */
 import {
   chmod,
@@ -61,7 +61,7 @@ import { fileId, NEW_FILE, nextRevision, pathHash } from "../manifest.ts";
 import type { UploadStateFile } from "../upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../uploader.ts";
 import { markerDir, openDirAttributes, sealAttributes, sealDirAttributes } from "./attributes.ts";
-import { type DirTimeBase, planDirTimes } from "./dir-times.ts";
+import { type DirTimeBase, type DirTimeStep, isDirTimeChange, planDirTimes } from "./dir-times.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
   diskPath,
@@ -414,6 +414,24 @@ async function presentDirs(ctx: SyncContext, plan: FolderPlan): Promise<Map<stri
 }
 
 /**
+ * The directory times a sync would carry out now (docs/attributes.md#directory-modification-times): the
+ * changing steps of `planDirTimes` for the directories `plan` scanned, as they are; empty when
+ * the server does not keep them. What `esync status` lists.
+ */
+export function pendingDirTimes(ctx: SyncContext, plan: FolderPlan): DirTimeStep[] {
+  if (!plan.remote.dirTimes) return [];
+  const base = ctx.state.dirTimes();
+  for (const d of [...base.keys()]) if (ctx.excludes.excluded(d, true)) base.delete(d);
+  return planDirTimes({
+    scanned: plan.local.dirTimes,
+    base,
+    remote: plan.remote.dirTimes,
+    entries: plan.remote.dirEntries ?? new Set(),
+    present: plan.local.dirTimes,
+  }).steps.filter(isDirTimeChange);
+}
+
+/**
  * The directory-time step of a round (docs/attributes.md#directory-modification-times), run once its
  * files are written: `planDirTimes` on the round's scan, the server's times and the base; sets
  * the times on disk deepest directory first, registers the entries whose time the server lacks
@@ -738,11 +756,22 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
   const gone: string[] = [];
   for (const d of parentDirs(remote.folderEntry ?? remote.rel))
     if (tree?.dirEntries?.has(d) && !(await lstat(absOf(ctx, d)).catch(() => null))) gone.push(d);
+  // The tree forgets the entries it unregisters: the round's directory-time step sees them gone.
+  const forget = (dirs: readonly string[]) => {
+    for (const d of dirs) {
+      tree?.dirEntries?.delete(d);
+      tree?.dirTimes?.delete(d);
+    }
+  };
   if (remote.folderEntry !== undefined) {
     await unregisterEntries(f, [remote.folderEntry, ...gone]);
+    forget([remote.folderEntry, ...gone]);
     return;
   }
-  if (gone.length > 0) await unregisterEntries(f, gone);
+  if (gone.length > 0) {
+    await unregisterEntries(f, gone);
+    forget(gone);
+  }
   try {
     await ctx.api.deleteFile(ctx.address, ctx.folder.folderHash, fileId(remote.entry.path_hash));
   } catch (e) {
