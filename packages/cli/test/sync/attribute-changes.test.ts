@@ -53,6 +53,36 @@ describe("attribute changes", () => {
   }, 60_000);
 });
 
+describe("directory times on a server without the capability", () => {
+  test("a server without folder_entry_attributes: sync works, directory times are skipped, no attributes sent", async () => {
+    const a = await makeDevice("a", join(work, "nocap-a"), server.url, "nocap");
+    const b = await makeDevice("b", join(work, "nocap-b"), server.url, "nocap");
+    for (const d of [a, b]) {
+      const capabilities = d.api.capabilities.bind(d.api);
+      d.api.capabilities = async () => ({ ...(await capabilities()), folder_entry_attributes: false });
+    }
+    const sent: unknown[] = [];
+    const register = a.api.registerFolderEntries.bind(a.api);
+    a.api.registerFolderEntries = (input) => {
+      sent.push(input.attributes);
+      return register(input);
+    };
+    mkdirSync(join(a.root, "d"), { recursive: true });
+    mkdirSync(join(a.root, "empty"), { recursive: true });
+    mkdirSync(b.root, { recursive: true });
+    writeFileSync(join(a.root, "d", "f.txt"), "f");
+    utimesSync(join(a.root, "d"), 981_173_106, 981_173_106);
+    const ra = await a.sync();
+    expect(ra.failures).toEqual([]);
+    const rb = await b.sync();
+    expect({ failures: rb.failures, downloaded: rb.downloaded }).toEqual({ failures: [], downloaded: 2 });
+    expect(readFileSync(join(b.root, "d", "f.txt"), "utf8")).toBe("f");
+    expect(Math.round(statSync(join(b.root, "d")).mtimeMs / 1000)).not.toBe(981_173_106);
+    // Only the empty directory was registered, as before the extension, and without attributes.
+    expect(sent).toEqual([undefined]);
+  }, 60_000);
+});
+
 describe("a rename against an edit", () => {
   test("a directory renamed on A while B edits a file inside it: the edit follows the rename", async () => {
     const a = await makeDevice("a", join(work, "mv-a"), server.url, "mv");
