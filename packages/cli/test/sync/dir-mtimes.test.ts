@@ -47,6 +47,14 @@ async function sync(cfg: string, dir: string, ...extra: string[]) {
   return r;
 }
 
+/** What `esync status --json` says of `dir`. */
+async function status(cfg: string, dir: string) {
+  const r = await runCli(cfg, ["status", dir, "--folder", "dirtimes", "--json"]);
+  expect(r.code).toBe(0);
+  const { in_sync, actions } = r.json<{ in_sync: boolean; actions: unknown[] }>();
+  return { in_sync, actions };
+}
+
 describe("directory modification times", () => {
   const a = join(work, "dev-a");
   const b = join(work, "dev-b");
@@ -70,9 +78,19 @@ describe("directory modification times", () => {
 
   test("a touch of a directory on A propagates to B, and a new file moves its directory's time on both", async () => {
     utimesSync(join(a, "docs/inner"), 1_100_000_000, 1_100_000_000); // 2004-11-09
+    // A directory's time is a change like any other: status lists it on both sides.
+    expect(await status(cfgA, a)).toEqual({
+      in_sync: false,
+      actions: [{ op: "dir_time_remote", path: "docs/inner" }],
+    });
     await sync(cfgA, a);
+    expect(await status(cfgB, b)).toEqual({
+      in_sync: false,
+      actions: [{ op: "dir_time_local", path: "docs/inner" }],
+    });
     await sync(cfgB, b);
     expect(seconds(join(b, "docs/inner"))).toBe(1_100_000_000);
+    expect(await status(cfgA, a)).toEqual({ in_sync: true, actions: [] });
     expect(seconds(join(b, "docs"))).toBe(915_148_800);
 
     writeFileSync(join(a, "docs/c.txt"), "c");
