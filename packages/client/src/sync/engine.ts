@@ -436,7 +436,8 @@ export function pendingDirTimes(ctx: SyncContext, plan: FolderPlan): DirTimeStep
  * files are written: `planDirTimes` on the round's scan, the server's times and the base; sets
  * the times on disk deepest directory first, registers the entries whose time the server lacks
  * or differs (sealed, `sealDirAttributes`), unregisters those of directories removed here, and
- * records the new base. A time that cannot be set is left as it is (recorded as found).
+ * records the new base. A time that cannot be set is left as it is (recorded as found, and
+ * reported once in `report.failures`); a 403 on the entries (a reader) sends nothing.
  */
 export async function syncDirTimes(ctx: SyncContext, plan: FolderPlan, report?: SyncReport): Promise<void> {
   const base = ctx.state.dirTimes();
@@ -466,8 +467,12 @@ export async function syncDirTimes(ctx: SyncContext, plan: FolderPlan, report?: 
     next.set(s.dir, { local, remote: s.mtimeMs });
   }
   const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
-  if (send.size > 0) await registerEntries(f, [...send.keys()], send);
-  if (gone.length > 0) await unregisterEntries(f, gone);
+  // A reader of a shared drive may not write entries (403): its times still follow the server's.
+  const unlessForbidden = (e: unknown) => {
+    if (!(e instanceof ApiError && e.status === 403)) throw e;
+  };
+  if (send.size > 0) await registerEntries(f, [...send.keys()], send).catch(unlessForbidden);
+  if (gone.length > 0) await unregisterEntries(f, gone).catch(unlessForbidden);
   ctx.state.setDirTimes(next);
 }
 
