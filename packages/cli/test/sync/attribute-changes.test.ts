@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ApiError } from "@esync/client/api-error.ts";
 import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
 import { makeDevice } from "./support.ts";
 
@@ -80,6 +81,32 @@ describe("directory times on a server without the capability", () => {
     expect(Math.round(statSync(join(b.root, "d")).mtimeMs / 1000)).not.toBe(981_173_106);
     // Only the empty directory was registered, as before the extension, and without attributes.
     expect(sent).toEqual([undefined]);
+  }, 60_000);
+});
+
+describe("directory times for a reader", () => {
+  test("entries refused 403 (a reader of a shared drive): the pass ends without a failure, its times kept", async () => {
+    const a = await makeDevice("a", join(work, "reader-a"), server.url, "reader");
+    const b = await makeDevice("b", join(work, "reader-b"), server.url, "reader");
+    // A writes without directory times, so B has times of its own to send.
+    const capabilities = a.api.capabilities.bind(a.api);
+    a.api.capabilities = async () => ({ ...(await capabilities()), folder_entry_attributes: false });
+    mkdirSync(join(a.root, "d"), { recursive: true });
+    mkdirSync(b.root, { recursive: true });
+    writeFileSync(join(a.root, "d", "f.txt"), "f");
+    await a.sync();
+    let refused = 0;
+    b.api.registerFolderEntries = async () => {
+      refused++;
+      throw new ApiError(403, "forbidden", "your role is reader");
+    };
+    const rb = await b.sync();
+    expect({ failures: rb.failures, downloaded: rb.downloaded, refused }).toEqual({
+      failures: [],
+      downloaded: 1,
+      refused: 1,
+    });
+    expect(readFileSync(join(b.root, "d", "f.txt"), "utf8")).toBe("f");
   }, 60_000);
 });
 
