@@ -1,8 +1,8 @@
 /**
  * Directory modification times across two devices (real CLI processes, two configuration
  * directories with one mnemonic, a real server): a directory's time set on A arrives on B once
- * B's files are written, a `touch` of a directory on A propagates, and a renamed directory
- * leaves no stray directory behind (docs/attributes.md#directory-modification-times).
+ * B's files are written (and `esync pull` restores it), a `touch` of a directory on A propagates,
+ * and a renamed directory leaves no stray directory behind (docs/attributes.md#directory-modification-times).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
@@ -74,6 +74,14 @@ describe("directory modification times", () => {
     expect(seconds(join(b, "empty"))).toBe(1_000_000_000);
     // A kept its own times: the pass sent them and changed nothing here.
     expect(seconds(join(a, "docs"))).toBe(915_148_800);
+    // esync pull restores them too.
+    const pulled = join(work, "pulled");
+    expect((await runCli(cfgB, ["pull", "--folder", "dirtimes", pulled])).code).toBe(0);
+    expect([
+      seconds(join(pulled, "docs")),
+      seconds(join(pulled, "docs/inner")),
+      seconds(join(pulled, "empty")),
+    ]).toEqual([915_148_800, 981_173_106, 1_000_000_000]);
   }, 60_000);
 
   test("a touch of a directory on A propagates to B, and a new file moves its directory's time on both", async () => {
