@@ -19,6 +19,7 @@
 
 import type { WireManifest } from "@esync/protocol/manifest.ts";
 import { renameDeclaration } from "@esync/protocol/rename.ts";
+import { MAX_FOLDER_ENTRIES_PAGE } from "@esync/protocol/schemas.ts";
 import { ApiError, errorFromResponse } from "./api-error.ts";
 import type {
   AcceptResult,
@@ -657,14 +658,46 @@ export class EsyncApi {
   }
 
   /**
+   * Every registered directory of a folder with its sealed attributes, read in keyset pages of
+   * `MAX_FOLDER_ENTRIES_PAGE` (`GET /list_folder_entries/...?limit=`, docs/protocol.md#folder-entry-attributes;
+   * a server without the extension answers the pages without attributes).
+   */
+  async listFolderEntriesWithAttributes(
+    ss58: string,
+    folderHash: string,
+  ): Promise<{ paths: string[]; attributes: Map<string, Uint8Array> }> {
+    const paths: string[] = [];
+    const attributes = new Map<string, Uint8Array>();
+    for (let after: string | null = null; ; ) {
+      const q: string = `limit=${MAX_FOLDER_ENTRIES_PAGE}${after === null ? "" : `&after=${encodeURIComponent(after)}`}`;
+      const page: ListFolderEntriesResult = await this.callFlat({
+        method: "GET",
+        path: `/list_folder_entries/${seg(ss58)}/${seg(folderHash)}?${q}`,
+      });
+      paths.push(...page.relative_paths);
+      for (const [p, bytes] of Object.entries(page.attributes ?? {}))
+        attributes.set(p, Uint8Array.from(bytes));
+      if (page.next_after == null) return { paths, attributes };
+      after = page.next_after;
+    }
+  }
+
+  /**
    * `POST /register_folder_entries` (docs/protocol.md#folder-entries): idempotent; at most 500 paths a call
    * (drive-relative, NFC, no leading or trailing `/`); an invalid path is 400 `invalid_manifest`.
+   * `attributes` (sealed bytes by path, each path among `relativePaths`) needs the server's
+   * `folder_entry_attributes` capability (docs/protocol.md#folder-entry-attributes).
    */
   registerFolderEntries(input: {
     ss58Address: string;
     folderHash: string;
     relativePaths: string[];
+    attributes?: ReadonlyMap<string, Uint8Array>;
   }): Promise<RegisterFolderEntriesResult> {
+    const attributes =
+      input.attributes && input.attributes.size > 0
+        ? Object.fromEntries([...input.attributes].map(([p, b]) => [p, Array.from(b)]))
+        : undefined;
     return this.call({
       method: "POST",
       path: "/register_folder_entries",
@@ -672,6 +705,7 @@ export class EsyncApi {
         ss58_address: input.ss58Address,
         folder_hash: input.folderHash,
         relative_paths: input.relativePaths,
+        ...(attributes ? { attributes } : {}),
       },
     });
   }
@@ -935,6 +969,7 @@ export class EsyncApi {
       share_max_downloads: false,
       share_access_log: false,
       quota_report: false,
+      folder_entry_attributes: false,
     };
     let got: Record<string, unknown>;
     try {

@@ -116,13 +116,30 @@ export async function renameMany(f: FolderRef, moves: readonly FileMove[]): Prom
   return out;
 }
 
-/** Registers directory entries in batches of 500 (idempotent). */
-export async function registerEntries(f: FolderRef, paths: readonly string[]): Promise<void> {
+/**
+ * Registers directory entries in batches of 500 (idempotent); a path in `attributes` gets those
+ * sealed bytes (docs/protocol.md#folder-entry-attributes; the server must have the capability).
+ */
+export async function registerEntries(
+  f: FolderRef,
+  paths: readonly string[],
+  attributes?: ReadonlyMap<string, Uint8Array>,
+): Promise<void> {
   for (const batch of chunks([...new Set(paths)], FOLDER_ENTRY_BATCH))
     await f.api.registerFolderEntries({
       ss58Address: f.address,
       folderHash: f.keys.folderHash,
       relativePaths: batch,
+      ...(attributes
+        ? {
+            attributes: new Map(
+              batch.flatMap((p) => {
+                const a = attributes.get(p);
+                return a ? [[p, a] as const] : [];
+              }),
+            ),
+          }
+        : {}),
     });
 }
 

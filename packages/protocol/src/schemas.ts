@@ -629,6 +629,35 @@ export const FolderEntriesBody = Type.Object({
     description: `directory paths, validated like upload paths (no leading or trailing '/', no empty, '.' or '..' segment, no backslash or control character) and in NFC; at most ${MAX_PATH_BATCH} (more: 400 batch_too_large); [] is a no-op`,
   }),
 });
+/**
+ * Largest sealed attributes of one folder entry, bytes (docs/protocol.md#folder-entry-attributes): a
+ * directory's sealed modification time takes about 90.
+ */
+export const MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES = 512;
+
+/** esync extension: a folder entry's opaque, client-encrypted attributes (docs/protocol.md#folder-entry-attributes). */
+const FolderEntryAttributes = Type.Array(byte, {
+  minItems: 1,
+  maxItems: MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES,
+  description: `esync extension: opaque client-encrypted attributes of a directory, 1 to ${MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES} bytes, stored and returned unchanged`,
+});
+
+/** Directory path → its sealed attributes (docs/protocol.md#folder-entry-attributes). */
+const folderEntryAttributesMap = (description: string) =>
+  Type.Record(Type.String(), FolderEntryAttributes, { description });
+
+/**
+ * `POST /register_folder_entries` (docs/protocol.md#folder-entries): the entries body, plus esync's
+ * optional `attributes` (docs/protocol.md#folder-entry-attributes).
+ */
+export const RegisterFolderEntriesBody = Type.Object({
+  ...FolderEntriesBody.properties,
+  attributes: Type.Optional(
+    folderEntryAttributesMap(
+      "esync extension (capability folder_entry_attributes): sealed attributes by directory path; every key must be one of relative_paths (else 400 invalid_manifest); a named entry's attributes are replaced, an entry not named here keeps its own",
+    ),
+  ),
+});
 /** `POST /register_folder_entries`: `count` = the named entries now present. */
 export const RegisterFolderEntriesResult = Type.Object({
   status: Type.Literal("registered"),
@@ -642,6 +671,11 @@ export const UnregisterFolderEntriesResult = Type.Object({
 /** `GET /list_folder_entries/{ss58}/{folder_hash}` (flat, no envelope). */
 export const ListFolderEntriesResult = Type.Object({
   relative_paths: Type.Array(Type.String()),
+  attributes: Type.Optional(
+    folderEntryAttributesMap(
+      "esync extension, only with `limit` and only when some entry of the page has them: the sealed attributes of those entries, by path",
+    ),
+  ),
   next_after: Type.Optional(
     Type.Union([Type.String(), Type.Null()], {
       description: "only with `limit`: the `after` of the next page, null on the last page",
@@ -721,6 +755,11 @@ export const Capabilities = Type.Object({
   versions: Type.Optional(Type.Boolean()),
   /** esync extension: `GET /v1/quota/{ss58}` reports the allowance and what uses it (docs/protocol.md#quota). */
   quota_report: Type.Optional(Type.Boolean()),
+  /**
+   * esync extension: folder entries carry sealed attributes (a directory's modification time;
+   * docs/protocol.md#folder-entry-attributes).
+   */
+  folder_entry_attributes: Type.Optional(Type.Boolean()),
 });
 
 /** `POST /can_upload` (docs/protocol.md#quota). */

@@ -11,16 +11,17 @@
  * outside DEST is refused. Files already identical locally are not downloaded again.
  *
  * Attributes (docs/user-guide.md#file-attributes) are restored: symbolic links as links, permission bits
- * and modification times. A local file that differs from the server's is only replaced when
+ * and modification times, and directories' modification times when the server keeps them. A local file that differs from the server's is only replaced when
  * it is the copy an earlier pull or sync wrote and nobody edited since (DEST/.esync/state.sqlite
  * records what was written), or with `--force`; otherwise it is kept and reported.
  */
-import { mkdir, realpath, stat } from "node:fs/promises";
+import { lstat, mkdir, realpath, stat, utimes } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { ApiError } from "@esync/client/api-error.ts";
 import type { RemoteFileEntry } from "@esync/client/api-types.ts";
 import { sha256, toHex } from "@esync/client/hash.ts";
-import { safeDestination } from "@esync/client/local-files.ts";
+import { type DiskNames, onDiskPath, safeDestination } from "@esync/client/local-files.ts";
+import { openDirAttributes } from "@esync/client/sync/attributes.ts";
 import { applyAttributes, materializeAt, recordRemoteIn } from "@esync/client/sync/engine.ts";
 import { excludesFrom } from "@esync/client/sync/excludes.ts";
 import { readLocalEntry, walkLocalTree } from "@esync/client/sync/local-tree.ts";
@@ -199,7 +200,15 @@ async function pull(
       if (!ctx.json) println(`FAILED    ${rel}: ${describeError(e)}`);
     }
   }
-  const { relative_paths: dirEntries } = await ctx.api.listFolderEntries(ctx.address, keys.folderHash);
+  // Directory times come with the entries when the server keeps them (docs/attributes.md#directory-modification-times).
+  const listed =
+    (await ctx.api.capabilities()).folder_entry_attributes === true
+      ? await ctx.api.listFolderEntriesWithAttributes(ctx.address, keys.folderHash)
+      : {
+          paths: (await ctx.api.listFolderEntries(ctx.address, keys.folderHash)).relative_paths,
+          attributes: new Map<string, Uint8Array>(),
+        };
+  const dirEntries = listed.paths;
   let directoriesCreated = 0;
   for (const dir of dirEntries) {
     try {
@@ -284,6 +293,8 @@ async function pull(
     state.close();
   }
 
+  if (!ctx.signal.aborted) await setDirTimes(dest, keys.key, listed.attributes, names);
+
   const recvMs = performance.now() - recvStart;
   const downloaded = results.filter((r) => r.action === "downloaded");
   const failed = results.filter((r) => r.action === "failed");
@@ -320,5 +331,30 @@ async function pull(
   if (failed.length > 0) {
     const code = failed.some((r) => r.exit_code === EXIT.local) ? EXIT.local : EXIT.server;
     throw new CliError(`${failed.length} file(s) failed to download or verify`, code);
+  }
+}
+
+/**
+ * Sets the modification time of each directory under `dest` whose entry carries readable sealed
+ * attributes (docs/attributes.md#directory-modification-times), deepest first, once every file is
+ * written (a file written into a directory moves its time). Directories that are not there,
+ * or refuse the change, keep their time.
+ */
+async function setDirTimes(
+  dest: string,
+  folderKey: Uint8Array,
+  attributes: ReadonlyMap<string, Uint8Array>,
+  names: DiskNames,
+): Promise<void> {
+  const times: [string, number][] = [];
+  for (const [dir, sealed] of attributes) {
+    const a = openDirAttributes(folderKey, dir, sealed);
+    if (a) times.push([dir, a.mtimeMs]);
+  }
+  times.sort(([a], [b]) => b.split("/").length - a.split("/").length || (a < b ? -1 : 1));
+  for (const [dir, ms] of times) {
+    const abs = join(dest, ...onDiskPath(dir, names).split("/"));
+    if (!(await lstat(abs).catch(() => null))?.isDirectory()) continue;
+    await utimes(abs, ms / 1000, ms / 1000).catch(() => {});
   }
 }

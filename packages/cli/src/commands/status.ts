@@ -9,7 +9,8 @@
 import { existsSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
-import { planFolder } from "@esync/client/sync/engine.ts";
+import type { DirTimeStep } from "@esync/client/sync/dir-times.ts";
+import { pendingDirTimes, planFolder } from "@esync/client/sync/engine.ts";
 import { loadExcludes } from "@esync/client/sync/excludes.ts";
 import { isChange, type SyncAction } from "@esync/client/sync/planner.ts";
 import { SyncState, statePath } from "@esync/client/sync/state-db.ts";
@@ -29,7 +30,11 @@ interface StatusOptions {
 
 /** One planned step as `status --json` lists it. */
 export interface StatusItem {
-  op: Exclude<SyncAction["op"], "record" | "forget">;
+  /**
+   * The step; `dir_time_remote` and `dir_time_local` send a directory's modification time to the
+   * server or set it here (docs/attributes.md#directory-modification-times).
+   */
+  op: Exclude<SyncAction["op"], "record" | "forget"> | "dir_time_remote" | "dir_time_local";
   path: string;
   /** The old path of a rename or move. */
   from?: string;
@@ -54,6 +59,16 @@ export function statusItems(actions: SyncAction[]): StatusItem[] {
   return out; // in the planner's order: by kind of step, then path
 }
 
+/** The directory-time steps as status items (after the others, by path). */
+export function dirTimeItems(steps: readonly DirTimeStep[]): StatusItem[] {
+  const out: StatusItem[] = [];
+  for (const s of [...steps].sort((a, b) => (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0))) {
+    if (s.send) out.push({ op: "dir_time_remote", path: s.dir });
+    if (s.apply) out.push({ op: "dir_time_local", path: s.dir });
+  }
+  return out;
+}
+
 /** One line of the listing: `upload         notes/a.txt (new)`. */
 export function describeItem(i: StatusItem): string {
   const verb = {
@@ -64,6 +79,8 @@ export function describeItem(i: StatusItem): string {
     rename_remote: "rename on server",
     move_local: "move here",
     conflict: "conflict",
+    dir_time_remote: "time on server",
+    dir_time_local: "time here",
   }[i.op];
   const what =
     i.from !== undefined
@@ -95,7 +112,8 @@ export function registerStatus(program: Command): void {
     .addHelpText(
       "after",
       `
-Lists uploads, downloads, deletions, renames and conflicts a sync would carry out now.
+Lists uploads, downloads, deletions, renames, conflicts and directory modification times a
+sync would carry out now.
 Nothing is changed, here or on the server.
 
 Example:
@@ -121,7 +139,7 @@ async function status(ctx: CommandContext, dir: string, opts: StatusOptions): Pr
   const synced = existsSync(statePath(root));
   const state = SyncState.open(root, binding, synced ? statePath(root) : ":memory:");
   try {
-    const plan = await planFolder({
+    const syncCtx = {
       api: ctx.api,
       address: ctx.address,
       folder: keys,
@@ -130,8 +148,9 @@ async function status(ctx: CommandContext, dir: string, opts: StatusOptions): Pr
       excludes: await loadExcludes(root, opts.exclude),
       state,
       signal: ctx.signal,
-    });
-    const items = statusItems(plan.actions);
+    };
+    const plan = await planFolder(syncCtx);
+    const items = [...statusItems(plan.actions), ...dirTimeItems(pendingDirTimes(syncCtx, plan))];
     const skipped = plan.local.skipped;
     const unsyncable = reportUnsyncable(skipped);
     if (ctx.json) {

@@ -23,7 +23,7 @@ import { EsyncApi } from "@esync/client/api.ts";
 import type { RemoteFileEntry } from "@esync/client/api-types.ts";
 import { identityFromMnemonic } from "@esync/client/keys.ts";
 import { pathHash } from "@esync/client/manifest.ts";
-import { DIR_MARKER, sealAttributes } from "@esync/client/sync/attributes.ts";
+import { DIR_MARKER, openDirAttributes, sealAttributes } from "@esync/client/sync/attributes.ts";
 import { runSyncPass } from "@esync/client/sync/engine.ts";
 import { excludesFrom } from "@esync/client/sync/excludes.ts";
 import { SyncState } from "@esync/client/sync/state-db.ts";
@@ -157,7 +157,8 @@ describe("empty directories", () => {
     writeFileSync(join(a, "file.txt"), "x");
     await sync(a, "A");
     expect((await files()).map((e) => e.relative_path)).toEqual(["file.txt"]);
-    expect(await entries()).toEqual(["empty/inner", "lonely"]);
+    // Every directory has an entry (it carries the directory's modification time).
+    expect(await entries()).toEqual(["empty", "empty/inner", "lonely"]);
     await sync(b, "B");
     expect(existsSync(join(b, "empty", "inner"))).toBe(true);
     expect(existsSync(join(b, "lonely"))).toBe(true);
@@ -169,15 +170,19 @@ describe("empty directories", () => {
     expect(existsSync(join(a, "lonely"))).toBe(true);
   });
 
-  test("a directory that gets a file loses its entry; the file carries it", async () => {
-    const { sync, entries } = await setup("dirs-fill");
+  test("a directory that gets a file keeps its entry, with its new modification time, in one pass", async () => {
+    const { folder, sync, entries } = await setup("dirs-fill");
     const a = join(work, "fill-a");
     mkdirSync(join(a, "box"), { recursive: true });
     await sync(a, "A");
     expect(await entries()).toEqual(["box"]);
     writeFileSync(join(a, "box", "item.txt"), "item");
     await sync(a, "A");
-    expect(await entries()).toEqual([]);
+    expect(await entries()).toEqual(["box"]);
+    const listed = await api.listFolderEntriesWithAttributes(identity.address, folder.folderHash);
+    expect(openDirAttributes(folder.key, "box", listed.attributes.get("box"))?.mtimeMs).toBe(
+      statSync(join(a, "box")).mtimeMs,
+    );
   });
 
   test("marker files of older versions are migrated: entry registered, marker file deleted", async () => {

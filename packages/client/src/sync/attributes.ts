@@ -143,3 +143,57 @@ export function openAttributes(
   }
   return null;
 }
+
+/** Decoded attributes of one directory (a folder entry's, docs/attributes.md#directory-modification-times). */
+export interface DirAttributes {
+  /** Modification time, Unix milliseconds. */
+  mtimeMs: number;
+}
+
+/** Associated data of a directory's attributes: they belong to that path (NFC) and no other. */
+function dirAad(path: string): Uint8Array {
+  return new TextEncoder().encode(`esync-dir-attributes-v1:${path}`);
+}
+
+/**
+ * Encrypts the attributes of directory `path` (folder-relative, NFC) under the folder key (32
+ * bytes), for a folder entry (docs/protocol.md#folder-entry-attributes): `nonce (24) ‖
+ * XChaCha20-Poly1305(k, nonce, json, aad)` with the key of `sealAttributes`,
+ * `aad = utf8("esync-dir-attributes-v1:" ‖ path)` and `json = {"v":1,"type":"dir","mtime_ms":<ms>}`;
+ * about 80 bytes.
+ */
+export function sealDirAttributes(folderKey: Uint8Array, path: string, attrs: DirAttributes): Uint8Array {
+  const json = JSON.stringify({ v: 1, type: "dir", mtime_ms: attrs.mtimeMs });
+  const nonce = crypto.getRandomValues(new Uint8Array(NONCE));
+  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, dirAad(path)).encrypt(
+    new TextEncoder().encode(json),
+  );
+  const out = new Uint8Array(NONCE + sealed.length);
+  out.set(nonce, 0);
+  out.set(sealed, NONCE);
+  return out;
+}
+
+/**
+ * Decrypts what `sealDirAttributes` sealed for `path`; null when absent, made for another path or
+ * key, tampered with, or of an unknown version.
+ */
+export function openDirAttributes(
+  folderKey: Uint8Array,
+  path: string,
+  sealed: Uint8Array | readonly number[] | undefined | null,
+): DirAttributes | null {
+  if (!sealed || sealed.length <= NONCE + 16) return null;
+  const bytes = Uint8Array.from(sealed);
+  try {
+    const plain = xchacha20poly1305(attributesKey(folderKey), bytes.subarray(0, NONCE), dirAad(path)).decrypt(
+      bytes.subarray(NONCE),
+    );
+    const j = JSON.parse(new TextDecoder().decode(plain)) as Record<string, unknown>;
+    if (j.v !== 1 || j.type !== "dir" || typeof j.mtime_ms !== "number" || !Number.isFinite(j.mtime_ms))
+      return null;
+    return { mtimeMs: j.mtime_ms };
+  } catch {
+    return null;
+  }
+}

@@ -28,6 +28,11 @@
  * one registers the entry, deleting one unregisters it (with ancestors gone locally). Marker
  * files that older versions uploaded are migrated at the start of a pass: the entry is
  * registered, then the marker file deleted.
+ *
+ * Directory modification times (docs/attributes.md#directory-modification-times) travel in the folder
+ * entries' sealed attributes when the server has the capability; then every directory, empty or
+ * not, has an entry. At the end of each round, once every file is written, `syncDirTimes` sets
+ * the times on disk (deepest first) and sends the ones that moved here.
  */
 import {
   chmod,
@@ -55,7 +60,8 @@ import { type DiskNames, safeDestination } from "../local-files.ts";
 import { fileId, NEW_FILE, nextRevision, pathHash } from "../manifest.ts";
 import type { UploadStateFile } from "../upload-state.ts";
 import { SINGLE_SHOT_LIMIT, type UploadProgress, uploadFile } from "../uploader.ts";
-import { markerDir, sealAttributes } from "./attributes.ts";
+import { markerDir, openDirAttributes, sealAttributes, sealDirAttributes } from "./attributes.ts";
+import { type DirTimeBase, type DirTimeStep, isDirTimeChange, planDirTimes } from "./dir-times.ts";
 import { type Excludes, STATE_DIR } from "./excludes.ts";
 import {
   diskPath,
@@ -113,6 +119,12 @@ export interface SyncContext {
   diskNames?: DiskNames;
   /** Hears how the transfers of the pass move (a progress display). */
   progress?: SyncProgress;
+  /**
+   * Whether the server keeps folder entries' attributes (capability `folder_entry_attributes`), so
+   * directory modification times sync (docs/attributes.md#directory-modification-times); `planFolder`
+   * asks the server once when unset.
+   */
+  dirTimes?: boolean;
 }
 
 /** Progress of the transfers of a pass (`esync sync` draws it as push and pull do). */
@@ -149,8 +161,19 @@ export async function planFolder(ctx: SyncContext): Promise<FolderPlan> {
   const entries = [];
   for await (const e of ctx.api.iterateState(ctx.address, ctx.folder.folderHash)) entries.push(e);
   const remote = remoteTree(entries, ctx.folder.key);
-  const { relative_paths } = await ctx.api.listFolderEntries(ctx.address, ctx.folder.folderHash);
-  addFolderEntries(remote, relative_paths, linkHash(ctx.address, ""));
+  ctx.dirTimes ??= (await ctx.api.capabilities()).folder_entry_attributes === true;
+  if (ctx.dirTimes) {
+    const listed = await ctx.api.listFolderEntriesWithAttributes(ctx.address, ctx.folder.folderHash);
+    addFolderEntries(remote, listed.paths, linkHash(ctx.address, ""));
+    remote.dirTimes = new Map();
+    for (const [dir, sealed] of listed.attributes) {
+      const a = openDirAttributes(ctx.folder.key, dir, sealed);
+      if (a) remote.dirTimes.set(dir, a.mtimeMs);
+    }
+  } else {
+    const { relative_paths } = await ctx.api.listFolderEntries(ctx.address, ctx.folder.folderHash);
+    addFolderEntries(remote, relative_paths, linkHash(ctx.address, ""));
+  }
   // Remote paths the local rules exclude are left alone, as if absent on both sides.
   for (const rel of [...remote.entries.keys()])
     if (pathExcluded(ctx.excludes, rel) && !local.entries.has(rel)) remote.entries.delete(rel);
@@ -366,9 +389,91 @@ export async function runSyncPass(ctx: SyncContext): Promise<SyncReport> {
       if (fatal) throw (fatal as { error: unknown }).error;
     }
     ctx.state.setDirs(plan.local.dirs);
+    if (plan.remote.dirTimes) await syncDirTimes(ctx, plan, report);
     if (!replan) break;
   }
   return report;
+}
+
+/**
+ * The directories (by path) that exist under the synced directory now, with their modification
+ * times (Unix ms): those `plan` scanned and those the remote has (entries, and parents of its
+ * files), except excluded ones.
+ */
+async function presentDirs(ctx: SyncContext, plan: FolderPlan): Promise<Map<string, number>> {
+  const candidates = new Set(plan.local.dirTimes.keys());
+  for (const d of plan.remote.dirEntries ?? []) candidates.add(d);
+  for (const rel of plan.remote.entries.keys()) for (const d of parentDirs(rel)) candidates.add(d);
+  const out = new Map<string, number>();
+  for (const d of candidates) {
+    if ([...parentDirs(d), d].some((p) => ctx.excludes.excluded(p, true))) continue;
+    const st = await lstat(absOf(ctx, d)).catch(() => null);
+    if (st?.isDirectory()) out.set(d, st.mtimeMs);
+  }
+  return out;
+}
+
+/**
+ * The directory times a sync would carry out now (docs/attributes.md#directory-modification-times): the
+ * changing steps of `planDirTimes` for the directories `plan` scanned, as they are; empty when
+ * the server does not keep them. What `esync status` lists.
+ */
+export function pendingDirTimes(ctx: SyncContext, plan: FolderPlan): DirTimeStep[] {
+  if (!plan.remote.dirTimes) return [];
+  const base = ctx.state.dirTimes();
+  for (const d of [...base.keys()]) if (ctx.excludes.excluded(d, true)) base.delete(d);
+  return planDirTimes({
+    scanned: plan.local.dirTimes,
+    base,
+    remote: plan.remote.dirTimes,
+    entries: plan.remote.dirEntries ?? new Set(),
+    present: plan.local.dirTimes,
+  }).steps.filter(isDirTimeChange);
+}
+
+/**
+ * The directory-time step of a round (docs/attributes.md#directory-modification-times), run once its
+ * files are written: `planDirTimes` on the round's scan, the server's times and the base; sets
+ * the times on disk deepest directory first, registers the entries whose time the server lacks
+ * or differs (sealed, `sealDirAttributes`), unregisters those of directories removed here, and
+ * records the new base. A time that cannot be set is left as it is (recorded as found, and
+ * reported once in `report.failures`); a 403 on the entries (a reader) sends nothing.
+ */
+export async function syncDirTimes(ctx: SyncContext, plan: FolderPlan, report?: SyncReport): Promise<void> {
+  const base = ctx.state.dirTimes();
+  for (const d of [...base.keys()]) if (ctx.excludes.excluded(d, true)) base.delete(d);
+  const present = await presentDirs(ctx, plan);
+  const { steps, gone } = planDirTimes({
+    scanned: plan.local.dirTimes,
+    base,
+    remote: plan.remote.dirTimes ?? new Map(),
+    entries: plan.remote.dirEntries ?? new Set(),
+    present,
+  });
+  const next = new Map<string, DirTimeBase>();
+  const send = new Map<string, Uint8Array>();
+  for (const s of steps) {
+    let local = present.get(s.dir) as number;
+    if (s.apply) {
+      const abs = absOf(ctx, s.dir);
+      const t = s.mtimeMs / 1000;
+      const st = await utimes(abs, t, t)
+        .then(() => lstat(abs))
+        .catch(() => null);
+      if (st) local = st.mtimeMs;
+      else report?.failures.push({ path: s.dir, op: "download", error: "cannot set its modification time" });
+    }
+    if (s.send) send.set(s.dir, sealDirAttributes(ctx.folder.key, s.dir, { mtimeMs: s.mtimeMs }));
+    next.set(s.dir, { local, remote: s.mtimeMs });
+  }
+  const f = { api: ctx.api, address: ctx.address, keys: ctx.folder };
+  // A reader of a shared drive may not write entries (403): its times still follow the server's.
+  const unlessForbidden = (e: unknown) => {
+    if (!(e instanceof ApiError && e.status === 403)) throw e;
+  };
+  if (send.size > 0) await registerEntries(f, [...send.keys()], send).catch(unlessForbidden);
+  if (gone.length > 0) await unregisterEntries(f, gone).catch(unlessForbidden);
+  ctx.state.setDirTimes(next);
 }
 
 /**
@@ -656,11 +761,22 @@ async function deleteRemote(ctx: SyncContext, remote: RemoteVersion, tree?: Remo
   const gone: string[] = [];
   for (const d of parentDirs(remote.folderEntry ?? remote.rel))
     if (tree?.dirEntries?.has(d) && !(await lstat(absOf(ctx, d)).catch(() => null))) gone.push(d);
+  // The tree forgets the entries it unregisters: the round's directory-time step sees them gone.
+  const forget = (dirs: readonly string[]) => {
+    for (const d of dirs) {
+      tree?.dirEntries?.delete(d);
+      tree?.dirTimes?.delete(d);
+    }
+  };
   if (remote.folderEntry !== undefined) {
     await unregisterEntries(f, [remote.folderEntry, ...gone]);
+    forget([remote.folderEntry, ...gone]);
     return;
   }
-  if (gone.length > 0) await unregisterEntries(f, gone);
+  if (gone.length > 0) {
+    await unregisterEntries(f, gone);
+    forget(gone);
+  }
   try {
     await ctx.api.deleteFile(ctx.address, ctx.folder.folderHash, fileId(remote.entry.path_hash));
   } catch (e) {

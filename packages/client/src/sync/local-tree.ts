@@ -4,7 +4,8 @@
  * (excludes applied), each with its fingerprint (size, mtime, mode, inode) and its content
  * hash, the `salted_hash` of docs/protocol.md#client-keys (of the file's bytes, or of a link's target path).
  * A hash is reused from the state database when the fingerprint has not moved since the last
- * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept).
+ * sync, so an unchanged tree is not read again. Directories are listed too (empty ones are kept),
+ * with their modification times.
  * `walkLocalTree` finds the same entries without hashing any (push hashes only the files the
  * server already has, to tell unchanged ones; a new file is hashed once, while it is sealed).
  *
@@ -56,6 +57,8 @@ export interface LocalTree<E extends LocalFile = LocalEntry> {
   entries: Map<string, E>;
   /** Every directory (relative), empty or not. */
   dirs: Set<string>;
+  /** Each directory's modification time when scanned, Unix ms (docs/attributes.md#directory-modification-times). */
+  dirTimes: Map<string, number>;
   /** What the scan cannot sync (sockets, devices, invalid paths, twins), by on-disk name. */
   skipped: SkippedPath[];
   /** NFC relative path → on-disk relative path, for the paths whose names differ. */
@@ -180,6 +183,7 @@ async function walk<E extends LocalFile>(
 ): Promise<LocalTree<E>> {
   const entries = new Map<string, E>();
   const dirs = new Set<string>();
+  const dirTimes = new Map<string, number>();
   const skipped: SkippedPath[] = [];
   const disk = new Map<string, string>();
   /** Visits a directory (`prefix` NFC, `rawPrefix` on disk); returns how many entries under it are synced. */
@@ -215,6 +219,8 @@ async function walk<E extends LocalFile>(
       if (d.isDirectory()) {
         if (excludes.excluded(rel, true)) continue;
         dirs.add(rel);
+        const st = lstatOrNull(join(dir, d.name));
+        if (st?.isDirectory()) dirTimes.set(rel, st.mtimeMs);
         count++;
         if ((await visit(join(dir, d.name), rel, raw)) === 0) {
           const e = await load(markerPath(rel), disk);
@@ -234,7 +240,7 @@ async function walk<E extends LocalFile>(
     return count;
   };
   await visit(root, "", "");
-  return { entries, dirs, skipped, disk };
+  return { entries, dirs, dirTimes, skipped, disk };
 }
 
 /**

@@ -63,6 +63,11 @@ export interface RemoteTree {
   unplaceable: RemoteFileEntry[];
   /** Every registered directory entry of the folder (docs/protocol.md#folder-entries), when read. */
   dirEntries?: Set<string>;
+  /**
+   * Directories whose entry has readable sealed attributes, with their modification time (Unix
+   * ms); set only when the server keeps them (docs/attributes.md#directory-modification-times).
+   */
+  dirTimes?: Map<string, number>;
 }
 
 /** Decodes `/get_state` entries with the folder key (attributes are opened, never trusted blindly). */

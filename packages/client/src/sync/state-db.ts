@@ -10,13 +10,15 @@
  * on both sides (kind, `salted_hash`, permission bits, the server's `revision_id` and
  * `revision_seq`) and the local fingerprint it had then (size, mtime, mode, inode), which also
  * lets a scan reuse the hash of an untouched file. It also records every directory seen (so
- * empty directories are known) and which account, server and folder the directory syncs with;
+ * empty directories are known), each directory's modification time as last synced, and which
+ * account, server and folder the directory syncs with;
  * opening it for another folder or account is refused.
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { EntryKind } from "./attributes.ts";
+import type { DirTimeBase } from "./dir-times.ts";
 import { STATE_DIR } from "./excludes.ts";
 import type { Fingerprint } from "./local-tree.ts";
 
@@ -87,6 +89,9 @@ export class SyncState {
       size INTEGER NOT NULL, mtime_ms REAL NOT NULL, ino INTEGER NOT NULL,
       revision_id TEXT NOT NULL, revision_seq INTEGER NOT NULL)`);
     db.run("CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY)");
+    db.run(
+      "CREATE TABLE IF NOT EXISTS dir_times (path TEXT PRIMARY KEY, mtime_ms REAL NOT NULL, remote_ms REAL NOT NULL)",
+    );
     const state = new SyncState(db);
     for (const [key, value] of Object.entries({
       address: binding.address,
@@ -157,6 +162,26 @@ export class SyncState {
       this.db.run("DELETE FROM dirs");
       const ins = this.db.query("INSERT INTO dirs (path) VALUES (?)");
       for (const d of dirs) ins.run(d);
+    })();
+  }
+
+  /**
+   * Each directory's modification time (Unix ms) on disk and on the server after the last sync
+   * (docs/attributes.md#directory-modification-times), by path.
+   */
+  dirTimes(): Map<string, DirTimeBase> {
+    const rows = this.db
+      .query<{ path: string; mtime_ms: number; remote_ms: number }, []>("SELECT * FROM dir_times")
+      .all();
+    return new Map(rows.map((r) => [r.path, { local: r.mtime_ms, remote: r.remote_ms }]));
+  }
+
+  /** Replaces the recorded directory modification times (by path). */
+  setDirTimes(times: ReadonlyMap<string, DirTimeBase>): void {
+    this.db.transaction(() => {
+      this.db.run("DELETE FROM dir_times");
+      const ins = this.db.query("INSERT INTO dir_times (path, mtime_ms, remote_ms) VALUES (?, ?, ?)");
+      for (const [d, t] of times) ins.run(d, t.local, t.remote);
     })();
   }
 

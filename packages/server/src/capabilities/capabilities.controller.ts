@@ -4,7 +4,8 @@
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
  * shared drives with folder invites, reader and writer (docs/drives.md), version history and
  * trash when versions are kept (docs/versions.md), esync's own download limits and access
- * log of file shares (docs/sharing.md), and the quota report (docs/protocol.md#quota).
+ * log of file shares (docs/sharing.md), the quota report (docs/protocol.md#quota), and folder
+ * entries' sealed attributes (docs/protocol.md#folder-entry-attributes).
  */
 
 import { Capabilities } from "@esync/protocol/schemas.ts";
@@ -24,6 +25,7 @@ export const V1_CAPABILITIES: CapabilitiesBody = {
   share_max_downloads: true,
   share_access_log: true,
   quota_report: true,
+  folder_entry_attributes: true,
 };
 
 /**

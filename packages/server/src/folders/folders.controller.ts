@@ -14,6 +14,7 @@ import {
   ListFoldersResult,
   MAX_FOLDER_ENTRIES_BODY_BYTES,
   RegisterFolderBody,
+  RegisterFolderEntriesBody,
   RegisterFolderEntriesResult,
   RegisterFolderResult,
   UnregisterFolderBody,
@@ -25,7 +26,7 @@ import { authenticated, bodyAddress, doc, flatResponses, jsonBody, responses } f
 import { success } from "../http/envelope.ts";
 import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
-import { checkFolderEntryPaths } from "./folders.service.ts";
+import { checkFolderEntryAttributes, checkFolderEntryPaths } from "./folders.service.ts";
 
 /**
  * `{"relative_paths": [...]}` written page by page from `pages` (each page is read when the
@@ -131,7 +132,15 @@ export function foldersController(s: Services) {
           query.after ?? null,
           query.limit,
         );
-        return Response.json({ relative_paths: page.paths.filter(allowed), next_after: page.next });
+        const entries = page.entries.filter((e) => allowed(e.path));
+        const sealed = entries.filter((e) => e.attributes !== null);
+        return Response.json({
+          relative_paths: entries.map((e) => e.path),
+          ...(sealed.length > 0
+            ? { attributes: Object.fromEntries(sealed.map((e) => [e.path, Array.from(e.attributes!)])) }
+            : {}),
+          next_after: page.next,
+        });
       },
       {
         params: FolderParams,
@@ -146,19 +155,20 @@ export function foldersController(s: Services) {
       async ({ caller, body }) => {
         const owner = bodyAddress(body);
         const paths = checkFolderEntryPaths(body.relative_paths);
+        checkFolderEntryAttributes(paths, body.attributes);
         const access = await s.access.require(caller, owner, body.folder_hash, "write");
         for (const p of paths) access.requirePath(p);
-        const count = await s.folders.registerEntries(owner, body.folder_hash, paths);
+        const count = await s.folders.registerEntries(owner, body.folder_hash, paths, body.attributes);
         return success({ status: "registered", count });
       },
       {
         parse: jsonBody(s, "invalid_manifest", MAX_FOLDER_ENTRIES_BODY_BYTES),
-        body: FolderEntriesBody,
+        body: RegisterFolderEntriesBody,
         response: responses(RegisterFolderEntriesResult, [400, 401, 402, 403, 500]),
         detail: doc(
           "folders",
           "Register directory entries (explicit, possibly empty directories shown by /browse)",
-          "Idempotent; count = the named entries now present. At most 500 paths.",
+          "Idempotent; count = the named entries now present. At most 500 paths. esync: optional sealed attributes by path (capability folder_entry_attributes).",
         ),
       },
     )

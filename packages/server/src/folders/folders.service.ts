@@ -11,6 +11,7 @@ import type { MetadataStore } from "../db/store.ts";
 import { blobTarget } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
 import { yieldToEventLoop } from "../util/yield.ts";
+import type { FolderEntryRow } from "./folder-entries.repository.ts";
 import type { FolderRow } from "./folders.repository.ts";
 
 /** Paths read per query when a folder's whole list of directories is answered. */
@@ -97,7 +98,8 @@ export class FoldersService {
    */
   async *entryPages(owner: string, folderHash: string): AsyncGenerator<string[]> {
     for (let after: string | null = null; ; ) {
-      const page = await this.store.repos.folderEntries.list(owner, folderHash, after, ENTRIES_PAGE);
+      const rows = await this.store.repos.folderEntries.list(owner, folderHash, after, ENTRIES_PAGE);
+      const page = rows.map((e) => e.path);
       if (page.length > 0) yield page;
       if (page.length < ENTRIES_PAGE) return;
       after = page[page.length - 1]!;
@@ -108,7 +110,8 @@ export class FoldersService {
   }
 
   /**
-   * One page of a folder's registered directories: the first `limit` paths after `after` (none:
+   * One page of a folder's registered directories with their sealed attributes
+   * (docs/protocol.md#folder-entry-attributes): the first `limit` entries after path `after` (none:
    * from the start) in BINARY order, and the `after` of the next page (null on the last one).
    */
   async listEntriesPage(
@@ -116,21 +119,32 @@ export class FoldersService {
     folderHash: string,
     after: string | null,
     limit: number,
-  ): Promise<{ paths: string[]; next: string | null }> {
+  ): Promise<{ entries: FolderEntryRow[]; next: string | null }> {
     const page = await this.store.repos.folderEntries.list(owner, folderHash, after, limit + 1);
     const more = page.length > limit;
-    const paths = more ? page.slice(0, limit) : page;
-    return { paths, next: more ? paths[paths.length - 1]! : null };
+    const entries = more ? page.slice(0, limit) : page;
+    return { entries, next: more ? entries[entries.length - 1]!.path : null };
   }
 
   /**
-   * Registers directory entries (docs/protocol.md#folder-entries): an idempotent batch insert.
+   * Registers directory entries (docs/protocol.md#folder-entries): an idempotent batch insert. A
+   * path in `attributes` (docs/protocol.md#folder-entry-attributes) gets those sealed bytes,
+   * replacing the ones it had; the other entries keep theirs.
    * @returns how many of the named entries are now present (distinct paths).
-   * @throws AppError `batch_too_large` (over `MAX_PATH_BATCH`), `invalid_manifest` (an invalid path).
+   * @throws AppError `batch_too_large` (over `MAX_PATH_BATCH`), `invalid_manifest` (an invalid
+   *   path, or attributes for a path the batch does not name).
    */
-  async registerEntries(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {
+  async registerEntries(
+    owner: string,
+    folderHash: string,
+    paths: readonly string[],
+    attributes?: Readonly<Record<string, readonly number[]>>,
+  ): Promise<number> {
     const unique = checkFolderEntryPaths(paths);
-    await this.store.repos.folderEntries.add(owner, folderHash, unique, this.clock.now());
+    const sealed = checkFolderEntryAttributes(unique, attributes);
+    await this.store.transaction((tx) =>
+      tx.folderEntries.add(owner, folderHash, unique, this.clock.now(), sealed),
+    );
     return unique.length;
   }
 
@@ -147,6 +161,28 @@ export class FoldersService {
   async labelOf(owner: string, folderHash: string): Promise<string> {
     return (await this.store.repos.folders.get(owner, folderHash))?.label ?? "";
   }
+}
+
+/**
+ * The sealed attributes of a folder-entry batch (docs/protocol.md#folder-entry-attributes) by
+ * path. Their size (1 to 512 bytes each) is checked by the body schema.
+ * @throws AppError `invalid_manifest` for attributes of a path that `paths` does not name.
+ */
+export function checkFolderEntryAttributes(
+  paths: readonly string[],
+  attributes: Readonly<Record<string, readonly number[]>> | undefined,
+): Map<string, Uint8Array> {
+  const named = new Set(paths);
+  const out = new Map<string, Uint8Array>();
+  for (const [path, bytes] of Object.entries(attributes ?? {})) {
+    if (!named.has(path))
+      throw fail(
+        "invalid_manifest",
+        `attributes names ${JSON.stringify(path)}, which relative_paths does not`,
+      );
+    out.set(path, Uint8Array.from(bytes));
+  }
+  return out;
 }
 
 /**

@@ -240,7 +240,7 @@ export function repositoryConformance(
       const paths = ["b", "a/é", "a/z/q", "B", "a", "a.b", "ab/c"];
       await s.repos.folderEntries.add(OWNER, "f0", paths, NOW);
       await s.repos.folderEntries.add(OWNER, "f0", ["a", "b"], NOW + 1);
-      expect(await s.repos.folderEntries.list(OWNER, "f0")).toEqual([
+      expect((await s.repos.folderEntries.list(OWNER, "f0")).map((e) => e.path)).toEqual([
         "B",
         "a",
         "a.b",
@@ -260,6 +260,28 @@ export function repositoryConformance(
       expect(await s.repos.folderEntries.remove(OWNER, "f0", ["a", "nope", "b"])).toBe(2);
       await s.repos.folderEntries.removeFolder(OWNER, "f0");
       expect(await s.repos.folderEntries.list(OWNER, "f0")).toEqual([]);
+    });
+
+    it("folder entries: attributes are stored, replaced when named again, kept when not named, null by default", async (s) => {
+      const bytesOf = (e: { attributes: Uint8Array | null }) => (e.attributes ? [...e.attributes] : null);
+      await s.repos.folderEntries.add(OWNER, "f1", ["a", "b"], NOW, new Map([["a", Uint8Array.of(1, 2, 3)]]));
+      expect((await s.repos.folderEntries.list(OWNER, "f1")).map(bytesOf)).toEqual([[1, 2, 3], null]);
+      await s.repos.folderEntries.add(
+        OWNER,
+        "f1",
+        ["a", "b", "c"],
+        NOW + 1,
+        new Map([["b", Uint8Array.of(9)]]),
+      );
+      expect((await s.repos.folderEntries.list(OWNER, "f1")).map(bytesOf)).toEqual([[1, 2, 3], [9], null]);
+      await s.repos.folderEntries.add(OWNER, "f1", ["a"], NOW + 2, new Map([["a", Uint8Array.of(7, 7)]]));
+      await s.repos.folderEntries.add(OWNER, "f1", ["b"], NOW + 3);
+      const rows = await s.repos.folderEntries.list(OWNER, "f1", "a", 2);
+      expect(rows.map((e) => [e.path, bytesOf(e)])).toEqual([
+        ["b", [9]],
+        ["c", null],
+      ]);
+      expect((await s.repos.folderEntries.list(OWNER, "f1", null, 1)).map(bytesOf)).toEqual([[7, 7]]);
     });
 
     it("api tokens: insert, find by hash, list newest first, revoke once; a duplicate hash throws", async (s) => {

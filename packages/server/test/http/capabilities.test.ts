@@ -22,5 +22,6 @@ test("GET /v1/capabilities answers 200 without a token: the share flags and fold
     share_max_downloads: true,
     share_access_log: true,
     quota_report: true,
+    folder_entry_attributes: true,
   });
 });

@@ -3,6 +3,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES } from "@esync/protocol/schemas.ts";
 import { jsonInit, makeTestApp, type TestApp } from "../support/app.ts";
 import { makeManifest, newUser, pathHashOf, randomCiphertext, type TestUser } from "../support/fixtures.ts";
 import {
@@ -323,5 +324,76 @@ describe("folder entries listing: whole or in keyset pages", () => {
         400,
         "invalid_parameter",
       );
+  });
+});
+
+describe("folder entry attributes (esync extension, capability folder_entry_attributes)", () => {
+  const sealed = (n: number, fill = 7) => Array(n).fill(fill) as number[];
+  const registerWith = (paths: string[], attributes: unknown, user: TestUser = u) =>
+    call(
+      "POST",
+      "/register_folder_entries",
+      { ss58_address: u.address, folder_hash: FOLDER, relative_paths: paths, attributes },
+      user,
+    );
+  const page = (q = "limit=1000") => call("GET", `/list_folder_entries/${u.address}/${FOLDER}?${q}`);
+
+  test("GET /v1/capabilities advertises folder_entry_attributes", async () => {
+    expect((await t.json("/v1/capabilities")).body.folder_entry_attributes).toBe(true);
+  });
+
+  test("attributes round-trip byte for byte in the paged listing (200), only for entries that have them", async () => {
+    const a = [...randomBytes(90)];
+    expectSuccess(await registerWith(["A", "A/B", "C"], { A: a, "A/B": [0, 255] }), ["status", "count"]);
+    const r = await page();
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      relative_paths: ["A", "A/B", "C"],
+      attributes: { A: a, "A/B": [0, 255] },
+      next_after: null,
+    });
+    // Keyset pages carry the attributes of their own entries only.
+    expect((await page("limit=1&after=A")).body).toEqual({
+      relative_paths: ["A/B"],
+      attributes: { "A/B": [0, 255] },
+      next_after: "A/B",
+    });
+  });
+
+  test("registering again with attributes replaces them; without, an entry keeps its own", async () => {
+    await registerWith(["A", "B"], { A: sealed(20, 1), B: sealed(20, 2) });
+    expectSuccess(await registerWith(["A"], { A: sealed(30, 3) }), ["status", "count"]);
+    expectSuccess(await register(["B", "C"]), ["status", "count"]);
+    expect((await page()).body.attributes).toEqual({ A: sealed(30, 3), B: sealed(20, 2) });
+  });
+
+  test("the listing without limit (the contract's flat answer) carries no attributes", async () => {
+    await registerWith(["A"], { A: sealed(40) });
+    expect((await list()).body).toEqual({ relative_paths: ["A"] });
+  });
+
+  test(`attributes of ${MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES} bytes are accepted; larger, empty, non-byte or for an unnamed path is 400 invalid_manifest, storing nothing`, async () => {
+    expectSuccess(await registerWith(["Max"], { Max: sealed(MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES) }), [
+      "status",
+      "count",
+    ]);
+    for (const bad of [
+      { A: sealed(MAX_FOLDER_ENTRY_ATTRIBUTES_BYTES + 1) },
+      { A: [] },
+      { A: [256] },
+      { A: [-1] },
+      { A: "AAAA" },
+      { Other: [1] },
+      ["A"],
+      "A",
+    ])
+      expectError(await registerWith(["A"], bad), 400, "invalid_manifest");
+    expect((await page()).body.relative_paths).toEqual(["Max"]);
+  });
+
+  test("attributes from another account are 403 forbidden, a malformed one from it 400 first", async () => {
+    const stranger = newUser();
+    expectError(await registerWith(["A"], { A: [1] }, stranger), 403, "forbidden");
+    expectError(await registerWith(["A"], { B: [1] }, stranger), 400, "invalid_manifest");
   });
 });

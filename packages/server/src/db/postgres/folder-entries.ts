@@ -3,8 +3,8 @@
  * `FolderEntriesRepository` on PostgreSQL (contract: `src/folders/folder-entries.repository.ts`).
  * `relative_path` is `COLLATE "C"`, so order and the prefix range are bytewise as on SQLite.
  */
-import { and, asc, eq, gt, inArray, lt } from "drizzle-orm";
-import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
+import { and, asc, eq, gt, inArray, lt, sql } from "drizzle-orm";
+import type { FolderEntriesRepository, FolderEntryRow } from "../../folders/folder-entries.repository.ts";
 import type { PgConn } from "./conn.ts";
 import { folderEntries } from "./schema.ts";
 
@@ -12,9 +12,14 @@ import { folderEntries } from "./schema.ts";
 export class PgFolderEntriesRepository implements FolderEntriesRepository {
   constructor(private readonly db: PgConn) {}
 
-  async list(owner: string, folderHash: string, after?: string | null, limit?: number): Promise<string[]> {
+  async list(
+    owner: string,
+    folderHash: string,
+    after?: string | null,
+    limit?: number,
+  ): Promise<FolderEntryRow[]> {
     const q = this.db
-      .select({ p: folderEntries.relativePath })
+      .select({ path: folderEntries.relativePath, attributes: folderEntries.attributes })
       .from(folderEntries)
       .where(
         and(
@@ -24,16 +29,28 @@ export class PgFolderEntriesRepository implements FolderEntriesRepository {
         ),
       )
       .orderBy(asc(folderEntries.relativePath));
-    const rows = await (limit === undefined ? q : q.limit(limit));
-    return rows.map((r) => r.p);
+    return await (limit === undefined ? q : q.limit(limit));
   }
 
-  async add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void> {
-    if (paths.length === 0) return;
-    await this.db
-      .insert(folderEntries)
-      .values(paths.map((relativePath) => ({ owner, folderHash, relativePath, createdAt: now })))
-      .onConflictDoNothing();
+  async add(
+    owner: string,
+    folderHash: string,
+    paths: readonly string[],
+    now: number,
+    attributes?: ReadonlyMap<string, Uint8Array>,
+  ): Promise<void> {
+    const row = (relativePath: string) => ({ owner, folderHash, relativePath, createdAt: now });
+    const plain = paths.filter((p) => !attributes?.has(p));
+    const sealed = paths.filter((p) => attributes?.has(p));
+    if (plain.length > 0) await this.db.insert(folderEntries).values(plain.map(row)).onConflictDoNothing();
+    if (sealed.length > 0)
+      await this.db
+        .insert(folderEntries)
+        .values(sealed.map((p) => ({ ...row(p), attributes: Buffer.from(attributes?.get(p) as Uint8Array) })))
+        .onConflictDoUpdate({
+          target: [folderEntries.owner, folderEntries.folderHash, folderEntries.relativePath],
+          set: { attributes: sql`excluded.attributes` },
+        });
   }
 
   async remove(owner: string, folderHash: string, paths: readonly string[]): Promise<number> {

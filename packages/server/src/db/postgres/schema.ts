@@ -269,6 +269,7 @@ export const folderEntries = pgTable(
     folderHash: ctext("folder_hash").notNull(),
     relativePath: ctext("relative_path").notNull(),
     createdAt: int64("created_at").notNull(),
+    attributes: bytes("attributes"),
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
 );

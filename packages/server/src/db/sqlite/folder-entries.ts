@@ -3,7 +3,7 @@
  * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (docs/protocol.md#folder-entries).
  */
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
-import type { FolderEntriesRepository } from "../../folders/folder-entries.repository.ts";
+import type { FolderEntriesRepository, FolderEntryRow } from "../../folders/folder-entries.repository.ts";
 import { changes, type Db } from "../client.ts";
 import { folderEntries } from "./schema.ts";
 
@@ -12,9 +12,14 @@ export class SqliteFolderEntriesRepository implements FolderEntriesRepository {
   constructor(private readonly db: Db) {}
 
   /** Directory paths of a folder in BINARY order, after `after`, at most `limit`. */
-  async list(owner: string, folderHash: string, after?: string | null, limit?: number): Promise<string[]> {
+  async list(
+    owner: string,
+    folderHash: string,
+    after?: string | null,
+    limit?: number,
+  ): Promise<FolderEntryRow[]> {
     const q = this.db
-      .select({ p: folderEntries.relativePath })
+      .select({ path: folderEntries.relativePath, attributes: folderEntries.attributes })
       .from(folderEntries)
       .where(
         and(
@@ -24,17 +29,33 @@ export class SqliteFolderEntriesRepository implements FolderEntriesRepository {
         ),
       )
       .orderBy(asc(folderEntries.relativePath));
-    return (limit === undefined ? q : q.limit(limit)).all().map((r) => r.p);
+    return (limit === undefined ? q : q.limit(limit)).all();
   }
 
-  /** Inserts the paths that are not there yet (existing rows are left as they are). */
-  async add(owner: string, folderHash: string, paths: readonly string[], now: number): Promise<void> {
-    if (paths.length === 0) return;
-    this.db
-      .insert(folderEntries)
-      .values(paths.map((relativePath) => ({ owner, folderHash, relativePath, createdAt: now })))
-      .onConflictDoNothing()
-      .run();
+  /**
+   * Inserts the paths that are not there yet (existing rows are left as they are); a path in
+   * `attributes` gets those attributes, replacing the ones it had.
+   */
+  async add(
+    owner: string,
+    folderHash: string,
+    paths: readonly string[],
+    now: number,
+    attributes?: ReadonlyMap<string, Uint8Array>,
+  ): Promise<void> {
+    const row = (relativePath: string) => ({ owner, folderHash, relativePath, createdAt: now });
+    const plain = paths.filter((p) => !attributes?.has(p));
+    const sealed = paths.filter((p) => attributes?.has(p));
+    if (plain.length > 0) this.db.insert(folderEntries).values(plain.map(row)).onConflictDoNothing().run();
+    if (sealed.length > 0)
+      this.db
+        .insert(folderEntries)
+        .values(sealed.map((p) => ({ ...row(p), attributes: Buffer.from(attributes?.get(p) as Uint8Array) })))
+        .onConflictDoUpdate({
+          target: [folderEntries.owner, folderEntries.folderHash, folderEntries.relativePath],
+          set: { attributes: sql`excluded.attributes` },
+        })
+        .run();
   }
 
   /** Deletes exactly the named paths; returns how many existed. */

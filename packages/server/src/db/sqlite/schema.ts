@@ -250,6 +250,11 @@ export const folderEntries = sqliteTable(
     folderHash: text("folder_hash").notNull(),
     relativePath: text("relative_path").notNull(),
     createdAt: integer("created_at").notNull(),
+    /**
+     * Opaque client-encrypted attributes of the directory (at most 512 bytes), returned unchanged;
+     * null when none were sent (docs/protocol.md#folder-entry-attributes).
+     */
+    attributes: bytes("attributes"),
   },
   (t) => [primaryKey({ columns: [t.owner, t.folderHash, t.relativePath] })],
 );

@@ -1,0 +1,1 @@
+ALTER TABLE "folder_entries" ADD COLUMN "attributes" bytea;
