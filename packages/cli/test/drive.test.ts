@@ -157,6 +157,50 @@ test("a writer member runs mkdir, mv, rm, restore and status in the owner's fold
   expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
 });
 
+test("a member searches the owner's drive folder with search --drive and finds the owner's file", async () => {
+  const drive = `${ownerAddr}/team`;
+  const found = await runCli(memberCfg, ["search", "plan", "--drive", drive, "--json"]);
+  expect(found.code).toBe(0);
+  const r = found.json<{ files: { file_name: string; folder_hash: string }[]; total_count: number }>();
+  expect(r.files.map((f) => f.file_name)).toEqual(["plan.txt"]);
+  const table = await runCli(memberCfg, ["search", "plan", "--drive", "team"]);
+  expect(table.code).toBe(0);
+  expect(table.stdout).toContain("plan.txt");
+  // Without --drive the member searches its own account, which has no such file.
+  const own = await runCli(memberCfg, ["search", "plan", "--json"]);
+  expect(own.json<{ files: unknown[] }>().files).toEqual([]);
+  // The owner can narrow to the folder with --folder.
+  const owner = await runCli(ownerCfg, ["search", "plan", "--folder", "team", "--json"]);
+  expect(owner.json<{ files: { folder_hash: string }[] }>().files.map((f) => f.folder_hash)).toEqual(
+    r.files.map((f) => f.folder_hash),
+  );
+  const none = await runCli(ownerCfg, ["search", "plan", "--folder", "elsewhere", "--json"]);
+  expect(none.json<{ files: unknown[] }>().files).toEqual([]);
+});
+
+test("search with both --drive and --folder is refused with exit code 1", async () => {
+  const both = await runCli(memberCfg, [
+    "search",
+    "plan",
+    "--drive",
+    `${ownerAddr}/team`,
+    "--folder",
+    "team",
+  ]);
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain(
+    "give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive), not both",
+  );
+});
+
+test("a stranger's search --drive names no joined drive and is refused with exit code 1", async () => {
+  const strangerCfg = join(work, "stranger");
+  expect((await runCli(strangerCfg, ["init", "--server", server.url])).code).toBe(0);
+  const r = await runCli(strangerCfg, ["search", "plan", "--drive", `${ownerAddr}/team`]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`no joined drive "${ownerAddr}/team" (this account joined no drive)`);
+});
+
 test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {
   const drive = `${ownerAddr}/team`;
   const role = await runCli(ownerCfg, ["drive", "role", memberAddr, "reader", "--folder", "team"]);
@@ -182,6 +226,9 @@ test("a removed member's next read is refused 403 with a clear message", async (
   const pull = await runCli(memberCfg, ["pull", "--drive", drive, join(work, "pulled")]);
   expect(pull.code).toBe(2);
   expect(pull.stderr).toContain("no longer a member");
+  const search = await runCli(memberCfg, ["search", "plan", "--drive", drive]);
+  expect(search.code).toBe(2);
+  expect(search.stderr).toContain(`403 forbidden: you are no longer a member of drive ${drive}`);
 });
 
 test("revoke ends an invite and leave forgets the drive", async () => {
