@@ -201,6 +201,50 @@ test("a stranger's search --drive names no joined drive and is refused with exit
   expect(r.stderr).toContain(`no joined drive "${ownerAddr}/team" (this account joined no drive)`);
 });
 
+test("sync add --drive stores a drive pair, sync list shows it, and sync --all uploads into the owner's folder", async () => {
+  const drive = `${ownerAddr}/team`;
+  const pairDir = join(work, "member-pair");
+  mkdirSync(pairDir);
+  writeFileSync(join(pairDir, "from-pair.txt"), "synced by the pair");
+  const added = await runCli(memberCfg, ["sync", "add", pairDir, "--drive", "team", "--json"]);
+  expect(added.code).toBe(0);
+  expect(added.json()).toEqual({ added: { dir: pairDir, drive, exclude: [] } });
+  // Stored without "folder", so a client that knows no drive pairs refuses the file.
+  expect(JSON.parse(readFileSync(join(memberCfg, "sync-pairs.json"), "utf8")).pairs).toEqual([
+    { dir: pairDir, drive, exclude: [] },
+  ]);
+  const list = await runCli(memberCfg, ["sync", "list"]);
+  expect(list.code).toBe(0);
+  expect(list.stdout).toContain(`drive ${drive}`);
+  const all = await runCli(memberCfg, ["sync", "--all"]);
+  expect(all.code).toBe(0);
+  expect(readFileSync(join(pairDir, "plan.txt"), "utf8")).toBe("member's edit");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
+  expect(readFileSync(join(ownerDir, "from-pair.txt"), "utf8")).toBe("synced by the pair");
+  const owned = await runCli(ownerCfg, ["ls", "--folder", "team", "--json"]);
+  expect(owned.json<{ files: { file_name: string }[] }>().files.map((f) => f.file_name)).toContain(
+    "from-pair.txt",
+  );
+});
+
+test("sync add with both --drive and --folder, or a drive not joined, is refused with exit code 1", async () => {
+  const dir = join(work, "member-pair");
+  const both = await runCli(memberCfg, [
+    "sync",
+    "add",
+    dir,
+    "--drive",
+    `${ownerAddr}/team`,
+    "--folder",
+    "team",
+  ]);
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain("give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive)");
+  const unknown = await runCli(memberCfg, ["sync", "add", memberDir, "--drive", `${ownerAddr}/elsewhere`]);
+  expect(unknown.code).toBe(1);
+  expect(unknown.stderr).toContain(`no joined drive "${ownerAddr}/elsewhere"`);
+});
+
 test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {
   const drive = `${ownerAddr}/team`;
   const role = await runCli(ownerCfg, ["drive", "role", memberAddr, "reader", "--folder", "team"]);
@@ -229,6 +273,15 @@ test("a removed member's next read is refused 403 with a clear message", async (
   const search = await runCli(memberCfg, ["search", "plan", "--drive", drive]);
   expect(search.code).toBe(2);
   expect(search.stderr).toContain(`403 forbidden: you are no longer a member of drive ${drive}`);
+  // The drive pair fails by name with the same explanation; `sync remove --drive` forgets it.
+  const all = await runCli(memberCfg, ["sync", "--all"]);
+  expect(all.code).toBe(2);
+  expect(all.stderr).toContain(
+    `<-> drive ${drive}: 403 forbidden: you are no longer a member of drive ${drive}`,
+  );
+  const removed = await runCli(memberCfg, ["sync", "remove", "--drive", "team", "--json"]);
+  expect(removed.code).toBe(0);
+  expect(removed.json<{ removed: { drive: string }[] }>().removed.map((p) => p.drive)).toEqual([drive]);
 });
 
 test("revoke ends an invite and leave forgets the drive", async () => {
