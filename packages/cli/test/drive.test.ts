@@ -2,8 +2,9 @@
  * `esync drive` end to end: two accounts (two configuration directories, two mnemonics) share
  * a folder through the real CLI against a real server (docs/drives.md, "Client"): invite,
  * join, both sync edits to the same folder, a writer lowered to reader is refused its next
- * upload, a removed member is refused its next read. With `ESYNC_TEST_DATABASE=postgres` (and
- * `ESYNC_TEST_STORAGE=s3`) it runs on two nodes sharing one database and bucket: the owner on
+ * upload, a removed member is refused its next read; a member searches the drive and syncs
+ * it as a configured pair (`search --drive`, `sync add --drive`, `sync --all`). With
+ * `ESYNC_TEST_DATABASE=postgres` (and `ESYNC_TEST_STORAGE=s3`) it runs on two nodes sharing one database and bucket: the owner on
  * node A, the member on node B, so that every membership change must hold across nodes.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";

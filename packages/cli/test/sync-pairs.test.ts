@@ -2,7 +2,8 @@
  * `esync sync add|list|remove` (the real CLI process, no server needed): pairs stored in the
  * configuration directory with absolute paths, refused when the directory is missing, already
  * paired or nested in a paired one, listed as a table and as JSON, removed by directory or by
- * folder; `sync --all` without pairs and `sync` without DIR are usage errors.
+ * folder; `sync --all` without pairs and `sync` without DIR are usage errors. A pairs file
+ * written before drive pairs is still read; a drive pair is listed as `drive OWNER/LABEL`.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
