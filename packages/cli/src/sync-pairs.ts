@@ -3,6 +3,9 @@
  * The directory <-> folder pairs that `esync sync --all` (and so the service) syncs, kept in
  * `sync-pairs.json` of the configuration directory (mode 0600):
  * `{"version": 1, "pairs": [{"dir": "/abs/path", "folder": "label", "exclude": ["*.tmp"]}]}`.
+ * A pair with a joined shared drive has `"drive": "OWNER/LABEL"` instead of `"folder"`
+ * (docs/drives.md, "Client"), so that a client that does not know drive pairs refuses the file
+ * rather than syncing the directory into a folder of its own account.
  *
  * Rules (docs/user-guide.md, "Sync pairs"): a pair's directory must exist when it is added
  * and is stored as an absolute path; a directory is in at most one pair, and no paired
@@ -18,8 +21,10 @@ import { CliError, describeError, EXIT, errorln, exitCodeOf, usageError } from "
 export interface SyncPair {
   /** Absolute path of the local directory. */
   dir: string;
-  /** Folder label on the server. */
-  folder: string;
+  /** Label of a folder of the account; absent exactly when `drive` is set. */
+  folder?: string;
+  /** A joined shared drive, `OWNER/LABEL` (`driveName`); absent exactly when `folder` is set. */
+  drive?: string;
   /** Extra exclude patterns (gitignore syntax), added to `DIR/.esyncignore`'s. */
   exclude: string[];
 }
@@ -42,9 +47,12 @@ export async function readPairs(paths: ConfigPaths): Promise<SyncPair[]> {
   if (!Array.isArray(parsed.pairs))
     throw usageError(`${paths.pairs} has no "pairs" list: fix it or remove it`);
   return parsed.pairs.map((p) => {
-    if (typeof p?.dir !== "string" || typeof p.folder !== "string")
-      throw usageError(`${paths.pairs}: every pair needs "dir" and "folder" strings`);
-    return { dir: p.dir, folder: p.folder, exclude: Array.isArray(p.exclude) ? p.exclude.map(String) : [] };
+    if (typeof p?.dir !== "string" || (typeof p.folder === "string") === (typeof p.drive === "string"))
+      throw usageError(`${paths.pairs}: every pair needs a "dir" string and a "folder" or a "drive" string`);
+    const exclude = Array.isArray(p.exclude) ? p.exclude.map(String) : [];
+    return typeof p.drive === "string"
+      ? { dir: p.dir, drive: p.drive, exclude }
+      : { dir: p.dir, folder: p.folder, exclude };
   });
 }
 
@@ -52,7 +60,9 @@ export async function readPairs(paths: ConfigPaths): Promise<SyncPair[]> {
 export async function configuredPairs(paths: ConfigPaths): Promise<SyncPair[]> {
   const pairs = await readPairs(paths);
   if (pairs.length === 0)
-    throw usageError("no sync pairs configured: add one with `esync sync add DIR --folder LABEL`");
+    throw usageError(
+      "no sync pairs configured: add one with `esync sync add DIR --folder LABEL` (or `--drive OWNER/LABEL`)",
+    );
   return pairs;
 }
 
@@ -63,9 +73,14 @@ export async function writePairs(paths: ConfigPaths, pairs: SyncPair[]): Promise
   await writePrivate(paths.pairs, `${JSON.stringify(doc, null, 2)}\n`);
 }
 
-/** How a pair is named in messages: `DIR <-> "LABEL"`. */
+/** What a pair syncs with: `folder "LABEL"` or `drive OWNER/LABEL`. */
+export function pairTarget(p: Pick<SyncPair, "folder" | "drive">): string {
+  return p.drive === undefined ? `folder "${p.folder}"` : `drive ${p.drive}`;
+}
+
+/** How a pair is named in messages: `DIR <-> "LABEL"` or `DIR <-> drive OWNER/LABEL`. */
 export function pairName(p: SyncPair): string {
-  return `${p.dir} <-> "${p.folder}"`;
+  return p.drive === undefined ? `${p.dir} <-> "${p.folder}"` : `${p.dir} <-> drive ${p.drive}`;
 }
 
 /** True when `inner` is `outer` or lies below it (both absolute). */
@@ -74,18 +89,20 @@ function within(inner: string, outer: string): boolean {
 }
 
 /**
- * Adds a pair and returns it. Usage error (exit 1) when `dir` does not exist or is not a
- * directory, the label is invalid, `dir` is already paired, or it is inside (or contains) a
- * paired directory.
+ * Adds a pair of `dir` with a folder of the account or a joined drive (`OWNER/LABEL`, as
+ * `driveName` gives it) and returns it. Usage error (exit 1) when `dir` does not exist or is
+ * not a directory, the label is invalid, `dir` is already paired, or it is inside (or contains)
+ * a paired directory.
  */
 export async function addPair(
   paths: ConfigPaths,
   dir: string,
-  folder: string,
+  target: { folder: string } | { drive: string },
   exclude: string[],
 ): Promise<SyncPair> {
   const abs = resolve(dir);
-  checkLabel(folder);
+  if ("folder" in target) checkLabel(target.folder);
+  const what = pairTarget(target);
   const st = await stat(abs).catch(() => null);
   if (!st) throw usageError(`${dir}: no such directory (create it first; a pair's directory must exist)`);
   if (!st.isDirectory()) throw usageError(`${dir}: not a directory`);
@@ -93,35 +110,43 @@ export async function addPair(
   for (const p of pairs) {
     if (p.dir === abs)
       throw usageError(
-        p.folder === folder
-          ? `${abs} is already synced with folder "${folder}"`
-          : `${abs} is already synced with folder "${p.folder}" (run \`esync sync remove ${abs}\` first)`,
+        pairTarget(p) === what
+          ? `${abs} is already synced with ${what}`
+          : `${abs} is already synced with ${pairTarget(p)} (run \`esync sync remove ${abs}\` first)`,
       );
     if (within(abs, p.dir))
-      throw usageError(`${abs} is inside ${p.dir}, which is already synced with folder "${p.folder}"`);
+      throw usageError(`${abs} is inside ${p.dir}, which is already synced with ${pairTarget(p)}`);
     if (within(p.dir, abs))
-      throw usageError(`${abs} contains ${p.dir}, which is already synced with folder "${p.folder}"`);
+      throw usageError(`${abs} contains ${p.dir}, which is already synced with ${pairTarget(p)}`);
   }
-  const pair: SyncPair = { dir: abs, folder, exclude };
+  const pair: SyncPair = { dir: abs, ...target, exclude };
   await writePairs(paths, [...pairs, pair]);
   return pair;
 }
 
 /**
- * Removes the pair of directory `dir`, or every pair of folder `folder`, and returns the
- * removed ones. Usage error when nothing matches.
+ * Removes the pair of directory `dir`, every pair of folder `folder`, or every pair of drive
+ * `drive` (`OWNER/LABEL`, or the `LABEL` alone), and returns the removed ones. Usage error when
+ * nothing matches.
  */
 export async function removePairs(
   paths: ConfigPaths,
-  match: { dir?: string; folder?: string },
+  match: { dir?: string; folder?: string; drive?: string },
 ): Promise<SyncPair[]> {
   const abs = match.dir === undefined ? undefined : resolve(match.dir);
+  const drive = match.drive;
   const hit = (p: SyncPair) =>
-    (abs === undefined || p.dir === abs) && (match.folder === undefined || p.folder === match.folder);
+    (abs === undefined || p.dir === abs) &&
+    (match.folder === undefined || p.folder === match.folder) &&
+    (drive === undefined || p.drive === drive || (p.drive?.endsWith(`/${drive}`) ?? false));
   const pairs = await readPairs(paths);
   const removed = pairs.filter(hit);
   if (removed.length === 0) {
-    const what = [abs, match.folder === undefined ? undefined : `folder "${match.folder}"`]
+    const what = [
+      abs,
+      match.folder === undefined ? undefined : `folder "${match.folder}"`,
+      drive === undefined ? undefined : `drive ${drive}`,
+    ]
       .filter(Boolean)
       .join(" with ");
     throw usageError(`no sync pair for ${what} (see \`esync sync list\`)`);

@@ -2,8 +2,9 @@
  * `esync drive` end to end: two accounts (two configuration directories, two mnemonics) share
  * a folder through the real CLI against a real server (docs/drives.md, "Client"): invite,
  * join, both sync edits to the same folder, a writer lowered to reader is refused its next
- * upload, a removed member is refused its next read. With `ESYNC_TEST_DATABASE=postgres` (and
- * `ESYNC_TEST_STORAGE=s3`) it runs on two nodes sharing one database and bucket: the owner on
+ * upload, a removed member is refused its next read; a member searches the drive and syncs
+ * it as a configured pair (`search --drive`, `sync add --drive`, `sync --all`). With
+ * `ESYNC_TEST_DATABASE=postgres` (and `ESYNC_TEST_STORAGE=s3`) it runs on two nodes sharing one database and bucket: the owner on
  * node A, the member on node B, so that every membership change must hold across nodes.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
@@ -157,6 +158,94 @@ test("a writer member runs mkdir, mv, rm, restore and status in the owner's fold
   expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
 });
 
+test("a member searches the owner's drive folder with search --drive and finds the owner's file", async () => {
+  const drive = `${ownerAddr}/team`;
+  const found = await runCli(memberCfg, ["search", "plan", "--drive", drive, "--json"]);
+  expect(found.code).toBe(0);
+  const r = found.json<{ files: { file_name: string; folder_hash: string }[]; total_count: number }>();
+  expect(r.files.map((f) => f.file_name)).toEqual(["plan.txt"]);
+  const table = await runCli(memberCfg, ["search", "plan", "--drive", "team"]);
+  expect(table.code).toBe(0);
+  expect(table.stdout).toContain("plan.txt");
+  // Without --drive the member searches its own account, which has no such file.
+  const own = await runCli(memberCfg, ["search", "plan", "--json"]);
+  expect(own.json<{ files: unknown[] }>().files).toEqual([]);
+  // The owner can narrow to the folder with --folder.
+  const owner = await runCli(ownerCfg, ["search", "plan", "--folder", "team", "--json"]);
+  expect(owner.json<{ files: { folder_hash: string }[] }>().files.map((f) => f.folder_hash)).toEqual(
+    r.files.map((f) => f.folder_hash),
+  );
+  const none = await runCli(ownerCfg, ["search", "plan", "--folder", "elsewhere", "--json"]);
+  expect(none.json<{ files: unknown[] }>().files).toEqual([]);
+});
+
+test("search with both --drive and --folder is refused with exit code 1", async () => {
+  const both = await runCli(memberCfg, [
+    "search",
+    "plan",
+    "--drive",
+    `${ownerAddr}/team`,
+    "--folder",
+    "team",
+  ]);
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain(
+    "give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive), not both",
+  );
+});
+
+test("a stranger's search --drive names no joined drive and is refused with exit code 1", async () => {
+  const strangerCfg = join(work, "stranger");
+  expect((await runCli(strangerCfg, ["init", "--server", server.url])).code).toBe(0);
+  const r = await runCli(strangerCfg, ["search", "plan", "--drive", `${ownerAddr}/team`]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`no joined drive "${ownerAddr}/team" (this account joined no drive)`);
+});
+
+test("sync add --drive stores a drive pair, sync list shows it, and sync --all uploads into the owner's folder", async () => {
+  const drive = `${ownerAddr}/team`;
+  const pairDir = join(work, "member-pair");
+  mkdirSync(pairDir);
+  writeFileSync(join(pairDir, "from-pair.txt"), "synced by the pair");
+  const added = await runCli(memberCfg, ["sync", "add", pairDir, "--drive", "team", "--json"]);
+  expect(added.code).toBe(0);
+  expect(added.json()).toEqual({ added: { dir: pairDir, drive, exclude: [] } });
+  // Stored without "folder", so a client that knows no drive pairs refuses the file.
+  expect(JSON.parse(readFileSync(join(memberCfg, "sync-pairs.json"), "utf8")).pairs).toEqual([
+    { dir: pairDir, drive, exclude: [] },
+  ]);
+  const list = await runCli(memberCfg, ["sync", "list"]);
+  expect(list.code).toBe(0);
+  expect(list.stdout).toContain(`drive ${drive}`);
+  const all = await runCli(memberCfg, ["sync", "--all"]);
+  expect(all.code).toBe(0);
+  expect(readFileSync(join(pairDir, "plan.txt"), "utf8")).toBe("member's edit");
+  expect((await runCli(ownerCfg, ["sync", ownerDir, "--folder", "team"])).code).toBe(0);
+  expect(readFileSync(join(ownerDir, "from-pair.txt"), "utf8")).toBe("synced by the pair");
+  const owned = await runCli(ownerCfg, ["ls", "--folder", "team", "--json"]);
+  expect(owned.json<{ files: { file_name: string }[] }>().files.map((f) => f.file_name)).toContain(
+    "from-pair.txt",
+  );
+});
+
+test("sync add with both --drive and --folder, or a drive not joined, is refused with exit code 1", async () => {
+  const dir = join(work, "member-pair");
+  const both = await runCli(memberCfg, [
+    "sync",
+    "add",
+    dir,
+    "--drive",
+    `${ownerAddr}/team`,
+    "--folder",
+    "team",
+  ]);
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain("give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive)");
+  const unknown = await runCli(memberCfg, ["sync", "add", memberDir, "--drive", `${ownerAddr}/elsewhere`]);
+  expect(unknown.code).toBe(1);
+  expect(unknown.stderr).toContain(`no joined drive "${ownerAddr}/elsewhere"`);
+});
+
 test("a writer lowered to reader gets its next upload refused with a clear message, and still reads", async () => {
   const drive = `${ownerAddr}/team`;
   const role = await runCli(ownerCfg, ["drive", "role", memberAddr, "reader", "--folder", "team"]);
@@ -182,6 +271,18 @@ test("a removed member's next read is refused 403 with a clear message", async (
   const pull = await runCli(memberCfg, ["pull", "--drive", drive, join(work, "pulled")]);
   expect(pull.code).toBe(2);
   expect(pull.stderr).toContain("no longer a member");
+  const search = await runCli(memberCfg, ["search", "plan", "--drive", drive]);
+  expect(search.code).toBe(2);
+  expect(search.stderr).toContain(`403 forbidden: you are no longer a member of drive ${drive}`);
+  // The drive pair fails by name with the same explanation; `sync remove --drive` forgets it.
+  const all = await runCli(memberCfg, ["sync", "--all"]);
+  expect(all.code).toBe(2);
+  expect(all.stderr).toContain(
+    `<-> drive ${drive}: 403 forbidden: you are no longer a member of drive ${drive}`,
+  );
+  const removed = await runCli(memberCfg, ["sync", "remove", "--drive", "team", "--json"]);
+  expect(removed.code).toBe(0);
+  expect(removed.json<{ removed: { drive: string }[] }>().removed.map((p) => p.drive)).toEqual([drive]);
 });
 
 test("revoke ends an invite and leave forgets the drive", async () => {

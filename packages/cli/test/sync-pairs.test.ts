@@ -2,10 +2,11 @@
  * `esync sync add|list|remove` (the real CLI process, no server needed): pairs stored in the
  * configuration directory with absolute paths, refused when the directory is missing, already
  * paired or nested in a paired one, listed as a table and as JSON, removed by directory or by
- * folder; `sync --all` without pairs and `sync` without DIR are usage errors.
+ * folder; `sync --all` without pairs and `sync` without DIR are usage errors. A pairs file
+ * written before drive pairs is still read; a drive pair is listed as `drive OWNER/LABEL`.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, cliEnv, runCli } from "./helpers.ts";
@@ -22,7 +23,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 interface Pair {
   dir: string;
-  folder: string;
+  folder?: string;
+  drive?: string;
   exclude: string[];
 }
 
@@ -129,5 +131,45 @@ describe("esync sync without a pair", () => {
     const both = await runCli(cfg, ["sync", "--all", docs]);
     expect(both.code).toBe(1);
     expect(both.stderr).toContain("--all syncs the configured pairs");
+  });
+});
+
+describe("the pairs file", () => {
+  const file = join(cfg, "sync-pairs.json");
+  test("a file of folder pairs only, as older clients write it, is still read and listed", async () => {
+    writeFileSync(file, JSON.stringify({ version: 1, pairs: [{ dir: docs, folder: "docs" }] }));
+    const r = await runCli(cfg, ["sync", "list", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ pairs: [{ dir: docs, folder: "docs", exclude: [] }] });
+  });
+
+  test("lists a drive pair as `drive OWNER/LABEL` and removes it by --drive LABEL", async () => {
+    const drive = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY/team";
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: 1,
+        pairs: [
+          { dir: docs, folder: "docs" },
+          { dir: photos, drive, exclude: [] },
+        ],
+      }),
+    );
+    const rows = (await runCli(cfg, ["sync", "list"])).stdout.trimEnd().split("\n");
+    expect(rows[2]).toMatch(new RegExp(`^${photos}\\s+drive ${drive}$`));
+    const r = await runCli(cfg, ["sync", "remove", "--drive", "team"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`removed sync pair ${photos} <-> drive ${drive}\n`);
+    expect(await stored()).toEqual([{ dir: docs, folder: "docs", exclude: [] }]);
+  });
+
+  test("a pair with both a folder and a drive, or neither, is refused (exit 1)", async () => {
+    for (const pair of [{ dir: docs, folder: "docs", drive: "x/team" }, { dir: docs }]) {
+      writeFileSync(file, JSON.stringify({ version: 1, pairs: [pair] }));
+      const r = await runCli(cfg, ["sync", "list"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('every pair needs a "dir" string and a "folder" or a "drive" string');
+    }
+    rmSync(file);
   });
 });

@@ -98,6 +98,11 @@ export interface SearchFilters {
   limit?: number;
   sortBy?: SortColumn;
   sortOrder?: "asc" | "desc";
+  /**
+   * One folder only (16 hex); required when a drive member searches the owner's account
+   * (docs/drives.md, "Members on the file routes").
+   */
+  folderHash?: string;
 }
 
 /** Options of `/browse`: the directory, paging, and the search filters it shares. */

@@ -573,6 +573,7 @@ export class EsyncApi {
         limit: intParam("limit", filters.limit),
         sort_by: filters.sortBy,
         sort_order: filters.sortOrder,
+        folder_hash: filters.folderHash,
       },
     });
   }

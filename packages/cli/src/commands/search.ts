@@ -2,12 +2,17 @@
  * @module cli/commands/search
  * `esync search [Q]`: cross-folder file search on the server (`/search_files`, docs/protocol.md#search),
  * printed as a table with human-readable sizes and ISO dates, or as the server's JSON.
+ * `--folder LABEL` searches one of the account's folders; `--drive OWNER/LABEL` searches a joined
+ * drive: the owner's address with the drive's `folder_hash`, which a member must name
+ * (docs/drives.md, "Members on the file routes"); a refusal is explained as for the folder commands.
  */
 
-import type { SearchFilters, SortColumn } from "@esync/client/api-types.ts";
+import type { SearchFilters, SearchResult, SortColumn } from "@esync/client/api-types.ts";
+import { folderHash } from "@esync/client/keys.ts";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../config.ts";
 import { loadContext } from "../context.ts";
+import { inDrive, resolveDrive } from "../drives.ts";
 import {
   formatDate,
   formatSize,
@@ -18,8 +23,11 @@ import {
   table,
   usageError,
 } from "../output.ts";
+import { checkLabel } from "./folder.ts";
 
 interface SearchOptions {
+  folder?: string;
+  drive?: string;
   type?: string;
   minSize?: string;
   maxSize?: string;
@@ -71,6 +79,11 @@ export function registerSearch(program: Command): void {
     .command("search")
     .description("search files across all folders (name substring, type, size, date)")
     .argument("[query]", "case-insensitive substring of the file name")
+    .option("-f, --folder <label>", "search this folder of yours only")
+    .option(
+      "-d, --drive <drive>",
+      "search a joined shared drive, OWNER/LABEL (`esync drive join`), instead of your folders",
+    )
     .option(
       "-t, --type <type>",
       "category (image, video, audio, document, pdf, archive, code) or extension (.png); comma-separated for several",
@@ -92,12 +105,26 @@ export function registerSearch(program: Command): void {
 Examples:
   esync search report --type pdf,document --since 30d
   esync search --min-size 100MiB --sort size
-  esync search .jpg --json`,
+  esync search .jpg --json
+  esync search plan --drive 5Grw...utQY/team`,
     )
     .action(async (query: string | undefined, opts: SearchOptions, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>(), "read");
+      if (opts.folder !== undefined && opts.drive !== undefined)
+        throw usageError(
+          "give --folder LABEL (your folder) or --drive OWNER/LABEL (a joined drive), not both",
+        );
       const filters = searchFilters(query, opts);
-      const r = await ctx.api.searchFiles(ctx.address, filters);
+      let r: SearchResult;
+      if (opts.drive !== undefined) {
+        const drive = await resolveDrive(ctx, opts.drive);
+        r = await inDrive(ctx, drive, () =>
+          ctx.api.searchFiles(drive.owner_ss58, { ...filters, folderHash: drive.folder_hash }),
+        );
+      } else {
+        const hash = opts.folder === undefined ? undefined : folderHash(checkLabel(opts.folder));
+        r = await ctx.api.searchFiles(ctx.address, { ...filters, folderHash: hash });
+      }
       if (ctx.json) return printJson(r);
       if (r.files.length === 0) {
         println(

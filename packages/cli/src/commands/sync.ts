@@ -190,7 +190,7 @@ empty directories are kept. Paths matching DIR/.esyncignore (gitignore syntax)
 or --exclude are left alone on both sides. The sync state is kept in
 DIR/.esync/ (never synced). With --json, each pass prints one JSON document.
 
-Pairs: \`esync sync add DIR --folder LABEL\` remembers a pair, \`esync sync list\`
+Pairs: \`esync sync add DIR --folder LABEL\` (or \`--drive OWNER/LABEL\`) remembers a pair, \`esync sync list\`
 shows them, \`esync sync remove DIR\` forgets one, and \`esync sync --all [--watch]\`
 syncs them all (one watcher each; a failing pair is reported and the others go on).
 A directory named add, list or remove is synced as ./add.
@@ -212,12 +212,20 @@ Examples:
         return target.run(() => sync(target.ctx, dir, { ...opts, folder: target.label }));
       }
       if (dir !== undefined || opts.folder !== undefined || opts.drive !== undefined)
-        throw usageError("--all syncs the configured pairs: give no DIR or --folder");
+        throw usageError("--all syncs the configured pairs: give no DIR, --folder or --drive");
       const pairs = await configuredPairs(configPaths(configDir(g.configDir)));
       const ctx = limitRate(await loadContext(g, "transfer"), opts.limitRate);
-      await syncAll(pairs, opts.watch === true, ctx.signal, (p) =>
-        sync(ctx, p.dir, { ...opts, folder: p.folder, exclude: [...p.exclude, ...opts.exclude] }),
-      );
+      await syncAll(pairs, opts.watch === true, ctx.signal, async (p) => {
+        // A drive pair works in the owner's folder with the drive key, as `sync DIR --drive` does.
+        const target = await folderTarget(ctx, { folder: p.folder, drive: p.drive, create: opts.create });
+        await target.run(() =>
+          sync(target.ctx, p.dir, {
+            ...opts,
+            folder: target.label,
+            exclude: [...p.exclude, ...opts.exclude],
+          }),
+        );
+      });
     });
 }
 
