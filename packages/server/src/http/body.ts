@@ -16,7 +16,7 @@
  * body for a bounded time and byte count (`answerThenDrain`).
  */
 import { type AppError, fail } from "@esync/protocol/errors.ts";
-import { ownPieces } from "../util/release.ts";
+import { ownPieces, releasePiece } from "../util/release.ts";
 
 /** Timing rules of body reads; see the module comment. */
 export interface BodyPolicy {
@@ -136,6 +136,8 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, request: R
         return;
       }
       n += r.value.byteLength;
+      // Discarded unseen: its memory goes back now, not at the next collection.
+      releasePiece(r.value);
     }
   } catch {
     finished.add(request);
