@@ -7,6 +7,7 @@ import {
   DRAIN_IDLE_MS,
   DRAIN_MS,
   MAX_DRAINING,
+  MAX_HOLDING,
 } from "../../src/http/body.ts";
 
 const ANSWER = JSON.stringify({ Error: { error: "payload_too_large", message: "too large" } });
@@ -76,18 +77,40 @@ test("a silent client is waited for only DRAIN_IDLE_MS", async () => {
   expect(t.end).toBeLessThan(DRAIN_IDLE_MS + 500);
 });
 
-test(`at most ${MAX_DRAINING} connections drain at once: the next answer is sent whole with Connection: close and no drain`, async () => {
+test(`at most ${MAX_DRAINING} connections drain at once: the next answer is sent at once and its body cancelled, and its connection held for DRAIN_HOLD_MS, then closed`, async () => {
   const draining = await Promise.all(
     [...Array(MAX_DRAINING)].map(() => answerThenDrain(endlessRequest(10, 50).request, errorAnswer())),
   );
   const bodies = draining.map((r) => timed(r));
+  const held = endlessRequest(10, 50);
+  const extra = await answerThenDrain(held.request, errorAnswer());
+  expect(extra.headers.get("connection")).toBe("close");
+  const t = await timed(extra);
+  expect(t.text).toBe(ANSWER);
+  expect(t.first).toBeLessThan(100);
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_HOLD_MS - 50);
+  expect(t.end).toBeLessThan(DRAIN_MS - 200);
+  // Cancelled, not drained: nothing past what the stream queued before any read was taken.
+  expect(held.pulled()).toBeLessThanOrEqual(10);
+  for (const b of await Promise.all(bodies)) expect(b.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  // Once they ended, a new answer drains again.
+  const again = await timed(await answerThenDrain(endlessRequest(10, 50).request, errorAnswer()));
+  expect(again.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+}, 20_000);
+
+test(`past ${MAX_DRAINING} draining and ${MAX_HOLDING} held connections, the next answer is sent whole with Connection: close and no drain`, async () => {
+  const busy = await Promise.all(
+    [...Array(MAX_DRAINING + MAX_HOLDING)].map(() =>
+      answerThenDrain(endlessRequest(10, 50).request, errorAnswer()),
+    ),
+  );
+  const bodies = busy.map((r) => timed(r));
   const extra = await answerThenDrain(endlessRequest(10, 50).request, errorAnswer());
   expect(extra.headers.get("connection")).toBe("close");
   const t = await timed(extra);
   expect(t.text).toBe(ANSWER);
   expect(t.end).toBeLessThan(200);
-  for (const b of await Promise.all(bodies)) expect(b.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
-  // Once they ended, a new answer drains again.
-  const again = await timed(await answerThenDrain(endlessRequest(10, 50).request, errorAnswer()));
-  expect(again.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  const ends = (await Promise.all(bodies)).map((b) => b.end);
+  expect(ends.filter((e) => e >= DRAIN_MS - 50).length).toBe(MAX_DRAINING);
+  expect(ends.filter((e) => e >= DRAIN_HOLD_MS - 50 && e < DRAIN_MS - 200).length).toBe(MAX_HOLDING);
 }, 20_000);
