@@ -13,7 +13,8 @@
  *
  * The server (`src/server.ts`) closes the connection of every error response whose request body
  * was not read to its end (`bodyFinished`), after sending the answer and draining the rest of the
- * body for a bounded time and byte count (`answerThenDrain`).
+ * body for a bounded time and byte count, or cancelling it and holding the connection for a
+ * bounded time (`answerThenDrain`).
  */
 import { type AppError, fail } from "@esync/protocol/errors.ts";
 import { ownPieces, releasePiece } from "../util/release.ts";
