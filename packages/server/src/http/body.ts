@@ -13,10 +13,11 @@
  *
  * The server (`src/server.ts`) closes the connection of every error response whose request body
  * was not read to its end (`bodyFinished`), after sending the answer and draining the rest of the
- * body for a bounded time and byte count (`answerThenDrain`).
+ * body for a bounded time and byte count, or cancelling it and holding the connection for a
+ * bounded time (`answerThenDrain`).
  */
 import { type AppError, fail } from "@esync/protocol/errors.ts";
-import { ownPieces } from "../util/release.ts";
+import { ownPieces, releasePiece } from "../util/release.ts";
 
 /** Timing rules of body reads; see the module comment. */
 export interface BodyPolicy {
@@ -95,12 +96,26 @@ export const DRAIN_BYTES = 16 * 1024 * 1024;
  * read its answer still reads it before the reset.
  */
 export const DRAIN_HOLD_MS = 1000;
-/** Most connections draining at once; past it an error answer closes its connection at once. */
+/** Most connections draining at once; past it an error answer's connection is held (`MAX_HOLDING`). */
 export const MAX_DRAINING = 32;
+/**
+ * Most connections held at once past `MAX_DRAINING`: the answer is sent, the body is cancelled
+ * (Bun discards what still comes without buffering it or handing it to JavaScript) and the
+ * connection closes `DRAIN_MS` later, so the client has that long to end its body or read its
+ * answer before the close. Past this too, an error answer closes its connection at once.
+ */
+export const MAX_HOLDING = 256;
+/**
+ * Declared length (`Content-Length`) past which a refused body is held as past `MAX_DRAINING`
+ * instead of drained: reading megabytes into JavaScript to discard them costs the server memory
+ * and time that Bun's own discarding does not.
+ */
+export const HOLD_ABOVE_BYTES = 1024 * 1024;
 
 /** Readers of bodies failed by a limit or timeout, or given up by their consumer, left to drain. */
 const unread = new WeakMap<Request, ReadableStreamDefaultReader<Uint8Array>>();
 let draining = 0;
+let holding = 0;
 
 /**
  * Cancels what is left of the body of `request` when it was given up but the answer is not an
@@ -136,6 +151,8 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, request: R
         return;
       }
       n += r.value.byteLength;
+      // Discarded unseen: its memory goes back now, not at the next collection.
+      releasePiece(r.value);
     }
   } catch {
     finished.add(request);
@@ -154,9 +171,11 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, request: R
  * (`Connection: close`). Closing a connection with unread bytes makes TCP send a reset, which
  * destroys an answer the client has not read yet; the drain gives a client that is still sending
  * the time to read it, and lets a body that ends meanwhile end cleanly. With `MAX_DRAINING`
- * connections already draining, or nothing left to read, the answer is sent with
- * `Connection: close` and no drain. `onDrained` is called when the drain ended (at once without
- * one).
+ * connections already draining, or for a body declared longer than `HOLD_ABOVE_BYTES`, the body
+ * is instead cancelled and the connection held open for `DRAIN_MS` after the answer (at
+ * most `MAX_HOLDING` at once); past both, or with nothing left to read, the answer
+ * is sent with `Connection: close` and no drain. `onDrained` is called when the drain or hold
+ * ended (at once without one).
  */
 export async function answerThenDrain(
   request: Request,
@@ -169,21 +188,31 @@ export async function answerThenDrain(
   unread.delete(request);
   const body = request.body;
   if (!reader && body && !body.locked && !bodyFinished(request)) reader = body.getReader();
-  if (!reader || draining >= MAX_DRAINING) {
+  const answer = new Uint8Array(await response.arrayBuffer());
+  // Counted in the same turn as the decision, so answers refused at once do not all see room.
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  const hold = draining >= MAX_DRAINING || declared > HOLD_ABOVE_BYTES;
+  if (!reader || (hold && holding >= MAX_HOLDING)) {
     reader?.cancel().catch(() => {});
     onDrained();
-    return new Response(response.body, { status: response.status, headers });
+    return new Response(answer, { status: response.status, headers });
   }
-  const answer = new Uint8Array(await response.arrayBuffer());
   headers.delete("content-length");
-  draining++;
+  if (hold) holding++;
+  else draining++;
   const out = new ReadableStream<Uint8Array>({
     async start(c) {
       c.enqueue(answer);
       try {
-        await drain(reader, request);
+        if (hold) {
+          // Cancelled at once: Bun then discards the rest of the body as it comes, without
+          // buffering it or handing it to JavaScript.
+          reader.cancel().catch(() => {});
+          await Bun.sleep(DRAIN_MS);
+        } else await drain(reader, request);
       } finally {
-        draining--;
+        if (hold) holding--;
+        else draining--;
         onDrained();
         c.close();
       }

@@ -6,7 +6,9 @@ import {
   DRAIN_HOLD_MS,
   DRAIN_IDLE_MS,
   DRAIN_MS,
+  HOLD_ABOVE_BYTES,
   MAX_DRAINING,
+  MAX_HOLDING,
 } from "../../src/http/body.ts";
 
 const ANSWER = JSON.stringify({ Error: { error: "payload_too_large", message: "too large" } });
@@ -76,18 +78,65 @@ test("a silent client is waited for only DRAIN_IDLE_MS", async () => {
   expect(t.end).toBeLessThan(DRAIN_IDLE_MS + 500);
 });
 
-test(`at most ${MAX_DRAINING} connections drain at once: the next answer is sent whole with Connection: close and no drain`, async () => {
-  const draining = await Promise.all(
-    [...Array(MAX_DRAINING)].map(() => answerThenDrain(endlessRequest(10, 50).request, errorAnswer())),
-  );
+test(`at most ${MAX_DRAINING} connections drain at once: the next answer is sent at once, its body cancelled unread and its connection held for DRAIN_MS, then closed`, async () => {
+  const drained = [...Array(MAX_DRAINING)].map(() => endlessRequest(10, 50));
+  const draining = await Promise.all(drained.map((d) => answerThenDrain(d.request, errorAnswer())));
   const bodies = draining.map((r) => timed(r));
+  const held = endlessRequest(10, 50);
+  const extra = await answerThenDrain(held.request, errorAnswer());
+  expect(extra.headers.get("connection")).toBe("close");
+  const t = await timed(extra);
+  expect(t.text).toBe(ANSWER);
+  expect(t.first).toBeLessThan(100);
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  expect(t.end).toBeLessThan(DRAIN_MS + 500);
+  // Cancelled, not drained: nothing past what the stream queued before any read was taken.
+  expect(held.pulled()).toBeLessThanOrEqual(10);
+  for (const b of await Promise.all(bodies)) expect(b.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  for (const d of drained) expect(d.pulled()).toBeGreaterThan(10);
+  // Once they ended, a new answer drains again.
+  const next = endlessRequest(10, 50);
+  const again = await timed(await answerThenDrain(next.request, errorAnswer()));
+  expect(again.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  expect(next.pulled()).toBeGreaterThan(10);
+}, 20_000);
+
+test(`past ${MAX_DRAINING} draining and ${MAX_HOLDING} held connections, the next answer is sent whole with Connection: close and no drain`, async () => {
+  const busy = await Promise.all(
+    [...Array(MAX_DRAINING + MAX_HOLDING)].map(() =>
+      answerThenDrain(endlessRequest(10, 50).request, errorAnswer()),
+    ),
+  );
+  const bodies = busy.map((r) => timed(r));
   const extra = await answerThenDrain(endlessRequest(10, 50).request, errorAnswer());
   expect(extra.headers.get("connection")).toBe("close");
   const t = await timed(extra);
   expect(t.text).toBe(ANSWER);
   expect(t.end).toBeLessThan(200);
   for (const b of await Promise.all(bodies)) expect(b.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
-  // Once they ended, a new answer drains again.
-  const again = await timed(await answerThenDrain(endlessRequest(10, 50).request, errorAnswer()));
-  expect(again.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
 }, 20_000);
+
+test("a refused body declared longer than HOLD_ABOVE_BYTES is not drained: its answer is sent, the body cancelled and the connection held for DRAIN_MS", async () => {
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulled += 64 * 1024;
+      c.enqueue(new Uint8Array(64 * 1024));
+    },
+  });
+  const request = new Request("http://localhost/x", {
+    method: "PUT",
+    headers: { "content-length": String(16 * 1024 * 1024) },
+    body,
+    duplex: "half",
+  } as RequestInit);
+  expect(16 * 1024 * 1024).toBeGreaterThan(HOLD_ABOVE_BYTES);
+  const r = await answerThenDrain(request, errorAnswer());
+  expect(r.headers.get("connection")).toBe("close");
+  const t = await timed(r);
+  expect(t.text).toBe(ANSWER);
+  expect(t.first).toBeLessThan(100);
+  expect(t.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+  expect(t.end).toBeLessThan(DRAIN_MS + 500);
+  expect(pulled).toBeLessThanOrEqual(64 * 1024);
+});
