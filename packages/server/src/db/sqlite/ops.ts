@@ -238,9 +238,11 @@ export class SqliteOpsRepository implements OpsRepository {
   }
 
   async isUploadOwned(key: string, uploadId: string): Promise<boolean> {
-    if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE upload_id = ? LIMIT 1").get(uploadId)) return true;
+    if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE upload_id = ? LIMIT 1").get(uploadId))
+      return true;
     return (
-      this.sqlite.query("SELECT 1 FROM blob_deletions WHERE target = ? LIMIT 1").get(multipartTarget(key)) !== null
+      this.sqlite.query("SELECT 1 FROM blob_deletions WHERE target = ? LIMIT 1").get(multipartTarget(key)) !==
+      null
     );
   }
 
