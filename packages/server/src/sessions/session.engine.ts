@@ -20,12 +20,18 @@
  * node that saw none or only some of the chunks reads the rest back: the full BLAKE3 pass) and
  * the in-flight chunk limits (per node).
  *
+ * On a store with multipart uploads (S3), a session of chunks of at least the smallest part
+ * streams chunk i as part i + 1 of one multipart upload of the file's object instead, opened
+ * (its write intent first) when the session is created and completed at finalize, so nothing is
+ * copied (docs/design.md#multipart-sessions-on-s3).
+ *
  * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
  * session is deleted or expires unfinalized, or, once a multi-chunk session's chunks were copied
  * into the file's one object, queued for deletion by the finalize commit). Each chunk PUT also records a write intent for its
  * object before the first byte lands, claimed by the transaction that records the chunk, so a
  * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
- * reclaims.
+ * reclaims. A multipart session's row covers its upload and the object it completes into instead
+ * (deleting or expiring the session queues the upload's abort and the object's deletion).
  */
 
 import { AppError, fail, isOutOfSpace, storageFailure } from "@esync/protocol/errors.ts";
