@@ -8,6 +8,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import type { S3Config } from "../../src/config/config.ts";
 import { runFsck } from "../../src/ops/fsck.ts";
 import {
@@ -18,15 +19,18 @@ import {
 } from "../../src/storage/blob-store.ts";
 import { chunkKey, multipartBlobId, multipartTarget } from "../../src/storage/layout.ts";
 import { createS3BlobStore } from "../../src/storage/s3.ts";
-import { makeTestApp, type TestApp } from "../support/app.ts";
+import { makeTestApp, type TestApp, testDatabase } from "../support/app.ts";
 import { makeManifest, newUser, randomCiphertext } from "../support/fixtures.ts";
+import { pgMigratedDatabase } from "../support/pg-server.ts";
 import { removeTestBucket, SETUP_TIMEOUT_MS, s3Env, s3TestConfig, skipS3 } from "../support/s3-server.ts";
+import { tempDir } from "../support/tmp.ts";
 import {
   abort,
   authAt,
   chunkOf,
   createSessionRaw,
   download,
+  expectConflict,
   expectError,
   expectSuccess,
   FOLDER,
@@ -137,6 +141,46 @@ if (skipS3) {
       expectSuccess(await finalize(t, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
       expect(await downloaded(t, s.auth, user.address, s.manifest)).toEqual(new Uint8Array(ct));
       expect((await t.blobs.list("")).length).toBe(1);
+    }, 120_000);
+
+    test("parts sent to two nodes sharing the database and the bucket: the finalizing node completes the upload and verifies the object; a finalize while it holds the lease answers 409", async () => {
+      const shared = tempDir("esync-mp-nodes-");
+      const db = testDatabase === "postgres" ? await pgMigratedDatabase("mp-nodes") : null;
+      try {
+        const prefix = `mp-${randomBytes(5).toString("hex")}`;
+        const env = {
+          ...s3Env({ ...cfg, prefix }),
+          ESYNC_DATA_DIR: shared,
+          ...(db ? { ESYNC_DATABASE_URL: db.url } : { ESYNC_DB_PATH: join(shared, "esync.sqlite") }),
+        };
+        const a = makeTestApp(env);
+        apps.push(a);
+        const b = makeTestApp(env);
+        apps.push(b);
+        b.clock.advance(a.clock.now() - b.clock.now());
+        const user = newUser();
+        const ct = randomCiphertext(2 * CHUNK + 11);
+        const s = await openSession(a, user, ct, { chunkSize: CHUNK });
+        for (const [node, i] of [
+          [a, 2],
+          [b, 1],
+          [a, 0],
+        ] as const)
+          expectSuccess(await putChunk(node, s.auth, s.sessionId, i, chunkOf(ct, CHUNK, i)), ["chunk_index"]);
+        expect(await a.blobs.list("")).toEqual([]);
+        // Node a holds the finalize lease (as a finalize running there would): b's finalize is refused.
+        const sessions = a.store.repos.sessions;
+        const until = a.clock.now() + 60;
+        expect(await sessions.beginFinalizing(s.sessionId, until, until, null)).toBe(true);
+        expectConflict(await finalize(b, s.auth, s.sessionId));
+        expect(await sessions.endFinalizing(s.sessionId, until, "receiving", {})).toBe(true);
+        expectSuccess(await finalize(b, s.auth, s.sessionId), UPLOAD_RESULT_KEYS);
+        expect((await a.blobs.list("")).length).toBe(1);
+        expect(await downloaded(a, s.auth, user.address, s.manifest)).toEqual(new Uint8Array(ct));
+      } finally {
+        for (const t of apps.splice(0)) await t.close();
+        await db?.release();
+      }
     }, 120_000);
 
     test("a re-sent chunk replaces its part: the file holds the last bytes sent for it", async () => {
