@@ -3,7 +3,7 @@
  * `InstrumentedBlobStore`: a `BlobStore` decorator that times every operation of the store it
  * wraps into `esync_blob_operation_duration_seconds{backend, op, outcome}` and counts stored
  * bytes, so the disk and S3 backends are measured the same way without metrics code in either.
- * It has the `Persistable`, `FileBacked`, `Composable` and `Presignable` abilities exactly when the wrapped store has them
+ * It has the `Persistable`, `FileBacked`, `Composable`, `Presignable` and `Multipart` abilities exactly when the wrapped store has them
  * (a file range is not a store operation: it is handed on untimed).
  */
 import {
@@ -14,8 +14,10 @@ import {
   type FileBacked,
   isComposable,
   isFileBacked,
+  isMultipart,
   isPersistable,
   isPresignable,
+  type Multipart,
   type Persistable,
   type Presignable,
   type PutOptions,
@@ -38,6 +40,14 @@ export class InstrumentedBlobStore implements BlobStore {
   compose?: Composable["compose"];
   /** Present when the wrapped store is `Presignable` (see the constructor). */
   presignGet?: Presignable["presignGet"];
+  /** The `Multipart` ability, present when the wrapped store has it (see the constructor). */
+  minPartBytes?: number;
+  maxParts?: number;
+  createMultipart?: Multipart["createMultipart"];
+  putPart?: Multipart["putPart"];
+  completeMultipart?: Multipart["completeMultipart"];
+  abortMultipart?: Multipart["abortMultipart"];
+  listMultipart?: Multipart["listMultipart"];
 
   constructor(
     private readonly inner: BlobStore,
@@ -50,6 +60,22 @@ export class InstrumentedBlobStore implements BlobStore {
     if (isComposable(inner))
       this.compose = (target, sources, opts) =>
         this.timed("compose", () => inner.compose(target, sources, opts));
+    if (isMultipart(inner)) {
+      this.minPartBytes = inner.minPartBytes;
+      this.maxParts = inner.maxParts;
+      this.createMultipart = (key) => this.timed("create_multipart", () => inner.createMultipart(key));
+      this.putPart = async (key, uploadId, partNumber, body, length, opts) => {
+        const etag = await this.timed("put_part", () =>
+          inner.putPart(key, uploadId, partNumber, body, length, opts),
+        );
+        this.metrics.blobPutBytes.inc({ backend: this.kind }, length);
+        return etag;
+      };
+      this.completeMultipart = (key, uploadId, parts) =>
+        this.timed("complete_multipart", () => inner.completeMultipart(key, uploadId, parts));
+      this.abortMultipart = (key) => this.timed("abort_multipart", () => inner.abortMultipart(key));
+      this.listMultipart = (prefix) => inner.listMultipart(prefix);
+    }
   }
 
   /** The wrapped store. */

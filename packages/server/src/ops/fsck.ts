@@ -16,6 +16,11 @@
  *   gives. Not repairable.
  * - `counter_mismatch`: a folder's `file_count`/`total_bytes` differ from its files, or are
  *   negative or not integers (also a folder row missing for files). Repair: recomputed.
+ * - `orphan_upload`: a multipart upload in progress (S3) that no upload session names and no queued
+ *   abort or write intent covers (a server that died between opening the upload and recording
+ *   it cannot leave one: its intent is recorded first; an operator's or another tool's can).
+ *   Listed before the database is read, like the objects. Repair: the upload is aborted, after
+ *   the database is asked once more.
  * - `stuck_session`: a session in the internal `finalizing` state whose finalize lease
  *   (`finalizing_until`) ran out, that has none (left by a version without leases), or whose
  *   lease holder is provably dead as seen from the fsck process (`LeaseHolders.isDead`: a
@@ -43,9 +48,9 @@ import { openMetadataStore } from "../db/open.ts";
 import type { MetadataStore } from "../db/store.ts";
 import { LeaseHolders } from "../sessions/lease-holder.ts";
 import { shareObjectPrefix } from "../shares/share-rules.ts";
-import type { BlobStore } from "../storage/blob-store.ts";
+import { type BlobStore, isMultipart, type OpenUpload } from "../storage/blob-store.ts";
 import { createBlobStore } from "../storage/index.ts";
-import { blobPrefix } from "../storage/layout.ts";
+import { blobPrefix, chunkKey, multipartBlobId } from "../storage/layout.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { chunkKeysOf, type FileLayout, objectsOf, type VersionLayout } from "./ops.repository.ts";
 
@@ -55,7 +60,8 @@ export type FsckKind =
   | "missing_object"
   | "wrong_size"
   | "counter_mismatch"
-  | "stuck_session";
+  | "stuck_session"
+  | "orphan_upload";
 
 /** One problem found. `detail` is a sentence for a person; the other fields are for machines. */
 export interface FsckProblem {
@@ -66,6 +72,8 @@ export interface FsckProblem {
   /** Owner and folder of the row concerned (row problems). */
   owner?: string;
   folder_hash?: string;
+  /** Multipart upload id (`orphan_upload`; its object key is `key`). */
+  upload_id?: string;
   /** Session id (`stuck_session`). */
   session_id?: string;
   /** True when `--repair` fixed it. */
@@ -136,6 +144,8 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   // 1. List the store first (see the module comment), then mark every object the database
   // accounts for, reading the rows page by page from one snapshot.
   const listed = (await blobs.list("")).sort();
+  const uploads: OpenUpload[] = [];
+  if (isMultipart(blobs)) for await (const u of blobs.listMultipart("")) uploads.push(u);
   const accounted = new Uint8Array(listed.length);
   const mark = (key: string) => {
     const i = lowerBound(listed, key);
@@ -148,7 +158,12 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
   const now = clock.now();
   const snapshot = await store.repos.ops.snapshot(now, pageSize, (page) => {
     if (page.kind === "files") for (const row of page.rows) for (const key of chunkKeysOf(row)) mark(key);
-    else if (page.kind === "sessions") for (const id of page.blobIds) markPrefix(blobPrefix(id));
+    else if (page.kind === "sessions")
+      for (const id of page.blobIds) {
+        markPrefix(blobPrefix(id));
+        // The object a multipart session's upload completes into, until the file row takes it.
+        mark(chunkKey(multipartBlobId(id), 0, ""));
+      }
     else if (page.kind === "shares") for (const id of page.shareIds) markPrefix(shareObjectPrefix(id));
     else for (const target of page.targets) target.endsWith("/") ? markPrefix(target) : mark(target);
   });
@@ -184,6 +199,23 @@ export async function runFsck(deps: FsckDeps, opts: FsckOptions = {}): Promise<F
     }
   }
   await orphans(candidates);
+
+  // 2b. Multipart uploads no session or queued abort accounts for (asked again before the abort).
+  for (const u of uploads) {
+    if (await store.repos.ops.isUploadOwned(u.key, u.uploadId)) continue;
+    const problem: FsckProblem = {
+      kind: "orphan_upload",
+      detail: `multipart upload ${u.uploadId} of ${u.key} is named by no session, write intent or queued abort`,
+      key: u.key,
+      upload_id: u.uploadId,
+      repaired: false,
+    };
+    if (repair && isMultipart(blobs) && !(await store.repos.ops.isUploadOwned(u.key, u.uploadId))) {
+      await blobs.abortMultipart(u.key);
+      problem.repaired = true;
+    }
+    problems.push(problem);
+  }
 
   // 3. Missing objects and wrong sizes, file page by file page (reported only when the file row
   // is still the one read: a file replaced or deleted since may have lost its objects rightly).

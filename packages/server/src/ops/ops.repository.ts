@@ -123,6 +123,12 @@ export interface OpsRepository {
    */
   isReferenced(key: string): Promise<boolean>;
   /**
+   * True when the database accounts for the multipart upload `uploadId` of object `key`: a session
+   * names it (`upload_id`), or a `blob_deletions` target aborts the uploads of `key` (a write
+   * intent of a session being opened, or a queued abort). fsck asks before aborting one.
+   */
+  isUploadOwned(key: string, uploadId: string): Promise<boolean>;
+  /**
    * Sets the counters of folder (`owner`, `folderHash`) to its files' count and byte sum, creating
    * a row with no registration when it is missing. Call it inside a transaction, after
    * `sessions.lockOwner(owner)` (which serialises it with every write of the owner's files). No

@@ -26,8 +26,12 @@ import { piecesOwned, releasePiece } from "../util/release.ts";
 export interface RecordedChunks {
   /** Generation recorded for chunk `index` of the session, or null when not (yet) received. */
   recordedGen(index: number): Promise<string | null>;
-  /** Streams the stored object of chunk `index`, generation `gen`. */
-  open(index: number, gen: string): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Streams the stored object of chunk `index`, generation `gen`. Absent when the chunks cannot
+   * be read before finalize (parts of a multipart upload): the catch-up then stops at the first
+   * chunk whose bytes it does not hold, and finalize reads the rest of the assembled object.
+   */
+  open?(index: number, gen: string): Promise<ReadableStream<Uint8Array>>;
 }
 
 /** A tap on one chunk PUT: feed its bytes, then report how it ended. */
@@ -266,15 +270,16 @@ export class IngestHashes {
             if (st.recheck) continue;
             return;
           }
-          st.busy = true; // from here on only this catch-up moves `st.next`
           const held = st.held.get(st.next);
           const fromMemory = held?.gen === gen;
+          if (!fromMemory && !chunks.open) return;
+          st.busy = true; // from here on only this catch-up moves `st.next`
           if (held) {
             st.held.delete(st.next);
             if (fromMemory) st.hasher.update(held.data);
             this.unreserve(held.data);
           }
-          if (!fromMemory) {
+          if (!fromMemory && chunks.open) {
             const stream = await chunks.open(st.next, gen);
             const release = piecesOwned(stream);
             const reader = stream.getReader();

@@ -20,12 +20,18 @@
  * node that saw none or only some of the chunks reads the rest back: the full BLAKE3 pass) and
  * the in-flight chunk limits (per node).
  *
+ * On a store with multipart uploads (S3), a session of chunks of at least the smallest part
+ * streams chunk i as part i + 1 of one multipart upload of the file's object instead, opened
+ * (its write intent first) when the session is created and completed at finalize, so nothing is
+ * copied (docs/design.md#multipart-sessions-on-s3).
+ *
  * Blob lifecycle: a session row covers every object under its blob prefix (deleted when the
  * session is deleted or expires unfinalized, or, once a multi-chunk session's chunks were copied
  * into the file's one object, queued for deletion by the finalize commit). Each chunk PUT also records a write intent for its
  * object before the first byte lands, claimed by the transaction that records the chunk, so a
  * chunk that lands after its session vanished, or a crash mid-PUT, leaves an object the sweeper
- * reclaims.
+ * reclaims. A multipart session's row covers its upload and the object it completes into instead
+ * (deleting or expiring the session queues the upload's abort and the object's deletion).
  */
 
 import { AppError, fail, isOutOfSpace, storageFailure } from "@esync/protocol/errors.ts";
@@ -34,7 +40,15 @@ import { checkFraming, type Manifest, parseManifest } from "@esync/protocol/mani
 import type { SessionStatus } from "@esync/protocol/types.ts";
 import type { MetadataStore, Repositories } from "../db/store.ts";
 import type { FilesService, UploadResult } from "../files/files.service.ts";
-import { BlobLengthError, BlobNotFoundError, type BlobStore, isPersistable } from "../storage/blob-store.ts";
+import {
+  BlobLengthError,
+  BlobNotFoundError,
+  type BlobStore,
+  isMultipart,
+  isPersistable,
+  type Multipart,
+  MultipartGoneError,
+} from "../storage/blob-store.ts";
 import {
   assembleBlob,
   type BlobLayout,
@@ -45,6 +59,8 @@ import {
   chunkLength,
   expectedChunkCount,
   hashBlob,
+  multipartBlobId,
+  multipartTarget,
   newOneObjectBlobId,
 } from "../storage/layout.ts";
 import type { Clock } from "../util/clock.ts";
@@ -52,7 +68,7 @@ import type { Logger } from "../util/log.ts";
 import { ChunkSlots, type SlotHolder, type SlotPolicy } from "./inflight.ts";
 import { IngestHashes, type RecordedChunks } from "./ingest-hash.ts";
 import type { LeaseHolders } from "./lease-holder.ts";
-import type { SessionRow, SessionsRepository } from "./sessions.repository.ts";
+import type { ChunkRow, SessionRow, SessionsRepository } from "./sessions.repository.ts";
 
 /** Largest chunk, bytes (docs/protocol.md#limits). */
 export const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
@@ -167,6 +183,72 @@ export class SessionEngine {
     checkFraming(manifest, total, "ciphertext_size");
     await this.files.admitWrite(caller, manifest);
 
+    const blobId = randomHex(16);
+    const multipart = this.multipartFor(size, count);
+    const upload = multipart ? await this.openUpload(multipart, blobId) : null;
+    try {
+      return await this.insertSession(caller, input, manifest, blobId, upload);
+    } catch (e) {
+      // Refused (session limit, quota) or failed: the upload opened for it is aborted.
+      if (upload)
+        await this.store.repos.deletionQueue
+          .release(upload.intent, multipartTarget(sessionObjectKey(blobId)), this.clock.now())
+          .catch(() => {});
+      throw e;
+    }
+  }
+
+  /**
+   * The store as `Multipart` when a session of `count` chunks of `chunkSize` bytes uploads its
+   * chunks as the parts of one multipart upload: the store has the ability, every chunk but the
+   * last is at least its smallest part, and there are several chunks and at most its most parts
+   * (docs/design.md#storage-layout). Else null: each chunk is an object of its own.
+   */
+  private multipartFor(chunkSize: number, count: number): (BlobStore & Multipart) | null {
+    const b = this.blobs;
+    if (!isMultipart(b)) return null;
+    return count > 1 && count <= b.maxParts && chunkSize >= b.minPartBytes ? b : null;
+  }
+
+  /**
+   * Opens the multipart upload of a new session's object (the one-object blob
+   * `multipartBlobId(blobId)`), its write intent recorded first: a `multipartTarget` row that
+   * aborts the upload unless the transaction inserting the session claims it.
+   * @throws AppError `storage_unavailable` (503) when the store fails.
+   */
+  private async openUpload(
+    multipart: Multipart,
+    blobId: string,
+  ): Promise<{ uploadId: string; intent: number }> {
+    const target = multipartTarget(sessionObjectKey(blobId));
+    const deletions = this.store.repos.deletionQueue;
+    const intent = await deletions.reserve(target, this.clock.now(), this.opts.leaseHolders.self);
+    try {
+      return { uploadId: await multipart.createMultipart(sessionObjectKey(blobId)), intent };
+    } catch (e) {
+      await deletions.release(intent, target, this.clock.now());
+      this.log.warn("session.upload_open_failed", { error: e as Error });
+      throw storageFailure(e, "The blob store failed to open the upload; retry");
+    }
+  }
+
+  /** The transaction of `create`: limits, quota, and the session row (claiming `upload`'s intent). */
+  private insertSession(
+    caller: string,
+    input: CreateSessionInput,
+    manifest: Manifest,
+    blobId: string,
+    upload: { uploadId: string; intent: number } | null,
+  ): Promise<{ session_id: string; expires_at: number }> {
+    const {
+      chunk_count: count,
+      chunk_size: size,
+      ciphertext_size: total,
+    } = input as {
+      chunk_count: number;
+      chunk_size: number;
+      ciphertext_size: number;
+    };
     return this.store.transaction(async (tx) => {
       await tx.sessions.lockOwner(caller);
       await this.files.requireQuota(manifest, tx);
@@ -188,7 +270,8 @@ export class SessionEngine {
         ciphertextSize: total,
         chunkSize: size,
         chunkCount: count,
-        blobId: randomHex(16),
+        blobId,
+        uploadId: upload?.uploadId ?? null,
         state: "receiving",
         createdAt: now,
         expiresAt: now + this.opts.ttlSeconds,
@@ -197,11 +280,14 @@ export class SessionEngine {
         result: null,
       };
       await tx.sessions.insert(row);
+      if (upload && !(await tx.deletionQueue.claim(upload.intent, now)))
+        throw fail("storage_unavailable", "Opening the upload took too long; retry", { retryAfter: 1 });
       this.log.info("session.created", {
         session: row.sessionId,
         owner: caller,
         chunks: count,
         bytes: total,
+        multipart: upload !== null,
       });
       return { session_id: row.sessionId, expires_at: row.expiresAt };
     });
@@ -304,17 +390,28 @@ export class SessionEngine {
   ): Promise<{ chunk_index: number }> {
     const sessionId = s.sessionId;
     const gen = randomHex(6);
-    const key = chunkKey(s.blobId, index, gen);
+    // A multipart session's chunk is part `index + 1` of its upload, which the session row
+    // covers (its removal aborts the upload), so it needs no write intent of its own; a re-sent
+    // chunk replaces its part. Else the chunk is an object of a new generation.
+    const uploadId = s.uploadId ?? null;
+    const multipart = uploadId !== null && isMultipart(this.blobs) ? this.blobs : null;
+    if (uploadId !== null && !multipart) throw new Error("a multipart session on a store without multipart");
+    const key = multipart ? sessionObjectKey(s.blobId) : chunkKey(s.blobId, index, gen);
     const deletions = this.store.repos.deletionQueue;
-    const intent = await deletions.reserve(key, this.clock.now(), this.opts.leaseHolders.self);
+    const intent = multipart
+      ? null
+      : await deletions.reserve(key, this.clock.now(), this.opts.leaseHolders.self);
     const tap = this.ingest.tap(sessionId, index, length);
+    let etag: string | null = null;
     try {
       const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
-      await this.blobs.put(key, source, length, { onData: tap?.update });
+      if (multipart && uploadId !== null)
+        etag = await multipart.putPart(key, uploadId, index + 1, source, length, { onData: tap?.update });
+      else await this.blobs.put(key, source, length, { onData: tap?.update });
     } catch (e) {
       tap?.fail();
       // A failed `put` leaves no object (the BlobStore contract), so the intent is simply dropped.
-      await deletions.done(intent);
+      if (intent !== null) await deletions.done(intent);
       const client = clientFailure();
       // A limit or timeout of the guarded body (400/408) is already the answer.
       if (client?.error instanceof AppError) throw client.error;
@@ -335,6 +432,7 @@ export class SessionEngine {
       // deleted under the write): that is the session's 404, not a store failure.
       if (!(await this.isLive(sessionId)))
         throw fail("not_found", "The upload session expired or was deleted during the upload");
+      if (e instanceof MultipartGoneError && uploadId !== null) throw await this.uploadGone(s, uploadId);
       this.log.warn("chunk.store_failed", { session: sessionId, index, error: e as Error });
       throw storageFailure(e, "The blob store failed to store the chunk; retry");
     }
@@ -344,21 +442,24 @@ export class SessionEngine {
       // recorded after a finalize took its snapshot.
       const cur = await tx.sessions.getForUpdate(sessionId);
       if (!cur || cur.expiresAt <= now || cur.state !== "receiving") {
-        await tx.deletionQueue.release(intent, key, now);
+        if (intent !== null) await tx.deletionQueue.release(intent, key, now);
         return cur && cur.expiresAt > now ? cur.state : "gone";
       }
-      if (!(await tx.deletionQueue.claim(intent, now))) {
+      // A finalize consumed the upload the part went to (and failed) while it streamed.
+      if ((cur.uploadId ?? null) !== uploadId) return "upload_changed";
+      if (intent !== null && !(await tx.deletionQueue.claim(intent, now))) {
         await tx.deletionQueue.release(intent, key, now);
         return "lease_lost";
       }
       const prev = await tx.sessions.chunk(sessionId, index);
-      if (prev) await tx.deletionQueue.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
+      if (prev && !multipart) await tx.deletionQueue.enqueue([chunkKey(s.blobId, index, prev.gen)], now);
       await tx.sessions.putChunk({
         sessionId,
         chunkIndex: index,
         gen,
         size: length,
         receivedAt: now,
+        etag,
       });
       await tx.sessions.setExpiry(sessionId, now + this.opts.ttlSeconds);
       return "stored";
@@ -373,10 +474,44 @@ export class SessionEngine {
       throw fail("not_found", "The upload session expired or was deleted during the upload");
     if (outcome === "lease_lost")
       throw fail("storage_unavailable", "The chunk took too long to store; retry", { retryAfter: 1 });
+    if (outcome === "upload_changed") throw uploadRestarted();
     if (outcome !== "stored")
       throw fail("conflict", `The session is ${outcome}; chunks can no longer be uploaded`);
     this.log.debug("chunk.stored", { session: sessionId, index, bytes: length });
     return { chunk_index: index };
+  }
+
+  /**
+   * The answer to a part whose multipart upload `uploadId` is no longer in progress (a finalize
+   * completed it, or the session's removal aborted it): 404 when the session is gone, 409 while it
+   * is finalizing or finalized; when it is receiving and still names the upload (a finalize that
+   * completed it died before letting it go), the session leaves it here, and the chunk is to be
+   * sent again (503).
+   */
+  private async uploadGone(s: SessionRow, uploadId: string): Promise<AppError> {
+    const cur = await this.store.repos.sessions.get(s.sessionId);
+    if (!cur || cur.expiresAt <= this.clock.now())
+      return fail("not_found", "The upload session expired or was deleted during the upload");
+    if (cur.state !== "receiving")
+      return fail("conflict", `The session is ${cur.state}; chunks can no longer be uploaded`);
+    if (cur.uploadId === uploadId) await this.leaveUpload(s, uploadId);
+    return uploadRestarted();
+  }
+
+  /**
+   * Session `s` stops using its multipart upload `uploadId`, consumed by a finalize or gone: its
+   * chunk rows go, and the object the upload may have completed into is queued for deletion in the
+   * same transaction (and deleted at once). Its next chunks are objects of their own.
+   */
+  private async leaveUpload(s: SessionRow, uploadId: string): Promise<void> {
+    const key = sessionObjectKey(s.blobId);
+    await this.store.transaction(async (tx) => {
+      await tx.sessions.leaveMultipart(s.sessionId, uploadId);
+      await tx.deletionQueue.enqueue([key], this.clock.now());
+    });
+    this.ingest.forget(s.sessionId);
+    await this.blobs.delete([key]).catch(() => {});
+    this.log.warn("session.upload_left", { session: s.sessionId });
   }
 
   /** True while session `sessionId` exists and has not expired. */
@@ -387,11 +522,11 @@ export class SessionEngine {
 
   /** How the ingest hasher reads a session's recorded chunks back from the store. */
   private recordedChunks(s: SessionRow): RecordedChunks {
-    return {
-      recordedGen: async (i) =>
-        i < s.chunkCount ? ((await this.store.repos.sessions.chunk(s.sessionId, i))?.gen ?? null) : null,
-      open: (i, gen) => this.blobs.get(chunkKey(s.blobId, i, gen)),
-    };
+    const recordedGen = async (i: number) =>
+      i < s.chunkCount ? ((await this.store.repos.sessions.chunk(s.sessionId, i))?.gen ?? null) : null;
+    // A part of a multipart upload cannot be read before the upload is completed.
+    if (s.uploadId) return { recordedGen };
+    return { recordedGen, open: (i, gen) => this.blobs.get(chunkKey(s.blobId, i, gen)) };
   }
 
   /**
@@ -470,10 +605,14 @@ export class SessionEngine {
       throw await conflict("The session is being finalized by another request");
     }
     lease.startRenewing();
+    // Set once this finalize completed (or found completed) the session's multipart upload: its
+    // parts are gone, so a failure from then on makes the session leave the upload.
+    let consumed: string | null = null;
     // A finalize refused for the client's reason (4xx) leaves the session as it found it; after a
     // server-side failure (5xx) the session gets a fresh lifetime for the retry it was told to make.
     const backToReceiving = async (e: unknown) => {
       await lease.stopRenewing();
+      if (consumed !== null) await this.leaveUpload(s, consumed);
       await sessions.endFinalizing(sessionId, lease.until, "receiving", {
         expiresAt:
           e instanceof AppError && e.status < 500 ? s.expiresAt : this.clock.now() + this.opts.ttlSeconds,
@@ -499,64 +638,92 @@ export class SessionEngine {
       let path: FinalizePath = "full_pass";
       const observe = (outcome: FinalizeOutcome) =>
         this.opts.onFinalize?.(path, outcome, (performance.now() - started) / 1000);
-      try {
-        // Chunks hashed while the upload ran (on this node) are not read again; only the rest is.
-        const pre = await this.ingest.take(sessionId, layout.gens);
-        actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
-        if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
-        prehashed = pre?.from ?? 0;
-        path = prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
-      } catch (e) {
-        observe("storage_error");
-        this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
-        if (e instanceof BlobNotFoundError)
-          throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
-        throw fail("storage_inconsistency", "The blob store failed while reading the chunks; retry finalize");
-      }
-      if (actual !== s.ciphertextHash) {
+      const mismatch = (actual: string) => {
         observe("hash_mismatch");
         this.log.warn("finalize.hash_mismatch", { session: sessionId, expected: s.ciphertextHash, actual });
-        throw fail(
+        return fail(
           "invalid_manifest",
           `Assembled ciphertext BLAKE3 ${actual} differs from manifest.ciphertext_hash ${s.ciphertextHash}`,
         );
-      }
-      // A blob of several chunks is copied into one object (a one-object blob under a new id,
-      // recorded as a write intent first), so that any byte range of the file is one range of one
-      // object: a download goes out with its length (docs/design.md#storage-layout). The
-      // chunk objects it is copied from are the ones just verified; a chunk PUT racing this
-      // finalize writes a new generation, never them. Once the file row is committed they are
-      // queued for deletion with the session's prefix.
+      };
       let stored = layout;
       let intent: number | undefined;
       const deletions = this.store.repos.deletionQueue;
-      if (s.chunkCount > 1) {
-        // A finalize its revision rules refuse copies nothing (the commit checks them again).
+      if (s.uploadId) {
+        // A multipart session: the upload is completed (its object is then the file's one
+        // object; nothing is copied), then verified like any other blob. A finalize its revision
+        // rules refuse must not consume the upload, so they are checked first (the commit checks
+        // them again).
         await this.files.precheck(manifest);
-        const blobId = newOneObjectBlobId();
-        const key = chunkKey(blobId, 0, "");
-        intent = await deletions.reserve(key, this.clock.now());
-        try {
-          await assembleBlob(this.blobs, layout, key);
-        } catch (e) {
-          await deletions.done(intent);
+        const uploadId = s.uploadId;
+        const done = await this.completeUpload(s, uploadId, chunks, () => {
+          consumed = uploadId;
+        });
+        path = done.path;
+        prehashed = done.prehashed;
+        if (done.error !== undefined) {
           observe("storage_error");
-          this.log.error("finalize.assemble_failed", { session: sessionId, error: e as Error });
-          if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
+          throw done.error;
+        }
+        actual = done.actual;
+        stored = done.stored;
+        if (actual !== s.ciphertextHash) throw mismatch(actual);
+      } else {
+        try {
+          // Chunks hashed while the upload ran (on this node) are not read again; only the rest is.
+          const pre = await this.ingest.take(sessionId, layout.gens);
+          actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
+          if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
+          prehashed = pre?.from ?? 0;
+          path = prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
+        } catch (e) {
+          observe("storage_error");
+          this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
           if (e instanceof BlobNotFoundError)
             throw fail("storage_inconsistency", "A stored chunk is missing; re-upload it and finalize again");
           throw fail(
             "storage_inconsistency",
-            "The blob store failed while assembling the chunks; retry finalize",
+            "The blob store failed while reading the chunks; retry finalize",
           );
         }
-        stored = {
-          blobId,
-          chunkSize: s.chunkSize,
-          chunkCount: s.chunkCount,
-          size: s.ciphertextSize,
-          gens: [""],
-        };
+        if (actual !== s.ciphertextHash) throw mismatch(actual);
+        // A blob of several chunks is copied into one object (a one-object blob under a new id,
+        // recorded as a write intent first), so that any byte range of the file is one range of one
+        // object: a download goes out with its length (docs/design.md#storage-layout). The
+        // chunk objects it is copied from are the ones just verified; a chunk PUT racing this
+        // finalize writes a new generation, never them. Once the file row is committed they are
+        // queued for deletion with the session's prefix.
+        if (s.chunkCount > 1) {
+          // A finalize its revision rules refuse copies nothing (the commit checks them again).
+          await this.files.precheck(manifest);
+          const blobId = newOneObjectBlobId();
+          const key = chunkKey(blobId, 0, "");
+          intent = await deletions.reserve(key, this.clock.now());
+          try {
+            await assembleBlob(this.blobs, layout, key);
+          } catch (e) {
+            await deletions.done(intent);
+            observe("storage_error");
+            this.log.error("finalize.assemble_failed", { session: sessionId, error: e as Error });
+            if (isOutOfSpace(e)) throw storageFailure(e, "The blob store is full");
+            if (e instanceof BlobNotFoundError)
+              throw fail(
+                "storage_inconsistency",
+                "A stored chunk is missing; re-upload it and finalize again",
+              );
+            throw fail(
+              "storage_inconsistency",
+              "The blob store failed while assembling the chunks; retry finalize",
+            );
+          }
+          stored = {
+            blobId,
+            chunkSize: s.chunkSize,
+            chunkCount: s.chunkCount,
+            size: s.ciphertextSize,
+            gens: [""],
+          };
+        }
       }
       const discard = async () => {
         if (intent !== undefined)
@@ -586,7 +753,8 @@ export class SessionEngine {
             });
             // The lease ran out and a sweeper gave the session back (chunks may have changed since).
             if (!ended) throw await conflict("The session changed during finalize", tx);
-            if (stored !== layout) await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
+            if (stored !== layout && !s.uploadId)
+              await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
           },
           intent,
           caller,
@@ -610,6 +778,72 @@ export class SessionEngine {
   }
 
   /**
+   * Completes the multipart upload `uploadId` of session `s` with the recorded parts `chunks` (in
+   * index order) and hashes the object it made, reading only the chunks this node did not hash
+   * while they arrived (a part cannot be read before the upload is completed). `onConsumed` is
+   * called once the upload is completed, or found no longer in progress: its parts are gone.
+   * @returns the BLAKE3 (lowercase hex) and layout of the object, or the `storage_inconsistency`
+   *   (500) error to answer; with how the hash was had.
+   */
+  private async completeUpload(
+    s: SessionRow,
+    uploadId: string,
+    chunks: ChunkRow[],
+    onConsumed: () => void,
+  ): Promise<
+    { path: FinalizePath; prehashed: number } & (
+      | { error: AppError }
+      | { error?: undefined; actual: string; stored: BlobLayout }
+    )
+  > {
+    if (!isMultipart(this.blobs)) throw new Error("a multipart session on a store without multipart");
+    const stored: BlobLayout = {
+      blobId: multipartBlobId(s.blobId),
+      chunkSize: s.chunkSize,
+      chunkCount: s.chunkCount,
+      size: s.ciphertextSize,
+      gens: [""],
+    };
+    const key = chunkKey(stored.blobId, 0, "");
+    const pre = await this.ingest.take(
+      s.sessionId,
+      chunks.map((c) => c.gen),
+    );
+    const prehashed = pre?.from ?? 0;
+    const path: FinalizePath =
+      prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
+    const failed = (e: unknown, message: string) => {
+      this.log.error("finalize.storage_failed", { session: s.sessionId, error: e as Error });
+      return { error: fail("storage_inconsistency", message), path, prehashed };
+    };
+    try {
+      await this.blobs.completeMultipart(
+        key,
+        uploadId,
+        chunks.map((c) => ({ partNumber: c.chunkIndex + 1, etag: c.etag ?? "" })),
+      );
+    } catch (e) {
+      if (e instanceof MultipartGoneError) {
+        onConsumed();
+        return failed(e, "The session's upload is no longer in progress; upload every chunk again");
+      }
+      // Refused (a part's ETag is not the recorded one: a chunk re-sent during the finalize) or
+      // failed; the upload is unchanged.
+      return failed(e, "The blob store failed to assemble the chunks; retry finalize");
+    }
+    onConsumed();
+    try {
+      const size = await this.blobs.size(key);
+      if (size !== s.ciphertextSize)
+        throw new Error(`the completed object has ${size} bytes, expected ${s.ciphertextSize}`);
+      const actual = await hashBlob(this.blobs, stored, pre?.hasher, prehashed);
+      return { actual, stored, path, prehashed };
+    } catch (e) {
+      return failed(e, "The blob store failed while reading the assembled chunks; upload every chunk again");
+    }
+  }
+
+  /**
    * Deletes a session (docs/protocol.md#upload-sessions). A receiving session's chunk objects are queued for deletion;
    * a finalized session's objects belong to the file and stay.
    * @throws AppError 404, 403; `conflict` (409) while a finalize is running.
@@ -622,7 +856,7 @@ export class SessionEngine {
       if (s.state === "finalizing" && !abandoned)
         throw fail("conflict", "The session is being finalized; try again when it completes");
       await tx.sessions.remove(sessionId);
-      if (s.state !== "finalized") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], this.clock.now());
+      if (s.state !== "finalized") await tx.deletionQueue.enqueue(sessionTargets(s), this.clock.now());
     });
     this.ingest.forget(sessionId);
     this.log.info("session.deleted", { session: sessionId });
@@ -699,7 +933,7 @@ export class SessionEngine {
         for (const s of rows) {
           if (!(await tx.sessions.remove(s.sessionId))) continue;
           removed.push(s.sessionId);
-          if (s.state !== "finalized") await tx.deletionQueue.enqueue([blobPrefix(s.blobId)], now);
+          if (s.state !== "finalized") await tx.deletionQueue.enqueue(sessionTargets(s), now);
         }
         return { seen: rows.length, removed };
       });
@@ -760,6 +994,33 @@ class FinalizeLease {
     this.timer = null;
     await this.renewing;
   }
+}
+
+/**
+ * Object key of the one-object blob the multipart upload of a session with chunked blob id
+ * `blobId` completes into.
+ */
+function sessionObjectKey(blobId: string): string {
+  return chunkKey(multipartBlobId(blobId), 0, "");
+}
+
+/**
+ * What deleting an unfinalized session `s` queues: its multipart upload (aborted) and the object
+ * a finalize may have completed it into, or the prefix of its chunk objects.
+ */
+function sessionTargets(s: SessionRow): string[] {
+  if (!s.uploadId) return [blobPrefix(s.blobId)];
+  const key = sessionObjectKey(s.blobId);
+  return [multipartTarget(key), key];
+}
+
+/** The 503 of a chunk whose multipart upload the session no longer uses: the chunk is sent again. */
+function uploadRestarted(): AppError {
+  return fail(
+    "storage_unavailable",
+    "The session's upload was restarted; upload this chunk again (see the session's status)",
+    { retryAfter: 1 },
+  );
 }
 
 /** The 400 of a finalize before every chunk is uploaded, naming the first missing indices. */

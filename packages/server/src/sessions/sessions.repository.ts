@@ -24,6 +24,11 @@ export type SessionRow = {
   finalizingUntil: number | null;
   finalizingHolder: string | null;
   result: string | null;
+  /**
+   * The store's multipart upload whose parts are the chunks (its object: the one-object blob
+   * `o<blobId>`), or null (absent: null) when each chunk is an object of its own.
+   */
+  uploadId?: string | null;
 };
 /** A `session_chunks` row. */
 export type ChunkRow = {
@@ -32,6 +37,8 @@ export type ChunkRow = {
   gen: string;
   size: number;
   receivedAt: number;
+  /** The part's ETag when the session has a multipart upload; null (absent: null) otherwise. */
+  etag?: string | null;
 };
 /** A session state. */
 export type SessionState = SessionRow["state"];
@@ -99,7 +106,7 @@ export interface SessionsRepository {
     sessionId: string,
     lease: number,
     to: "receiving" | "finalized",
-    set: Partial<Pick<SessionRow, "expiresAt" | "result">>,
+    set: Partial<Pick<SessionRow, "expiresAt" | "result" | "uploadId">>,
   ): Promise<boolean>;
 
   /**
@@ -138,6 +145,13 @@ export interface SessionsRepository {
 
   /** Records (or replaces) the chunk at `row.chunkIndex`. */
   putChunk(row: ChunkRow): Promise<void>;
+
+  /**
+   * The session stops using its multipart upload `uploadId` (a finalize consumed it, or it is
+   * gone): `upload_id` becomes null and every chunk row is removed, provided the session still
+   * names `uploadId`. False (nothing changed) otherwise.
+   */
+  leaveMultipart(sessionId: string, uploadId: string): Promise<boolean>;
 
   /** Received chunks in index order. */
   chunks(sessionId: string): Promise<ChunkRow[]>;

@@ -143,6 +143,73 @@ export function isComposable(store: BlobStore): store is BlobStore & Composable 
   return typeof (store as Partial<Composable>).compose === "function";
 }
 
+/** One part of a multipart upload, as `Multipart.completeMultipart` takes it. */
+export interface UploadedPart {
+  /** Part number, from 1. */
+  partNumber: number;
+  /** The ETag the store answered for the part's upload. */
+  etag: string;
+}
+
+/** A multipart upload in progress (`Multipart.listMultipart`). */
+export interface OpenUpload {
+  key: string;
+  uploadId: string;
+}
+
+/**
+ * Optional ability of a store that builds one object from parts uploaded separately, in any order
+ * and from any node, without copying them (S3 multipart uploads). The parts cannot be read before
+ * `completeMultipart`; the object does not exist before it. Used by upload sessions whose chunks
+ * are at least `minPartBytes` (docs/design.md#storage-layout).
+ */
+export interface Multipart {
+  /** Smallest part but the last, bytes. */
+  readonly minPartBytes: number;
+  /** Most parts of one upload. */
+  readonly maxParts: number;
+  /** Opens a multipart upload whose object will be `key`; resolves with its upload id. */
+  createMultipart(key: string): Promise<string>;
+  /**
+   * Streams `body`, exactly `length` bytes, as part `partNumber` (from 1) of upload `uploadId`,
+   * replacing an earlier part of that number; resolves with the part's ETag. The length rules and
+   * `onData`/`signal` are those of `BlobStore.put`; a failed upload leaves the earlier part, if any.
+   * @throws BlobLengthError (body shorter or longer); MultipartGoneError when the upload was
+   *   completed or aborted; other store errors propagate.
+   */
+  putPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts?: Pick<PutOptions, "onData" | "signal">,
+  ): Promise<string>;
+  /**
+   * Completes upload `uploadId`: object `key` becomes the parts `parts` (ascending part numbers)
+   * concatenated. Fails, changing nothing, when a part's ETag is not the one stored.
+   * @throws MultipartGoneError when the upload was completed or aborted; other errors propagate.
+   */
+  completeMultipart(key: string, uploadId: string, parts: UploadedPart[]): Promise<void>;
+  /** Aborts every multipart upload in progress whose object is `key` (none: nothing to do). */
+  abortMultipart(key: string): Promise<void>;
+  /** The multipart uploads in progress whose object key starts with `prefix`. */
+  listMultipart(prefix: string): AsyncIterable<OpenUpload>;
+}
+
+/** True when `store` has the `Multipart` ability. */
+export function isMultipart(store: BlobStore): store is BlobStore & Multipart {
+  return typeof (store as Partial<Multipart>).createMultipart === "function";
+}
+
+/** The multipart upload is no longer in progress (completed or aborted). */
+export class MultipartGoneError extends Error {
+  constructor(readonly key: string) {
+    super(`no multipart upload in progress for ${key}`);
+    this.name = "MultipartGoneError";
+  }
+}
+
 /** The body given to `put` did not have the declared length; nothing was stored. */
 export class BlobLengthError extends Error {
   constructor(

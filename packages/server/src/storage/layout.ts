@@ -66,6 +66,30 @@ export function blobTarget(blobId: string): string {
   return isOneObjectBlob(blobId) ? `${shardOf(blobId)}${blobId}` : blobPrefix(blobId);
 }
 
+/**
+ * The one-object blob that the multipart upload of an upload session with chunked blob id
+ * `blobId` completes into: `o<blobId>` (docs/design.md#storage-layout).
+ */
+export function multipartBlobId(blobId: string): string {
+  return `${ONE_OBJECT_MARK}${blobId}`;
+}
+
+/** Suffix of a deletion-queue target that names multipart uploads instead of an object. */
+const UPLOADS_SUFFIX = "?uploads";
+
+/**
+ * The deletion-queue target that aborts every multipart upload in progress of object `key`
+ * (`<key>?uploads`: not an object key, and no prefix).
+ */
+export function multipartTarget(key: string): string {
+  return `${key}${UPLOADS_SUFFIX}`;
+}
+
+/** The object key of a `multipartTarget`, or null when `target` is an object key or prefix. */
+export function multipartTargetKey(target: string): string | null {
+  return target.endsWith(UPLOADS_SUFFIX) ? target.slice(0, -UPLOADS_SUFFIX.length) : null;
+}
+
 /** Deletes every object of blob `blobId` from `store` (idempotent). */
 export function deleteBlob(store: BlobStore, blobId: string): Promise<void> {
   return isOneObjectBlob(blobId)

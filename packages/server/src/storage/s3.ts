@@ -7,9 +7,12 @@
  * of a chunked blob is therefore `<prefix>/b/<xx>/<blob_id>/<index>.<gen>`, and every chunk of one
  * blob shares the S3 prefix `<prefix>/b/<xx>/<blob_id>/`, which `list` and `deletePrefix` walk with
  * ListObjectsV2; a one-object blob is the single object `<prefix>/b/<xx>/<blob_id>`. Nothing else
- * is stored in the bucket: no temporary objects, no metadata objects, and no multipart upload
- * outside `compose`, which builds one object from others server side (UploadPartCopy, completed
- * or aborted before it returns).
+ * is stored in the bucket: no temporary objects and no metadata objects. Multipart uploads exist
+ * in two places only: `compose`, which builds one object from others server side (UploadPartCopy,
+ * completed or aborted before it returns), and the `Multipart` ability, with which an upload
+ * session of large chunks streams each chunk as one part of the multipart upload of the file's
+ * final object (`createMultipart`, `putPart`, `completeMultipart`; `abortMultipart` for a session
+ * that ends unfinalized, `listMultipart` for fsck).
  *
  * Writes are one plain PUT each, with `Content-Length` set to the declared length and the body
  * streamed from the caller's stream (signed as `UNSIGNED-PAYLOAD`, so no hash of the body is
@@ -23,8 +26,14 @@
  * `putObject` reads a body of up to 64 MiB into memory and MD5- or SHA-256-hashes it before
  * sending (larger ones become multipart uploads). minio is therefore pinned to one exact version
  * in package.json, and `test/storage/minio-internal.test.ts` fails when the pin drifts or the
- * internal's request changes (measured trade-off: docs/operator-guide.md#s3).
+ * internal's request changes (measured trade-off: docs/operator-guide.md#s3). The same call, and
+ * only it, sends the two multipart requests minio has no streaming public method for: a part
+ * (UploadPart: `PUT ?partNumber&uploadId`, its public `uploadPart` takes a buffer) and the start
+ * of an upload (CreateMultipartUpload: `POST ?uploads`, whose minio method is `@internal`).
+ * Completing, aborting and listing uploads use minio's public methods.
  */
+
+import type { IncomingMessage } from "node:http";
 import * as http from "node:http";
 import * as https from "node:https";
 import { addAbortSignal, Readable } from "node:stream";
@@ -40,8 +49,12 @@ import {
   type ComposeSource,
   exactLength,
   isValidKey,
+  type Multipart,
+  MultipartGoneError,
+  type OpenUpload,
   type Presignable,
   type PutOptions,
+  type UploadedPart,
 } from "./blob-store.ts";
 import { timedTransport } from "./s3-timeouts.ts";
 
@@ -54,11 +67,16 @@ const MAX_PARTS = 10_000;
 /** Largest number of keys S3 accepts in one DeleteObjects request. */
 const DELETE_BATCH = 1000;
 
-/** Request options of `S3Client.makeRequestStreamAsync` that this store uses. */
+/**
+ * Request options of `S3Client.makeRequestStreamAsync` that this store uses: a PUT of an object
+ * or of a part (`query` `partNumber=N&uploadId=ID`), or the POST `?uploads` that starts a
+ * multipart upload.
+ */
 export interface S3PutRequest {
-  method: "PUT";
+  method: "PUT" | "POST";
   bucketName: string;
   objectName: string;
+  query?: string;
   headers: Record<string, string>;
 }
 
@@ -100,6 +118,24 @@ export interface S3Client {
    * minio's aborts the upload and resolves when a part fails, so the caller checks the result.
    */
   composeObject(dest: CopyDestinationOptions, sources: CopySourceOptions[]): Promise<unknown>;
+  /**
+   * CompleteMultipartUpload of `uploadId` with the parts `etags` (`part` from 1). minio throws
+   * the S3 error, including one S3 sends after a 200 status.
+   */
+  completeMultipartUpload(
+    bucketName: string,
+    objectName: string,
+    uploadId: string,
+    etags: { part: number; etag?: string }[],
+  ): Promise<unknown>;
+  /** AbortMultipartUpload of `uploadId`. */
+  abortMultipartUpload(bucketName: string, objectName: string, uploadId: string): Promise<void>;
+  /** The multipart uploads in progress under `prefix` (every level when `recursive`). */
+  listIncompleteUploads(
+    bucketName: string,
+    prefix: string,
+    recursive: boolean,
+  ): AsyncIterable<{ key: string; uploadId: string }>;
   /** A presigned GET URL of an object, valid `expires` seconds (computed locally, no request). */
   presignedGetObject(bucketName: string, objectName: string, expires?: number): Promise<string>;
   makeBucket(bucketName: string, region?: string): Promise<void>;
@@ -141,8 +177,10 @@ function emptyStream(): ReadableStream<Uint8Array> {
 }
 
 /** `BlobStore` in one S3 bucket; see the module comment for the key layout. */
-export class S3BlobStore implements BlobStore, Composable, Presignable {
+export class S3BlobStore implements BlobStore, Composable, Presignable, Multipart {
   readonly kind = "s3";
+  readonly minPartBytes = MIN_PART_BYTES;
+  readonly maxParts = MAX_PARTS;
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly prefix: string;
@@ -189,27 +227,39 @@ export class S3BlobStore implements BlobStore, Composable, Presignable {
   ): Promise<void> {
     checkKey(key);
     if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length: ${length}`);
+    await consume(await this.send(this.objectName(key), undefined, body, length, opts));
+  }
+
+  /**
+   * One PUT of `body`, exactly `length` bytes, to object `name` (with `query`, a part); resolves
+   * with the response, its body unread. The length rules and errors are those of `put`.
+   */
+  private async send(
+    name: string,
+    query: string | undefined,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts: Pick<PutOptions, "onData" | "signal">,
+  ): Promise<Readable> {
     opts.signal?.throwIfAborted();
     const checked = exactLength(body, length, opts.onData);
     const request: S3PutRequest = {
       method: "PUT",
       bucketName: this.bucket,
-      objectName: this.objectName(key),
+      objectName: name,
       headers: { "Content-Length": String(length) },
     };
+    if (query !== undefined) request.query = query;
     if (length === 0) {
       // An empty PUT is complete as soon as its headers are sent, so check the body first.
       await drain(checked, opts.signal);
-      const res = await this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
-      await consume(res);
-      return;
+      return this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
     }
     const source = new HeldBackSource(checked.getReader(), length);
     const readable = Readable.from(source.pieces(), { objectMode: false });
     if (opts.signal) addAbortSignal(opts.signal, readable);
     try {
-      const res = await this.client.makeRequestStreamAsync(request, readable, "", [200], "");
-      await consume(res);
+      return await this.client.makeRequestStreamAsync(request, readable, "", [200], "");
     } catch (e) {
       readable.destroy();
       // Release the caller's body however far it was read (the request may have failed before
@@ -220,6 +270,90 @@ export class S3BlobStore implements BlobStore, Composable, Presignable {
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (source.failure !== undefined) throw source.failure;
       throw e;
+    }
+  }
+
+  /** `Multipart.createMultipart`: CreateMultipartUpload (`POST ?uploads`) of object `key`. */
+  async createMultipart(key: string): Promise<string> {
+    checkKey(key);
+    const request: S3PutRequest = {
+      method: "POST",
+      bucketName: this.bucket,
+      objectName: this.objectName(key),
+      query: "uploads",
+      headers: { "Content-Length": "0" },
+    };
+    const res = await this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
+    const xml = await text(res);
+    const m = /<UploadId>([^<]+)<\/UploadId>/.exec(xml);
+    if (!m?.[1]) throw new Error(`S3 CreateMultipartUpload of ${key} answered no UploadId`);
+    return unescapeXml(m[1]);
+  }
+
+  /** `Multipart.putPart`: one streamed UploadPart, as `put` streams an object. */
+  async putPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    opts: Pick<PutOptions, "onData" | "signal"> = {},
+  ): Promise<string> {
+    checkKey(key);
+    if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length: ${length}`);
+    if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PARTS)
+      throw new RangeError(`invalid part number: ${partNumber}`);
+    const query = `partNumber=${partNumber}&uploadId=${encodeURIComponent(uploadId)}`;
+    let res: Readable;
+    try {
+      res = await this.send(this.objectName(key), query, body, length, opts);
+    } catch (e) {
+      if (errorCode(e) === "NoSuchUpload") throw new MultipartGoneError(key);
+      throw e;
+    }
+    const etag = (res as Partial<IncomingMessage>).headers?.etag;
+    await consume(res);
+    if (typeof etag !== "string" || etag === "")
+      throw new Error(`S3 UploadPart ${partNumber} of ${key} answered no ETag`);
+    return etag.replace(/^"|"$/g, "");
+  }
+
+  /** `Multipart.completeMultipart`: CompleteMultipartUpload with the given parts. */
+  async completeMultipart(key: string, uploadId: string, parts: UploadedPart[]): Promise<void> {
+    checkKey(key);
+    try {
+      await this.client.completeMultipartUpload(
+        this.bucket,
+        this.objectName(key),
+        uploadId,
+        parts.map((p) => ({ part: p.partNumber, etag: p.etag })),
+      );
+    } catch (e) {
+      if (errorCode(e) === "NoSuchUpload") throw new MultipartGoneError(key);
+      throw e;
+    }
+  }
+
+  /** `Multipart.abortMultipart`: lists the uploads of `key` and aborts each. */
+  async abortMultipart(key: string): Promise<void> {
+    checkKey(key);
+    const name = this.objectName(key);
+    for await (const u of this.client.listIncompleteUploads(this.bucket, name, true)) {
+      if (u.key !== name) continue;
+      try {
+        await this.client.abortMultipartUpload(this.bucket, name, u.uploadId);
+      } catch (e) {
+        if (errorCode(e) !== "NoSuchUpload") throw e;
+      }
+    }
+  }
+
+  /** `Multipart.listMultipart`: ListMultipartUploads under `prefix`. */
+  async *listMultipart(prefix: string): AsyncGenerator<OpenUpload> {
+    const strip = this.prefix === "" ? 0 : this.prefix.length + 1;
+    const full = this.prefix === "" ? prefix : `${this.prefix}/${prefix}`;
+    for await (const u of this.client.listIncompleteUploads(this.bucket, full, true)) {
+      yield { key: u.key.slice(strip), uploadId: u.uploadId };
     }
   }
 
@@ -526,6 +660,20 @@ async function drain(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): 
     await reader.cancel().catch(() => {});
     throw e;
   }
+}
+
+/** Reads a (small) response body as UTF-8 text. */
+async function text(res: Readable): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const piece of res) parts.push(Buffer.from(piece as Uint8Array));
+  return Buffer.concat(parts).toString("utf8");
+}
+
+/** The text of an XML element's content with the five predefined entities decoded. */
+function unescapeXml(s: string): string {
+  return s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e: string) =>
+    e === "lt" ? "<" : e === "gt" ? ">" : e === "quot" ? '"' : e === "apos" ? "'" : "&",
+  );
 }
 
 /** Reads and discards a response body so its connection can be reused. */

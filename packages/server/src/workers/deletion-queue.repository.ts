@@ -21,7 +21,10 @@
  *   postpone it (`failed`). A sweeper that dies leaves its rows to be claimed again after the lease.
  */
 
-/** A queued deletion: `target` is an object key or a prefix ending in `/`. */
+/**
+ * A queued deletion: `target` is an object key, a prefix ending in `/`, or `<key>?uploads`: every
+ * multipart upload in progress of object `key` (`multipartTarget` in src/storage/layout.ts).
+ */
 export type DeletionRow = {
   id: number;
   target: string;

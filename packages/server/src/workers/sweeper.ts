@@ -2,12 +2,15 @@
  * @module workers/sweeper
  * Background collection: finalize leases that ran out, expired upload sessions (docs/protocol.md#upload-sessions), write
  * intents of dead processes, every `SHARE_REAP_INTERVAL_SECONDS` the revoked, expired and idle
- * shares (docs/sharing.md), expired kept versions (docs/versions.md), and the blob deletion queue. Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
+ * shares (docs/sharing.md), expired kept versions (docs/versions.md), and the blob deletion queue
+ * (objects, prefixes, and the multipart uploads of `multipartTarget`s, which are aborted). Runs every `ESYNC_SWEEP_INTERVAL_SECONDS`; one pass at a time per
  * process; failures are retried with backoff. Every node runs one: deletion rows are claimed with
  * a lease (`claimDue`), so each object is deleted by one sweeper.
  */
 import type { Services } from "../services.ts";
 import { SHARE_REAP_INTERVAL_SECONDS } from "../shares/share-rules.ts";
+import { isMultipart } from "../storage/blob-store.ts";
+import { multipartTargetKey } from "../storage/layout.ts";
 import { DELETION_CLAIM_LEASE_SECONDS } from "./deletion-queue.repository.ts";
 
 /** Seconds before a failed deletion is retried: 10 s doubling per attempt, at most 1 h. */
@@ -49,7 +52,10 @@ export class Sweeper {
       await Promise.all(
         due.map(async (row) => {
           try {
-            if (row.target.endsWith("/")) await blobs.deletePrefix(row.target);
+            const uploadsOf = multipartTargetKey(row.target);
+            if (uploadsOf !== null) {
+              if (isMultipart(blobs)) await blobs.abortMultipart(uploadsOf);
+            } else if (row.target.endsWith("/")) await blobs.deletePrefix(row.target);
             else await blobs.delete([row.target]);
             await this.s.deletions.done(row.id);
             deletions++;

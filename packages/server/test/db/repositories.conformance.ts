@@ -77,6 +77,7 @@ export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionR
     finalizingUntil: null,
     finalizingHolder: null,
     result: null,
+    uploadId: null,
     ...over,
   };
 }
@@ -337,6 +338,7 @@ export function repositoryConformance(
         gen: "g1b",
         size: 11,
         receivedAt: NOW + 1,
+        etag: null,
       });
       expect(await s.repos.sessions.chunk("s1", 7)).toBeUndefined();
       await s.repos.sessions.setExpiry("s1", NOW + 7);
@@ -344,6 +346,43 @@ export function repositoryConformance(
       expect(await s.repos.sessions.remove("s1")).toBe(true);
       expect(await s.repos.sessions.remove("s1")).toBe(false);
       expect(await s.repos.sessions.chunks("s1")).toEqual([]);
+    });
+
+    it("sessions: a multipart session keeps its upload id and part ETags; leaveMultipart drops both only for that upload id", async (s) => {
+      await s.repos.sessions.insert(sessionRow("m1", { uploadId: "2~up" }));
+      expect((await s.repos.sessions.get("m1"))?.uploadId).toBe("2~up");
+      await s.repos.sessions.putChunk({
+        sessionId: "m1",
+        chunkIndex: 0,
+        gen: "g0",
+        size: 10,
+        receivedAt: NOW,
+        etag: "e0",
+      });
+      await s.repos.sessions.putChunk({
+        sessionId: "m1",
+        chunkIndex: 0,
+        gen: "g0b",
+        size: 10,
+        receivedAt: NOW,
+        etag: "e0b",
+      });
+      expect((await s.repos.sessions.chunks("m1")).map((c) => c.etag)).toEqual(["e0b"]);
+      expect(await s.repos.sessions.leaveMultipart("m1", "2~other")).toBe(false);
+      expect(await s.repos.sessions.chunkIndices("m1")).toEqual([0]);
+      expect(await s.repos.sessions.leaveMultipart("m1", "2~up")).toBe(true);
+      expect((await s.repos.sessions.get("m1"))?.uploadId).toBeNull();
+      expect(await s.repos.sessions.chunks("m1")).toEqual([]);
+      expect(await s.repos.sessions.leaveMultipart("m1", "2~up")).toBe(false);
+    });
+
+    it("ops: isUploadOwned is true for a session's upload id or a queued abort of the key's uploads", async (s) => {
+      await s.repos.sessions.insert(sessionRow("m2", { uploadId: "2~mine" }));
+      expect(await s.repos.ops.isUploadOwned("b/aa/oaa", "2~mine")).toBe(true);
+      expect(await s.repos.ops.isUploadOwned("b/aa/oaa", "2~stray")).toBe(false);
+      await s.repos.deletionQueue.enqueue(["b/aa/oaa?uploads"], NOW);
+      expect(await s.repos.ops.isUploadOwned("b/aa/oaa", "2~stray")).toBe(true);
+      expect(await s.repos.ops.isUploadOwned("b/aa/obb", "2~stray")).toBe(false);
     });
 
     it("sessions: the finalizing lease is taken once, renewed and ended only by its holder, released when run out", async (s) => {

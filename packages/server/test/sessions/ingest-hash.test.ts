@@ -33,7 +33,7 @@ function countingChunksOf(map: Map<number, [string, Uint8Array]>): {
       ...base,
       open: (i, gen) => {
         reads.push(i);
-        return base.open(i, gen);
+        return base.open!(i, gen);
       },
     },
   };

@@ -407,6 +407,34 @@ class FakeS3 implements S3Client {
     return `http://fake/${bucket}/${name}?X-Amz-Expires=${expires}`;
   }
 
+  /** Multipart uploads in progress: upload id → object name and parts (part number → bytes). */
+  readonly uploads = new Map<string, { name: string; parts: Map<number, Uint8Array> }>();
+
+  async completeMultipartUpload(
+    _bucket: string,
+    name: string,
+    uploadId: string,
+    etags: { part: number; etag?: string }[],
+  ): Promise<unknown> {
+    const u = this.uploads.get(uploadId);
+    if (!u || u.name !== name) throw Object.assign(new Error("NoSuchUpload"), { code: "NoSuchUpload" });
+    this.uploads.delete(uploadId);
+    this.objects.set(name, new Uint8Array(Buffer.concat(etags.map((e) => u.parts.get(e.part)!))));
+    return { etag: "x" };
+  }
+
+  async abortMultipartUpload(_bucket: string, _name: string, uploadId: string): Promise<void> {
+    this.uploads.delete(uploadId);
+  }
+
+  async *listIncompleteUploads(
+    _bucket: string,
+    prefix: string,
+  ): AsyncGenerator<{ key: string; uploadId: string }> {
+    for (const [uploadId, u] of [...this.uploads])
+      if (u.name.startsWith(prefix)) yield { key: u.name, uploadId };
+  }
+
   /** Compose calls seen; with `abortCompose`, a part fails and the upload is aborted silently, as minio does. */
   composed = 0;
   abortCompose = false;

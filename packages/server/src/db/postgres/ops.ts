@@ -5,7 +5,7 @@
  * the files it counts) comes from the same moment however many nodes write meanwhile. Counters
  * are `bigint` here, so the only drift is a wrong value or a missing row.
  */
-import { and, asc, count, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, eq, gt, inArray, isNotNull, isNull, lte, or, sql } from "drizzle-orm";
 import {
   type AccountedPage,
   chunkKeysOf,
@@ -18,7 +18,7 @@ import {
   type VersionLayout,
 } from "../../ops/ops.repository.ts";
 import { shareIdOfKey } from "../../shares/share-rules.ts";
-import { blobIdOfKey } from "../../storage/layout.ts";
+import { blobIdOfKey, isOneObjectBlob, multipartTarget } from "../../storage/layout.ts";
 import type { PgDb } from "./client.ts";
 import type { PgConn } from "./conn.ts";
 import { apiTokens, blobDeletions, files, fileVersions, folders, shares, uploadSessions } from "./schema.ts";
@@ -203,6 +203,21 @@ export class PgOpsRepository implements OpsRepository {
     return versionLayoutsAfter(this.db, after, limit);
   }
 
+  async isUploadOwned(key: string, uploadId: string): Promise<boolean> {
+    const [session] = await this.db
+      .select({ n: sql`1` })
+      .from(uploadSessions)
+      .where(eq(uploadSessions.uploadId, uploadId))
+      .limit(1);
+    if (session) return true;
+    const [queued] = await this.db
+      .select({ n: sql`1` })
+      .from(blobDeletions)
+      .where(eq(blobDeletions.target, multipartTarget(key)))
+      .limit(1);
+    return queued !== undefined;
+  }
+
   async isReferenced(key: string): Promise<boolean> {
     const [queued] = await this.db
       .select({ n: sql`1` })
@@ -227,6 +242,15 @@ export class PgOpsRepository implements OpsRepository {
       .where(eq(uploadSessions.blobId, blobId))
       .limit(1);
     if (session) return true;
+    // The object a multipart session's upload completes into (`multipartBlobId`).
+    if (isOneObjectBlob(blobId)) {
+      const [multipart] = await this.db
+        .select({ n: sql`1` })
+        .from(uploadSessions)
+        .where(and(eq(uploadSessions.blobId, blobId.slice(1)), isNotNull(uploadSessions.uploadId)))
+        .limit(1);
+      if (multipart) return true;
+    }
     const rows = await this.db
       .select({ blobId: files.blobId, chunkCount: files.chunkCount, chunkGens: files.chunkGens })
       .from(files)

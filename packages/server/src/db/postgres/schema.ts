@@ -204,6 +204,8 @@ export const uploadSessions = pgTable(
     finalizingUntil: int64("finalizing_until"),
     /** While `finalizing`: the process holding the lease (see `src/db/sqlite/schema.ts`); null otherwise. */
     finalizingHolder: text("finalizing_holder"),
+    /** The S3 multipart upload of the session's chunks (see `src/db/sqlite/schema.ts`); null otherwise. */
+    uploadId: text("upload_id"),
     result: text("result"),
   },
   (t) => [
@@ -222,6 +224,8 @@ export const sessionChunks = pgTable(
     gen: text("gen").notNull(),
     size: int64("size").notNull(),
     receivedAt: int64("received_at").notNull(),
+    /** ETag of the chunk's part when the session has a multipart upload; null otherwise. */
+    etag: text("etag"),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],
 );

@@ -97,7 +97,7 @@ export class PgSessionsRepository implements SessionsRepository {
     sessionId: string,
     lease: number,
     to: "receiving" | "finalized",
-    set: Partial<Pick<SessionRow, "expiresAt" | "result">>,
+    set: Partial<Pick<SessionRow, "expiresAt" | "result" | "uploadId">>,
   ): Promise<boolean> {
     const rows = await this.db
       .update(uploadSessions)
@@ -192,11 +192,28 @@ export class PgSessionsRepository implements SessionsRepository {
   async putChunk(row: ChunkRow): Promise<void> {
     await this.db
       .insert(sessionChunks)
-      .values(row)
+      .values({ ...row, etag: row.etag ?? null })
       .onConflictDoUpdate({
         target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
-        set: { gen: sql`excluded.gen`, size: sql`excluded.size`, receivedAt: sql`excluded.received_at` },
+        set: {
+          gen: sql`excluded.gen`,
+          size: sql`excluded.size`,
+          receivedAt: sql`excluded.received_at`,
+          etag: sql`excluded.etag`,
+        },
       });
+  }
+
+  async leaveMultipart(sessionId: string, uploadId: string): Promise<boolean> {
+    if (unstorable(sessionId)) return false;
+    const changed = await this.db
+      .update(uploadSessions)
+      .set({ uploadId: null })
+      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.uploadId, uploadId)))
+      .returning({ id: uploadSessions.sessionId });
+    if (changed.length === 0) return false;
+    await this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId));
+    return true;
   }
 
   async chunks(sessionId: string): Promise<ChunkRow[]> {

@@ -19,7 +19,7 @@ import {
   type VersionLayout,
 } from "../../ops/ops.repository.ts";
 import { shareIdOfKey } from "../../shares/share-rules.ts";
-import { blobIdOfKey } from "../../storage/layout.ts";
+import { blobIdOfKey, isOneObjectBlob, multipartTarget } from "../../storage/layout.ts";
 import type { Db } from "../client.ts";
 
 interface FileRow {
@@ -219,6 +219,14 @@ export class SqliteOpsRepository implements OpsRepository {
     const blobId = blobIdOfKey(key);
     if (blobId === null) return false;
     if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE blob_id = ? LIMIT 1").get(blobId)) return true;
+    // The object a multipart session's upload completes into (`multipartBlobId`).
+    if (
+      isOneObjectBlob(blobId) &&
+      this.sqlite
+        .query("SELECT 1 FROM upload_sessions WHERE blob_id = ? AND upload_id IS NOT NULL LIMIT 1")
+        .get(blobId.slice(1))
+    )
+      return true;
     const rows = this.sqlite
       .query<{ blob_id: string; chunk_count: number; chunk_gens: string }, [string]>(
         "SELECT blob_id, chunk_count, chunk_gens FROM files WHERE blob_id = ?1 UNION ALL SELECT blob_id, chunk_count, chunk_gens FROM file_versions WHERE blob_id = ?1",
@@ -226,6 +234,15 @@ export class SqliteOpsRepository implements OpsRepository {
       .all(blobId);
     return rows.some((r) =>
       chunkKeysOf({ blobId: r.blob_id, chunkCount: r.chunk_count, chunkGens: r.chunk_gens }).includes(key),
+    );
+  }
+
+  async isUploadOwned(key: string, uploadId: string): Promise<boolean> {
+    if (this.sqlite.query("SELECT 1 FROM upload_sessions WHERE upload_id = ? LIMIT 1").get(uploadId))
+      return true;
+    return (
+      this.sqlite.query("SELECT 1 FROM blob_deletions WHERE target = ? LIMIT 1").get(multipartTarget(key)) !==
+      null
     );
   }
 

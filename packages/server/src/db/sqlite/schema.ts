@@ -171,6 +171,12 @@ export const uploadSessions = sqliteTable(
      * process could not name itself (its lease then ends by expiry only).
      */
     finalizingHolder: text("finalizing_holder"),
+    /**
+     * The S3 multipart upload whose parts are this session's chunks (docs/design.md#storage-layout):
+     * its object is the one-object blob `o<blob_id>`. Null for a session whose chunks are objects
+     * of their own (disk, small chunks, or after a finalize that consumed the upload failed).
+     */
+    uploadId: text("upload_id"),
     /** UploadResult JSON once finalized. */
     result: text("result"),
   },
@@ -186,6 +192,8 @@ export const sessionChunks = sqliteTable(
     gen: text("gen").notNull(),
     size: integer("size").notNull(),
     receivedAt: integer("received_at").notNull(),
+    /** ETag of the chunk's part when the session has a multipart upload; null otherwise. */
+    etag: text("etag"),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.chunkIndex] })],
 );

@@ -39,6 +39,7 @@ export class SqliteSessionsRepository implements SessionsRepository {
           gen: sql.placeholder("gen"),
           size: sql.placeholder("size"),
           receivedAt: sql.placeholder("receivedAt"),
+          etag: sql.placeholder("etag"),
         })
         .onConflictDoUpdate({
           target: [sessionChunks.sessionId, sessionChunks.chunkIndex],
@@ -46,6 +47,7 @@ export class SqliteSessionsRepository implements SessionsRepository {
             gen: sql`excluded.gen`,
             size: sql`excluded.size`,
             receivedAt: sql`excluded.received_at`,
+            etag: sql`excluded.etag`,
           },
         })
         .prepare(),
@@ -119,7 +121,7 @@ export class SqliteSessionsRepository implements SessionsRepository {
     sessionId: string,
     lease: number,
     to: "receiving" | "finalized",
-    set: Partial<Pick<SessionRow, "expiresAt" | "result">>,
+    set: Partial<Pick<SessionRow, "expiresAt" | "result" | "uploadId">>,
   ): Promise<boolean> {
     const r = this.db
       .update(uploadSessions)
@@ -206,7 +208,19 @@ export class SqliteSessionsRepository implements SessionsRepository {
       gen: row.gen,
       size: row.size,
       receivedAt: row.receivedAt,
+      etag: row.etag ?? null,
     });
+  }
+
+  async leaveMultipart(sessionId: string, uploadId: string): Promise<boolean> {
+    const r = this.db
+      .update(uploadSessions)
+      .set({ uploadId: null })
+      .where(and(eq(uploadSessions.sessionId, sessionId), eq(uploadSessions.uploadId, uploadId)))
+      .run();
+    if (changes(r) === 0) return false;
+    this.db.delete(sessionChunks).where(eq(sessionChunks.sessionId, sessionId)).run();
+    return true;
   }
 
   async chunks(sessionId: string): Promise<ChunkRow[]> {
