@@ -219,7 +219,7 @@ describe("body limits hold while streaming", () => {
       `POST /upload/session HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${user.auth}\r\n` +
         `Content-Type: application/json\r\nContent-Length: ${2 * 1024 * MiB}\r\n\r\n{"a":`,
     );
-    expect(await closedWithin(raw, 3000)).not.toBeNull();
+    expect(await closedWithin(raw, 5000)).not.toBeNull();
     const res = parseHead(raw.received());
     expect(res?.status).toBe(413);
     expect(res?.headers.connection).toBe("close");
@@ -309,7 +309,7 @@ describe("body limits hold while streaming", () => {
           await Bun.sleep(20);
         }
         // Well inside the body idle timeout (5 s): the answer is the limit's, not a timeout's.
-        expect(await closedWithin(raw, 3000)).not.toBeNull();
+        expect(await closedWithin(raw, 5000)).not.toBeNull();
         const res = parseHead(raw.received());
         expect(res?.status).toBe(413);
         expect(errorCode(res?.body ?? "")).toBe("payload_too_large");
