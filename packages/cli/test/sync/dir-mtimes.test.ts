@@ -4,39 +4,13 @@
  * B's files are written (and `esync pull` restores it), a `touch` of a directory on A propagates,
  * and a renamed directory leaves no stray directory behind (docs/attributes.md#directory-modification-times).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
 import { runCli } from "../helpers.ts";
-import { MNEMONIC } from "./support.ts";
+import { twoCliDevices } from "./support.ts";
 
-const work = mkdtempSync(join(tmpdir(), "esync-dir-mtimes-"));
-const cfgA = join(work, "cfg-a");
-const cfgB = join(work, "cfg-b");
-let server: ServerProcess;
-
-beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
-  for (const cfg of [cfgA, cfgB]) {
-    const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
-    expect(r.code).toBe(0);
-  }
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
+const { work, cfgA, cfgB } = twoCliDevices("esync-dir-mtimes-");
 
 /** A directory's modification time, Unix seconds. */
 const seconds = (p: string) => Math.round(statSync(p).mtimeMs / 1000);

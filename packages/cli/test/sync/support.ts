@@ -3,7 +3,9 @@
  * an `EsyncApi` of the same account (same mnemonic) against one real server, synced in-process
  * with `runSyncPass`; `snapshotTree` reads a directory as path → kind, content, mode (and mtime).
  */
-import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { afterAll, beforeAll, expect } from "bun:test";
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EsyncApi } from "@esync/client/api.ts";
 import { type Identity, identityFromMnemonic } from "@esync/client/keys.ts";
@@ -11,9 +13,34 @@ import { runSyncPass, type SyncReport } from "@esync/client/sync/engine.ts";
 import { excludesFrom } from "@esync/client/sync/excludes.ts";
 import { SyncState } from "@esync/client/sync/state-db.ts";
 import { WalletTokenSource } from "@esync/client/token.ts";
+import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
+import { runCli } from "../helpers.ts";
 
 /** The mnemonic both devices share. */
 export const MNEMONIC = `${"abandon ".repeat(11)}about`;
+
+/**
+ * Two CLI devices of one account for a test file: config directories `cfgA` and `cfgB` under a
+ * temporary `work` directory, both `esync init --import`ed with `MNEMONIC` against one server
+ * (disk store, fsync off) started before the file's tests and stopped, with `work` removed, after.
+ */
+export function twoCliDevices(prefix: string): { work: string; cfgA: string; cfgB: string } {
+  const work = mkdtempSync(join(tmpdir(), prefix));
+  const devices = { work, cfgA: join(work, "cfg-a"), cfgB: join(work, "cfg-b") };
+  let server: ServerProcess | undefined;
+  beforeAll(async () => {
+    server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+    for (const cfg of [devices.cfgA, devices.cfgB]) {
+      const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
+      expect(r.code).toBe(0);
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+  return devices;
+}
 
 /** One synced directory. */
 export interface Device {

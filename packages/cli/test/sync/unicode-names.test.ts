@@ -4,36 +4,19 @@
  * on-disk name, and two names of one directory equal after NFC (twins) are reported by name
  * with a non-zero exit status (docs/unicode-names.md).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
 import { runCli } from "../helpers.ts";
-import { MNEMONIC } from "./support.ts";
+import { twoCliDevices } from "./support.ts";
 
-const work = mkdtempSync(join(tmpdir(), "esync-unicode-"));
-const cfgA = join(work, "cfg-a");
-const cfgB = join(work, "cfg-b");
-let server: ServerProcess;
+const { work, cfgA, cfgB } = twoCliDevices("esync-unicode-");
 
 /** "café.txt" decomposed (e + U+0301) and composed (U+00E9). */
 const CAFE_NFD = "cafe\u0301.txt";
 const CAFE_NFC = "caf\u00e9.txt";
 const AMELIE_NFD = "Ame\u0301lie";
 const AMELIE_NFC = "Am\u00e9lie";
-
-beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
-  for (const cfg of [cfgA, cfgB]) {
-    const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
-    expect(r.code).toBe(0);
-  }
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
 
 describe("decomposed (NFD) names", () => {
   test("are uploaded under their NFC form, and a remote change lands on the on-disk name without a twin", async () => {

@@ -95,8 +95,13 @@ export function sealAttributes(
     mode: attrs.mode & 0o7777,
     mtime_ms: attrs.mtimeMs,
   });
+  return seal(folderKey, aad(binding, 2), json);
+}
+
+/** `nonce (24) ‖ XChaCha20-Poly1305(attributes key, nonce, json, associated)`, a fresh nonce each time. */
+function seal(folderKey: Uint8Array, associated: Uint8Array, json: string): Uint8Array {
   const nonce = crypto.getRandomValues(new Uint8Array(NONCE));
-  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, aad(binding, 2)).encrypt(
+  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, associated).encrypt(
     new TextEncoder().encode(json),
   );
   const out = new Uint8Array(NONCE + sealed.length);
@@ -163,15 +168,7 @@ function dirAad(path: string): Uint8Array {
  * about 80 bytes.
  */
 export function sealDirAttributes(folderKey: Uint8Array, path: string, attrs: DirAttributes): Uint8Array {
-  const json = JSON.stringify({ v: 1, type: "dir", mtime_ms: attrs.mtimeMs });
-  const nonce = crypto.getRandomValues(new Uint8Array(NONCE));
-  const sealed = xchacha20poly1305(attributesKey(folderKey), nonce, dirAad(path)).encrypt(
-    new TextEncoder().encode(json),
-  );
-  const out = new Uint8Array(NONCE + sealed.length);
-  out.set(nonce, 0);
-  out.set(sealed, NONCE);
-  return out;
+  return seal(folderKey, dirAad(path), JSON.stringify({ v: 1, type: "dir", mtime_ms: attrs.mtimeMs }));
 }
 
 /**
