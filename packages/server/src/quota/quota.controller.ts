@@ -8,15 +8,9 @@
  */
 
 import { AppError } from "@esync/protocol/errors.ts";
-import {
-  CanUploadBody,
-  CanUploadResult,
-  OwnerParams,
-  QuotaReport,
-  VersionsError,
-} from "@esync/protocol/schemas.ts";
+import { CanUploadBody, CanUploadResult, OwnerParams, QuotaReport } from "@esync/protocol/schemas.ts";
 import { Elysia } from "elysia";
-import { authenticated, bodyAddress, doc, flatResponses, jsonBody } from "../http/contract.ts";
+import { authenticated, bodyAddress, doc, flatResponses, jsonBody, v1Responses } from "../http/contract.ts";
 import type { Services } from "../services.ts";
 
 /** The quota route. */
@@ -67,13 +61,7 @@ export function quotaController(s: Services) {
       },
       {
         params: OwnerParams,
-        response: {
-          200: QuotaReport,
-          400: VersionsError,
-          401: VersionsError,
-          403: VersionsError,
-          500: VersionsError,
-        },
+        response: v1Responses({ 200: QuotaReport }, [400, 401, 403, 500]),
         detail: doc(
           "quota",
           "The account's allowance and what uses it: live files, file shares, kept versions (plaintext bytes)",
