@@ -127,6 +127,11 @@ const u = (v: unknown): v is number => typeof v === "number" && Number.isSafeInt
  * by reading every chunk back (`full_pass`).
  */
 export type FinalizePath = "running_hash" | "partial_read" | "full_pass";
+
+/** How a finalize had the hash of `chunkCount` chunks when the first `prehashed` were hashed on arrival. */
+function finalizePath(prehashed: number, chunkCount: number): FinalizePath {
+  return prehashed === 0 ? "full_pass" : prehashed >= chunkCount ? "running_hash" : "partial_read";
+}
 /** How a finalize that reached hashing ended. */
 export type FinalizeOutcome = "ok" | "hash_mismatch" | "storage_error";
 
@@ -675,7 +680,7 @@ export class SessionEngine {
           actual = await hashBlob(this.blobs, layout, pre?.hasher, pre?.from ?? 0);
           if (prehashedAny(pre)) await checkChunks(this.blobs, layout);
           prehashed = pre?.from ?? 0;
-          path = prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
+          path = finalizePath(prehashed, s.chunkCount);
         } catch (e) {
           observe("storage_error");
           this.log.error("finalize.storage_failed", { session: sessionId, error: e as Error });
@@ -810,8 +815,7 @@ export class SessionEngine {
       chunks.map((c) => c.gen),
     );
     const prehashed = pre?.from ?? 0;
-    const path: FinalizePath =
-      prehashed === 0 ? "full_pass" : prehashed >= s.chunkCount ? "running_hash" : "partial_read";
+    const path = finalizePath(prehashed, s.chunkCount);
     const failed = (e: unknown, message: string) => {
       this.log.error("finalize.storage_failed", { session: s.sessionId, error: e as Error });
       return { error: fail("storage_inconsistency", message), path, prehashed };
