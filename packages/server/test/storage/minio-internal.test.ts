@@ -50,6 +50,17 @@ beforeAll(() => {
 
 afterAll(() => server.stop(true));
 
+/** A store client of the real `createS3Client` for `bucket` on the fake S3 server. */
+function fakeClient(bucket: string): ReturnType<typeof createS3Client> {
+  return createS3Client({
+    endpoint: `http://127.0.0.1:${server.port}`,
+    bucket,
+    accessKey: "k",
+    secretKey: "s",
+    region: "us-east-1",
+    prefix: "",
+  });
+}
 describe("minio internals the S3 store relies on", () => {
   test("package.json pins minio to the exact version installed (no range)", () => {
     expect(pkg.dependencies.minio).toMatch(/^\d+\.\d+\.\d+$/);
@@ -60,27 +71,13 @@ describe("minio internals the S3 store relies on", () => {
     const proto = Client.prototype as unknown as Record<string, unknown>;
     expect(typeof proto.makeRequestStreamAsync).toBe("function");
     expect((proto.makeRequestStreamAsync as (...a: unknown[]) => unknown).length).toBe(5);
-    const { client, close } = createS3Client({
-      endpoint: `http://127.0.0.1:${server.port}`,
-      bucket: "b",
-      accessKey: "k",
-      secretKey: "s",
-      region: "us-east-1",
-      prefix: "",
-    });
+    const { client, close } = fakeClient("b");
     expect(client.enableSHA256).toBe(false);
     close();
   });
 
   test("a streamed PUT goes out as one request with the given Content-Length and an UNSIGNED-PAYLOAD signature", async () => {
-    const { client, close } = createS3Client({
-      endpoint: `http://127.0.0.1:${server.port}`,
-      bucket: "bucket-x",
-      accessKey: "k",
-      secretKey: "s",
-      region: "us-east-1",
-      prefix: "",
-    });
+    const { client, close } = fakeClient("bucket-x");
     try {
       seen.length = 0;
       const pieces = [new Uint8Array(100_000).fill(1), new Uint8Array(23).fill(2)];
@@ -120,14 +117,7 @@ describe("minio internals the S3 store relies on", () => {
   });
 
   test("a multipart upload is opened with one POST ?uploads and its parts go out as streamed PUT ?partNumber&uploadId, UNSIGNED-PAYLOAD", async () => {
-    const { client, close } = createS3Client({
-      endpoint: `http://127.0.0.1:${server.port}`,
-      bucket: "bucket-x",
-      accessKey: "k",
-      secretKey: "s",
-      region: "us-east-1",
-      prefix: "",
-    });
+    const { client, close } = fakeClient("bucket-x");
     const store = new S3BlobStore({
       client,
       bucket: "bucket-x",
