@@ -23,7 +23,8 @@
 #      against the real server process, alone so that its timing does not compete with other tests. Its
 #      figures are the `chaos:` lines and packages/server/bench/results/chaos.json. CHAOS_KILLS (default 25),
 #      CHAOS_FUZZ_RUNS (default 2000) and CHAOS_SEED (replay) tune it.
-# The last line sums every pass: "tests: N passed, N failed". Exits non-zero if any failed.
+# The last lines name every failed test, with its pass, and sum every pass: "tests: N passed, N failed".
+# Exits non-zero if any failed.
 # Extra arguments go to the `bun test` of pass 1 only (e.g. a path filter), and then the S3 and
 # PostgreSQL and chaos passes are not run; for one file on S3: `ESYNC_TEST_STORAGE=s3 bun test packages/server/test/http/files.test.ts`;
 # the chaos suite alone: `bun test packages/server/test/chaos` (the floods need `ulimit -n` of 3,000 or more).
@@ -60,6 +61,10 @@ echo "== open files limit: $(ulimit -n)"
 passed=0
 failed=0
 rc=0
+# Every "(fail)" line of every pass, with the pass it came from, repeated after the totals so that
+# the end of the output (often all a CI page keeps) names the failed tests.
+fail_lines=$(mktemp)
+pass_name="pass 1 (disk)"
 # Runs `bun test ARGS...`, showing its output, and adds its pass/fail counts to the totals.
 run_pass() {
   local log prc p f
@@ -72,6 +77,7 @@ run_pass() {
   set -e
   p=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
   f=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+  grep -E '^\(fail\)' "$log" | sed "s/^/[$pass_name] /" >>"$fail_lines" || true
   rm -f "$log"
   passed=$((passed + p))
   failed=$((failed + f))
@@ -87,6 +93,7 @@ elif [ "$skip_s3" = 1 ]; then
   echo "!!! ESYNC_TEST_SKIP_S3=1: the S3 pass is SKIPPED. It is not optional in CI. !!!"
 else
   echo "== S3 pass: packages/server/test/http and packages/server/test/e2e on the S3 store (ESYNC_TEST_STORAGE=s3)"
+  pass_name="S3 pass"
   ESYNC_TEST_STORAGE=s3 run_pass packages/server/test/http packages/server/test/e2e packages/share-page/test/browser.test.ts --path-ignore-patterns='packages/server/test/e2e/s3-fault.test.ts'
   echo "== pass 1 (disk): $((t1 - t0)) s, S3 pass: $((SECONDS - t1)) s"
 fi
@@ -97,6 +104,7 @@ else
   pg_storage=s3
   if [ "$skip_s3" = 1 ]; then pg_storage=disk; fi
   echo "== PostgreSQL pass: packages/server/test/http and browse on PostgreSQL (ESYNC_TEST_DATABASE=postgres, ESYNC_TEST_STORAGE=$pg_storage), then two nodes on one database"
+  pass_name="PostgreSQL pass"
   ESYNC_TEST_DATABASE=postgres ESYNC_TEST_STORAGE=$pg_storage run_pass packages/server/test/http \
     packages/server/test/search/browse.test.ts packages/server/test/search/product-filters.test.ts packages/cli/test/share.test.ts packages/cli/test/drive.test.ts
   ESYNC_TEST_DATABASE=postgres run_pass packages/server/test/sessions/cross-node.test.ts
@@ -108,9 +116,15 @@ else
   t2=$SECONDS
   echo "== chaos pass: packages/server/test/chaos against the real server process"
   rm -f packages/server/bench/results/chaos.json
+  pass_name="chaos pass"
   run_pass packages/server/test/chaos packages/server/test/e2e/error-drain.test.ts
   echo "== chaos pass: $((SECONDS - t2)) s"
   grep -h . packages/server/bench/results/chaos.json 2>/dev/null || true
 fi
+if [ -s "$fail_lines" ]; then
+  echo "== failed tests:"
+  cat "$fail_lines"
+fi
+rm -f "$fail_lines"
 echo "tests: ${passed} passed, ${failed} failed"
 exit "$rc"
