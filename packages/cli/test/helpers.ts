@@ -1,6 +1,6 @@
 /**
  * Helpers of the `esync` command-line tests: run the real CLI (`bun src/cli/esync.ts`) as a
- * child process against a real server started by `test/support/server.ts`, each test file
+ * child process against a real server started by `packages/server/test/support/server.ts`, each test file
  * with its own temporary configuration directory, and build a directory tree out of real
  * files of this machine.
  */

@@ -1,5 +1,5 @@
 /**
- * The `--log-file` log (`src/cli/log.ts`): JSON lines with timestamp, level and event,
+ * The `--log-file` log (`packages/cli/src/log.ts`): JSON lines with timestamp, level and event,
  * rotated by size with a bounded number of files, and a log that cannot be written turning
  * itself off instead of failing the command.
  */

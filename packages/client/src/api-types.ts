@@ -1,7 +1,7 @@
 /**
  * @module client/api-types
- * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (docs/protocol.md#conventions, #response-families, #sync-endpoints), derived from the schemas of `src/wire/schemas.ts` through
- * `src/wire/types.ts`, and the client's request options. Byte arrays stay JSON arrays of
+ * Wire shapes of the service's JSON bodies, as the `Success` envelope carries them (docs/protocol.md#conventions, #response-families, #sync-endpoints), derived from the schemas of `packages/protocol/src/schemas.ts` through
+ * `packages/protocol/src/types.ts`, and the client's request options. Byte arrays stay JSON arrays of
  * integers (`number[]`); use `toHex`/`Uint8Array.from` where bytes are needed. Times are Unix
  * seconds.
  */

@@ -1,5 +1,5 @@
 /**
- * @module cli/jobs
+ * @module client/jobs
  * Runs many transfers with a bound on how many run at once, and a lower bound on how many of
  * them are large: small items fill every job, large ones take at most `largeJobs` of them.
  */

@@ -1,5 +1,5 @@
 /**
- * @module cli/local-files
+ * @module client/local-files
  * The local side of push, pull and sync: the `salted_hash` of a local file (to tell unchanged
  * files from changed ones without downloading anything), and the destination of a pulled
  * file, refused when it would land outside the destination directory. Walking a tree is

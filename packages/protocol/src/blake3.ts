@@ -1,5 +1,5 @@
 /**
- * @module util/blake3
+ * @module protocol/blake3
  * Incremental BLAKE3: the native `@napi-rs/blake-hash` (about 4.5 GB/s here), or, where its
  * prebuilt binary is missing, `@noble/hashes` (pure JS, about 150 MB/s: some 30x slower, so every
  * upload's hashing costs 30x the CPU). The fallback is never silent: `blake3Backend()` names it,

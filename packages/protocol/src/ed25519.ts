@@ -1,5 +1,5 @@
 /**
- * @module auth/ed25519
+ * @module protocol/ed25519
  * Ed25519 signature checks of the server (manifests, docs/protocol.md#manifest; rename declarations,
  * docs/protocol.md#rename-files) on the runtime's native crypto (`node:crypto`, BoringSSL in Bun). The public
  * key object of each signing key is built once and kept (a folder's key signs every file of the

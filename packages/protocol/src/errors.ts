@@ -1,8 +1,8 @@
 /**
- * @module errors
+ * @module protocol/errors
  * The one error catalogue of the service (docs/protocol.md#errors plus docs/protocol.md#manifest, #open-rules, #errors). Every failure a
  * client can see is an `AppError` carrying one of these codes; `errorResponse` in
- * `src/http/envelope.ts` turns it into the protocol's envelope, or into the flat `{"error", "message"}`
+ * `packages/server/src/http/envelope.ts` turns it into the protocol's envelope, or into the flat `{"error", "message"}`
  * body on the `/v1/` routes (docs/sharing.md).
  */
 

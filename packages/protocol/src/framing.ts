@@ -1,5 +1,5 @@
 /**
- * @module manifest/framing
+ * @module protocol/framing
  * The size arithmetic of the ciphertext format, written once for the server's checks and the
  * client's encryptor (docs/framing.md). A blob is a 28-byte header (24-byte base nonce and a
  * u32 frame count) then `frame_count` frames, each its plaintext (at most 256 KiB, every frame

@@ -1,4 +1,4 @@
-/** @module util/ids  Random identifiers and byte/hex helpers. */
+/** @module protocol/ids  Random identifiers and byte/hex helpers. */
 import { randomBytes } from "node:crypto";
 
 /** `n` random bytes as lowercase hex (2n characters). */

@@ -1,5 +1,5 @@
 /**
- * @module manifest
+ * @module protocol/manifest
  * Parsing and validation of the signed file manifest (docs/protocol.md#upload-sessions, #manifest). Every field is
  * checked for type and size; the Ed25519 signature over the fixed ToS sentence is verified.
  * Fields are also checked against each other: `path_hash` must be

@@ -1,5 +1,5 @@
 /**
- * @module files/paths
+ * @module protocol/paths
  * Plaintext relative paths of directory entries: an upload's path rules (`relativePathProblem`:
  * folder-relative, no leading or trailing `/`, no empty, `.` or `..` segment, no backslash, NUL or
  * other control character; at most `MAX_NAME_CHARS` characters), in NFC as well. Paths written on

@@ -1,5 +1,5 @@
 /**
- * @module files/rename
+ * @module protocol/rename
  * The signed rename declaration of `POST /rename_files` (docs/protocol.md#rename-files, a wire fact): the
  * entries sorted by `old_path_hash` (ascending byte order), each written
  * `<hex old_path_hash>:<hex new_path_hash>`, joined by single commas, after a fixed prefix that

@@ -1,10 +1,10 @@
 /**
- * @module wire/schemas
+ * @module protocol/schemas
  * The contract of the HTTP API, described once (docs/protocol.md#conventions, #response-families, #manifest, #open-rules, #sync-endpoints): TypeBox
  * schemas of every route's path parameters, query, headers, JSON bodies and responses. The
  * controllers give them to Elysia, which validates requests with them (failures become the
- * protocol's error codes through `validationFailure` in `src/http/contract.ts`) and builds the
- * OpenAPI document from them; `src/wire/types.ts` derives the TypeScript types (`Static<>`)
+ * protocol's error codes through `validationFailure` in `packages/server/src/http/contract.ts`) and builds the
+ * OpenAPI document from them; `packages/protocol/src/types.ts` derives the TypeScript types (`Static<>`)
  * that the server and the client library share.
  *
  * Conventions: byte arrays are JSON arrays of integers; times are Unix seconds; sizes bytes.
@@ -109,7 +109,11 @@ export const ConflictEnvelope = Type.Object({
   }),
 });
 
-/** A quota refusal (402), flat on every route (docs/protocol.md#response-families, #quota). */
+/**
+ * A flat error `{"error", "message"}` without a wrapper: a quota refusal (402) on every route, and
+ * every error of the v1 family (shares, drives, versions, quota report;
+ * docs/protocol.md#response-families, #quota). The optional fields appear only where named.
+ */
 export const FlatError = Type.Object({
   error: Type.String(),
   message: Type.String(),
@@ -117,6 +121,10 @@ export const FlatError = Type.Object({
   required_cents: Type.Optional(Type.Integer()),
   frozen_until: Type.Optional(Type.String({ description: "RFC 3339 end of a frozen drive's grace window" })),
   reason: Type.Optional(Type.String({ description: "410 of a used-up file share link: download_limit" })),
+  current_revision_id: Type.Optional(
+    Type.Union([Bytes32, Type.Null()], { description: "409 of a version restore: the current revision" }),
+  ),
+  current_revision_seq: Type.Optional(Type.Integer({ minimum: 0, description: "409 of a version restore" })),
 });
 
 /** `{"Success": schema}` */
@@ -841,13 +849,6 @@ export const SourceSummary = Type.Object(bucketFields(SOURCE_BUCKETS));
 // ---------------------------------------------------------------------------------------------
 // Shared drives (docs/drives.md): v1 family, bare bodies, flat errors, RFC 3339 times.
 
-/** A v1 error body: `{"error", "message"}` without a wrapper (402: with `frozen_until` when known). */
-export const V1Error = Type.Object({
-  error: Type.String(),
-  message: Type.String(),
-  frozen_until: Type.Optional(Type.String()),
-});
-
 /** A whole-drive role. */
 const DriveRole = Type.Union([Type.Literal("reader"), Type.Literal("writer"), Type.Literal("manager")]);
 /** A folder grant's role. */
@@ -1205,15 +1206,6 @@ export const FolderBlobQuery = Type.Object({ path: Type.Optional(Type.String({ m
 // ---------------------------------------------------------------------------------------------
 // Version history and trash (esync extension, docs/versions.md; capability `versions`): v1
 // family, bare bodies, flat errors.
-
-/** A flat v1 error of the version routes; a 409 also names the current revision. */
-export const VersionsError = Type.Object({
-  error: Type.String(),
-  message: Type.String(),
-  current_revision_id: Type.Optional(Type.Union([Bytes32, Type.Null()])),
-  current_revision_seq: Type.Optional(Type.Integer({ minimum: 0 })),
-  frozen_until: Type.Optional(Type.String()),
-});
 
 /** Default and largest page of `GET /v1/trash/{ss58}/{folder_hash}`. */
 export const TRASH_DEFAULT_LIMIT = 100;

@@ -1,5 +1,5 @@
 /**
- * @module auth/ss58
+ * @module protocol/ss58
  * SS58 address checks (decoding and checksum by @polkadot/util-crypto). Addresses found valid
  * are remembered (at most `VALID_CACHE_SIZE`), since every request of an account names the same
  * address again.

@@ -1,7 +1,7 @@
 /**
- * @module wire/types
+ * @module protocol/types
  * TypeScript types of the JSON bodies the service sends inside `{"Success": ...}`, derived from
- * their schemas in `src/wire/schemas.ts` (the one description of the contract): shared by the
+ * their schemas in `packages/protocol/src/schemas.ts` (the one description of the contract): shared by the
  * server, which produces them, and the client library, which reads them. Byte arrays are JSON
  * arrays of integers (`number[]`); times are Unix seconds; sizes bytes.
  */

@@ -1,4 +1,5 @@
 /**
+ * @module protocol/units
  * Byte sizes as people read them, shared by every program that prints one (the `esync` client,
  * the operator commands, the recipient page) so that the same size reads the same everywhere.
  */

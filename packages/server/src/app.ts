@@ -1,5 +1,5 @@
 /**
- * @module app
+ * @module server/app
  * `createApp(deps)` wires services, controllers (one Elysia plugin per feature), the OpenAPI page
  * and the single error handler that turns every failure into the spec's envelope (docs/protocol.md#errors);
  * failed schema validations become error codes through `validationFailure`.

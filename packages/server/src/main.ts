@@ -1,5 +1,5 @@
 /**
- * @module main
+ * @module server/main
  * Entry point: `bun run src/main.ts`. Reads the configuration from the environment (see docs/operator-guide.md#configuration),
  * starts the server, and shuts it down gracefully on SIGTERM or SIGINT: `/readyz` answers 503,
  * the listener stops accepting, in-flight requests get `ESYNC_SHUTDOWN_GRACE_SECONDS` to finish,

@@ -1,5 +1,5 @@
 /**
- * @module server
+ * @module server/server
  * Starts a complete server from a `Config`: metadata store (migrated), blob store (checked), app,
  * start-up cleanup (spool files), the background sweeper (which also returns sessions whose
  * finalize lease ran out, on this node or another), the HTTP

@@ -1,5 +1,5 @@
 /**
- * @module services
+ * @module server/services
  * Builds every service from the injected clients (metadata store, blob store, clock, logger).
  * HTTP controllers and workers receive this object; nothing constructs its own clients.
  */

@@ -37,7 +37,7 @@ export function serviceLogPath(dir: string): string {
 
 /**
  * The program that runs this CLI, as absolute paths: the Bun executable and this CLI's entry
- * point (`src/cli/esync.ts`), or the executable alone when the CLI is a compiled binary.
+ * point (`packages/cli/src/esync.ts`), or the executable alone when the CLI is a compiled binary.
  */
 export function entryCommand(): string[] {
   const entry = resolve(import.meta.dir, "..", "esync.ts");

@@ -1,5 +1,5 @@
 /**
- * @module sync/attributes
+ * @module client/sync/attributes
  * File attributes carried in the manifest's optional `attributes` field (an esync extension;
  * docs/user-guide.md#file-attributes): what a file is (regular file or symbolic link), its permission
  * bits and its modification time, so that a restore is faithful.

@@ -1,5 +1,5 @@
 /**
- * @module sync/dir-times
+ * @module client/sync/dir-times
  * The three-way comparison of directory modification times (docs/attributes.md#directory-modification-times),
  * pure. A directory's time lives in its folder entry's sealed attributes on the server; the
  * state database keeps, per directory, the time it had on disk and the time on the server after

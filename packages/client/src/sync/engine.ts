@@ -1,5 +1,5 @@
 /**
- * @module sync/engine
+ * @module client/sync/engine
  * One sync pass of a local directory with a remote folder: scan, read the remote state,
  * `planSync`, then carry the plan out, recording each settled path in the state database.
  *

@@ -1,5 +1,5 @@
 /**
- * @module sync/excludes
+ * @module client/sync/excludes
  * Which local paths sync, push and status leave out: the patterns of `DIR/.esyncignore`
  * (gitignore syntax, matched by the `ignore` package) plus every `--exclude PATTERN` (same
  * syntax), plus what esync itself keeps in the tree: the state directory `.esync/`, the

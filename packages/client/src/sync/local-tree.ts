@@ -1,5 +1,5 @@
 /**
- * @module sync/local-tree
+ * @module client/sync/local-tree
  * The local side of a sync: every regular file and symbolic link under the synced directory
  * (excludes applied), each with its fingerprint (size, mtime, mode, inode) and its content
  * hash, the `salted_hash` of docs/protocol.md#client-keys (of the file's bytes, or of a link's target path).

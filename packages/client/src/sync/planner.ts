@@ -1,5 +1,5 @@
 /**
- * @module sync/planner
+ * @module client/sync/planner
  * The three-way comparison of a sync pass, pure: for every path it compares the base (the
  * version both sides held after the last sync, from the state database) with the local tree
  * and the remote folder (`/get_state`) and decides what a pass does. Nothing here touches the

@@ -1,5 +1,5 @@
 /**
- * @module sync/state-db
+ * @module client/sync/state-db
  * The sync state of one local directory: `DIR/.esync/state.sqlite` (bun:sqlite, WAL), kept
  * inside the directory so that it moves with it and two synced directories never share one.
  * `.esync/` is always excluded from sync. (`esync pull` into a directory that is not synced

@@ -1,5 +1,5 @@
 /**
- * @module sync/watch
+ * @module client/sync/watch
  * `esync sync --watch`: runs sync passes for as long as it is not stopped. A pass starts
  * `debounceMs` after the last filesystem event under the directory (chokidar), or when the
  * remote poll interval elapses; a pass never overlaps another (events during a pass schedule

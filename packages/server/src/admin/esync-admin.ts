@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import { formatSize } from "@esync/protocol/units.ts";
 /**
- * @module admin/esync-admin
+ * @module server/admin/esync-admin
  * `esync-admin`: the operator's command, separate from the user CLI `esync`. It works on the
  * database of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH`, or `ESYNC_DATABASE_URL` for
  * PostgreSQL (the same environment as the server; safe while the server runs), with the

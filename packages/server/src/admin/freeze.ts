@@ -1,5 +1,5 @@
 /**
- * @module admin/freeze
+ * @module server/admin/freeze
  * `esync-admin freeze|unfreeze` on the server's database: a frozen account's folders (its
  * drives) refuse every write, the owner's included, with 402 `drive_frozen`; reads keep working
  * (docs/drives.md, "Frozen drives").

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * @module cli/fsck
+ * @module server/admin/fsck
  * `bun run fsck [--repair] [--json]`: checks the metadata database against the blob store
  * (`src/ops/fsck.ts` lists the problem kinds). Configuration comes from the same `ESYNC_*`
  * environment as the server (data directory, database path, storage backend, S3 settings).

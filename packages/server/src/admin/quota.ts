@@ -1,5 +1,5 @@
 /**
- * @module admin/quota
+ * @module server/admin/quota
  * `esync-admin quota set|show` on the server's database (the quota module, `src/quota`):
  *   set <ss58> <bytes|unlimited|default>   override the allowance (plaintext bytes), or remove it
  *   show <ss58> [--json]                   usage, allowance and where it comes from

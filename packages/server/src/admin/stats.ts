@@ -1,5 +1,5 @@
 /**
- * @module admin/stats
+ * @module server/admin/stats
  * The numbers `esync-admin stats` prints, read from the metadata database (SQLite or
  * PostgreSQL, through the repository contract): accounts, folders, files and their bytes, upload
  * sessions by state, the blob deletion queue and API tokens.

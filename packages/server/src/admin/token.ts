@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import { isSs58 } from "@esync/protocol/ss58.ts";
 /**
- * @module cli/token
+ * @module server/admin/token
  * Admin command for issued API tokens (docs/protocol.md#api-tokens), `esync-admin token <command>` (see
  * src/admin/esync-admin.ts; `bun run token <command>` runs this file alone), against the database
  * of the configured `ESYNC_DATA_DIR` / `ESYNC_DB_PATH`:

@@ -1,5 +1,5 @@
 /**
- * @module auth/api-tokens.repository
+ * @module server/auth/api-tokens.repository
  * The contract of the queries on `api_tokens` (docs/protocol.md#api-tokens). Implementations:
  * `src/db/sqlite/api-tokens.ts`, `src/db/postgres/api-tokens.ts`.
  */

@@ -1,5 +1,5 @@
 /**
- * @module auth/auth.service
+ * @module server/auth/auth.service
  * Resolves `Authorization: Bearer <token>` to one SS58 address (docs/protocol.md#authentication), trying
  * in order: wallet-signed `sig1.` token, issued API token, and (only when enabled) the bare
  * SS58 address of insecure mode. Also issues and revokes API tokens for the admin CLI.

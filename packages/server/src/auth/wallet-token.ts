@@ -1,5 +1,5 @@
 /**
- * @module auth/wallet-token
+ * @module server/auth/wallet-token
  * Wallet-signed bearer tokens (docs/protocol.md#wallet-tokens): `sig1.<ss58>.<expires_unix>.<signature_hex>`,
  * the signature made by the key of `<ss58>` (sr25519, ed25519 or ecdsa) over the UTF-8 bytes of
  * `hcfs-auth:<ss58>:<expires_unix>`. Valid while `now < expires_unix <= now + 86400`.

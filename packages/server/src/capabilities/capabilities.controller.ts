@@ -1,5 +1,5 @@
 /**
- * @module capabilities/capabilities.controller
+ * @module server/capabilities/capabilities.controller
  * `GET /v1/capabilities` (docs/protocol.md#capabilities): the anonymous feature advertisement of the v1
  * routes: file shares, folder shares with revoke by hash and owner wraps (docs/sharing.md), and
  * shared drives with folder invites, reader and writer (docs/drives.md), version history and

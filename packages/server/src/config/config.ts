@@ -1,5 +1,5 @@
 /**
- * @module config
+ * @module server/config/config
  * The one place that reads `process.env`. Every setting is documented here and in docs/operator-guide.md#configuration
  * configuration table; `loadConfig` validates them all once at start-up and throws a
  * `ConfigError` naming the variable when a value is bad.

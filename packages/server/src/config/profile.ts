@@ -1,5 +1,5 @@
 /**
- * @module config/profile
+ * @module server/config/profile
  * The API profiles (issue 15, docs/protocol.md#api-profiles). `base` follows the base spec and is
  * the default; `hcfs` (`ESYNC_API_PROFILE=hcfs`) switches exactly three rules to the deployed
  * product's:

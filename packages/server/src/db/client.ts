@@ -1,5 +1,5 @@
 /**
- * @module db/client
+ * @module server/db/client
  * Opens the SQLite metadata database (WAL, foreign keys, busy timeout) and applies the
  * migrations in `drizzle/sqlite/` with Drizzle's bun:sqlite migrator.
  */

@@ -1,5 +1,5 @@
 /**
- * @module db/open
+ * @module server/db/open
  * The one place that picks the metadata database from the configuration: PostgreSQL
  * (`src/db/postgres/`) when `ESYNC_DATABASE_URL` is set (`postgres://…`, `postgresql://…`),
  * else the embedded SQLite file at `ESYNC_DB_PATH`. Nothing else branches on the dialect.

@@ -1,5 +1,5 @@
 /**
- * @module db/store
+ * @module server/db/store
  * The metadata store contract: every repository behind one object, and all-or-nothing
  * transactions over them. Services receive a `MetadataStore`, never a driver handle; the
  * implementations live in `src/db/sqlite/` and `src/db/postgres/`, and `openMetadataStore`

@@ -1,5 +1,5 @@
 /**
- * @module drives/drive-access.service
+ * @module server/drives/drive-access.service
  * The one place that decides what a caller may do in a folder (docs/drives.md, "Who may do
  * what"): every file route asks `DriveAccessService.require` with the addressed owner, the folder
  * and the kind of operation. The owner may do everything; a whole-drive member by its role;

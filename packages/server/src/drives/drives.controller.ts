@@ -1,9 +1,9 @@
 /**
- * @module drives/drives.controller
+ * @module server/drives/drives.controller
  * HTTP of shared drives (docs/drives.md): the invite, membership and invite-key routes under
  * `/v1/`. v1 family: bare JSON bodies, 204 without a body, flat `{"error", "message"}` errors
  * (src/app.ts renders every error in the `/v1/` space flat). Shapes come from
- * `src/wire/schemas.ts`; rules live in `DrivesService`.
+ * `packages/protocol/src/schemas.ts`; rules live in `DrivesService`.
  */
 
 import {
@@ -25,19 +25,10 @@ import {
   Memberships,
   MintInviteBody,
   SealedTokenBody,
-  V1Error,
 } from "@esync/protocol/schemas.ts";
-import type { TSchema } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
-import { authenticated, doc, type ErrorStatus, jsonBody, rawBody } from "../http/contract.ts";
+import { authenticated, doc, jsonBody, rawBody, v1Responses } from "../http/contract.ts";
 import type { Services } from "../services.ts";
-
-/** Response schemas of a v1 route: `ok` for 200 (or 204 without a body), flat errors. */
-function v1Responses(ok: TSchema | null, errors: ErrorStatus[]) {
-  const map: Record<number, TSchema> = ok === null ? { 204: t.Null() } : { 200: ok };
-  for (const status of errors) map[status] = V1Error;
-  return map;
-}
 
 /** 204 No Content. */
 const noContent = () => new Response(null, { status: 204 });
@@ -49,7 +40,7 @@ export function drivePreviewController(s: Services) {
     async ({ params }) => Response.json(await s.drives.meta(params.token)),
     {
       params: InviteTokenParams,
-      response: v1Responses(InviteMeta, [404, 500]),
+      response: v1Responses({ 200: InviteMeta }, [404, 500]),
       detail: { tags: ["drives"], summary: "Preview an invite before joining (anonymous)" },
     },
   );
@@ -62,7 +53,7 @@ export function drivesController(s: Services) {
     .post("/v1/drive-invites", async ({ caller, body }) => Response.json(await s.drives.mint(caller, body)), {
       parse: jsonBody(s, "bad_request"),
       body: MintInviteBody,
-      response: v1Responses(InviteMinted, [400, 401, 404, 408, 413, 500]),
+      response: v1Responses({ 200: InviteMinted }, [400, 401, 404, 408, 413, 500]),
       detail: doc("drives", "Mint a drive invite (owner or manager); the token is returned only here"),
     })
     .put(
@@ -77,7 +68,7 @@ export function drivesController(s: Services) {
         params: DriveInviteParams,
         query: DriveOwnerQuery,
         body: SealedTokenBody,
-        response: v1Responses(null, [400, 401, 403, 404, 408, 409, 413, 500]),
+        response: v1Responses({ 204: t.Null() }, [400, 401, 403, 404, 408, 409, 413, 500]),
         detail: doc("drives", "Park the invite token sealed under the drive key (minter, write-once)"),
       },
     )
@@ -93,7 +84,7 @@ export function drivesController(s: Services) {
       {
         params: DriveParams,
         query: DriveOwnerQuery,
-        response: v1Responses(DriveInvites, [400, 401, 404, 500]),
+        response: v1Responses({ 200: DriveInvites }, [400, 401, 404, 500]),
         detail: doc("drives", "The drive's invites, newest first (owner or manager)"),
       },
     )
@@ -108,7 +99,7 @@ export function drivesController(s: Services) {
         parse: rawBody(),
         params: DriveInviteParams,
         query: DriveOwnerQuery,
-        response: v1Responses(null, [400, 401, 404, 500]),
+        response: v1Responses({ 204: t.Null() }, [400, 401, 404, 500]),
         detail: doc("drives", "Revoke an invite (owner or manager); members who joined keep access"),
       },
     )
@@ -120,12 +111,12 @@ export function drivesController(s: Services) {
         parse: jsonBody(s, "bad_request"),
         params: InviteTokenParams,
         body: AcceptInviteBody,
-        response: v1Responses(AcceptResult, [400, 401, 404, 408, 409, 410, 413, 500]),
+        response: v1Responses({ 200: AcceptResult }, [400, 401, 404, 408, 409, 410, 413, 500]),
         detail: doc("drives", "Join a drive through an invite, with the sealed grant blob"),
       },
     )
     .get("/v1/drive-memberships", async ({ caller }) => Response.json(await s.drives.memberships(caller)), {
-      response: v1Responses(Memberships, [401, 500]),
+      response: v1Responses({ 200: Memberships }, [401, 500]),
       detail: doc("drives", "The caller's drives and folder grants with their sealed grants"),
     })
     .get(
@@ -137,7 +128,7 @@ export function drivesController(s: Services) {
       {
         params: DriveParams,
         query: DriveOwnerQuery,
-        response: v1Responses(DriveMembers, [400, 401, 403, 404, 500]),
+        response: v1Responses({ 200: DriveMembers }, [400, 401, 403, 404, 500]),
         detail: doc("drives", "The drive's members and folder holders (owner or any member)"),
       },
     )
@@ -151,7 +142,7 @@ export function drivesController(s: Services) {
         parse: rawBody(),
         params: DriveMemberParams,
         query: DriveOwnerQuery,
-        response: v1Responses(null, [400, 401, 403, 404, 500]),
+        response: v1Responses({ 204: t.Null() }, [400, 401, 403, 404, 500]),
         detail: doc("drives", "Remove a member (owner or manager), or leave (member_ss58 = the caller)"),
       },
     )
@@ -171,7 +162,7 @@ export function drivesController(s: Services) {
         params: DriveMemberParams,
         query: DriveOwnerQuery,
         body: ChangeRoleBody,
-        response: v1Responses(DriveMember, [400, 401, 403, 404, 408, 413, 500]),
+        response: v1Responses({ 200: DriveMember }, [400, 401, 403, 404, 408, 413, 500]),
         detail: doc("drives", "Change a member's role (owner or manager); effective on the next request"),
       },
     )
@@ -184,7 +175,7 @@ export function drivesController(s: Services) {
       {
         parse: jsonBody(s, "bad_request"),
         body: InviteKeyBody,
-        response: v1Responses(InviteKeyResult, [400, 401, 408, 413, 500]),
+        response: v1Responses({ 200: InviteKeyResult }, [400, 401, 408, 413, 500]),
         detail: doc("drives", "Publish the account's X25519 invite public key (idempotent)"),
       },
     );

@@ -1,5 +1,5 @@
 /**
- * @module drives/drives.repository
+ * @module server/drives/drives.repository
  * The contract of the queries on shared drives (docs/drives.md): invites, whole-drive members,
  * folder grants, published invite keys and frozen accounts. Implementations:
  * `src/db/sqlite/drives.ts`, `src/db/postgres/drives.ts`. Times are Unix seconds.

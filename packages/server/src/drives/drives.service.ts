@@ -1,5 +1,5 @@
 /**
- * @module drives/drives.service
+ * @module server/drives/drives.service
  * Shared drives (docs/drives.md): minting, sealing, listing and revoking invites; the anonymous
  * preview; accepting (one transaction: validity, membership or folder grant, use count);
  * memberships, members, removal, role changes and the account invite key. Wire shapes are built

@@ -1,5 +1,5 @@
 /**
- * @module drives/drives.time
+ * @module server/drives/drives.time
  * Times on the v1 routes are RFC 3339 strings (docs/drives.md); the database keeps Unix seconds.
  */
 

@@ -1,11 +1,11 @@
 /**
- * @module files/batch.controller
+ * @module server/files/batch.controller
  * HTTP of the product's batch file operations (docs/protocol.md#delete-files, #rename-files, #relative-path-backfill): `POST
  * /delete_files`, `POST /rename_files` and `POST /register_relative_paths/{ss58}/{folder_hash}`.
  * Each answers 200 with per-entry results, also when some entries fail. Every check of the body
  * (batch size, paths, the rename signature) comes before the ownership check: 400 before 403
  * (docs/protocol.md#open-rules).
- * Shapes come from `src/wire/schemas.ts`.
+ * Shapes come from `packages/protocol/src/schemas.ts`.
  */
 
 import { fail } from "@esync/protocol/errors.ts";

@@ -1,5 +1,5 @@
 /**
- * @module files/file-entry
+ * @module server/files/file-entry
  * The wire shape of a stored file: RemoteFileEntry (docs/protocol.md#sync-endpoints = docs/protocol.md#file-entries without
  * `folder_hash`/`folder_label`), byte arrays as JSON arrays of integers.
  */

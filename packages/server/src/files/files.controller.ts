@@ -1,7 +1,7 @@
 /**
- * @module files/files.controller
+ * @module server/files/files.controller
  * HTTP of single-shot `/upload`, `/get_state`, `/delete` and `/download` (docs/protocol.md#sync-endpoints).
- * Shapes come from `src/wire/schemas.ts`; `Range` and the multipart boundary are parsed here and
+ * Shapes come from `packages/protocol/src/schemas.ts`; `Range` and the multipart boundary are parsed here and
  * given to the services as typed values.
  */
 

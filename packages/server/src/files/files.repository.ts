@@ -1,5 +1,5 @@
 /**
- * @module files/files.repository
+ * @module server/files/files.repository
  * The contract of the queries on `files` (one row per live file). Writes run inside the
  * transactions of `FilesService`. Implementations: `src/db/sqlite/files.ts`,
  * `src/db/postgres/files.ts`. Times are Unix seconds, sizes bytes.

@@ -1,5 +1,5 @@
 /**
- * @module files/files.service
+ * @module server/files/files.service
  * The file commit (shared by single-shot `/upload` and session finalize), `/get_state`,
  * `/delete` and `/download` rules: revisions (docs/protocol.md#manifest), folder counters, and blob
  * lifecycle through the deletion queue.

@@ -1,5 +1,5 @@
 /**
- * @module files/single-upload
+ * @module server/files/single-upload
  * Single-shot `POST /upload` (docs/protocol.md#sync-endpoints): `multipart/form-data` with a `manifest` part
  * (JSON) followed by a `ciphertext` part. Every part is parsed as bytes (real clients send the
  * ciphertext part without a filename, which form parsers such as `Request.formData()` turn into

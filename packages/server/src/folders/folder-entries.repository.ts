@@ -1,5 +1,5 @@
 /**
- * @module folders/folder-entries.repository
+ * @module server/folders/folder-entries.repository
  * The contract of the queries on `folder_entries`: the explicit directories of a folder
  * (docs/protocol.md#folder-entries). Paths are folder-relative, NFC, without leading or trailing `/`.
  * Implementations: `src/db/sqlite/folder-entries.ts`, `src/db/postgres/folder-entries.ts`.

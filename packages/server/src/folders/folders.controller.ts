@@ -1,8 +1,8 @@
 /**
- * @module folders/folders.controller
+ * @module server/folders/folders.controller
  * HTTP of the folder registry: `POST /register_folder`, `GET /list_folders/{base_address}`,
  * `DELETE /unregister_folder` (docs/protocol.md#folders), and the folder entries (explicit directories) of
- * docs/protocol.md#folder-entries. Shapes come from `src/wire/schemas.ts`.
+ * docs/protocol.md#folder-entries. Shapes come from `packages/protocol/src/schemas.ts`.
  */
 
 import {

@@ -1,5 +1,5 @@
 /**
- * @module folders/folders.repository
+ * @module server/folders/folders.repository
  * The contract of the queries on `folders`: registrations (label non-null) and the per-folder
  * counters (`file_count`, `total_bytes` in plaintext bytes, `updated_at` Unix seconds) that file
  * writes keep in the same transaction. Implementations: `src/db/sqlite/folders.ts`,

@@ -1,5 +1,5 @@
 /**
- * @module folders/folders.service
+ * @module server/folders/folders.service
  * The folder registry (docs/protocol.md#folders).
  */
 

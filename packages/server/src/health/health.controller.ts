@@ -1,5 +1,5 @@
 /**
- * @module health/health.controller
+ * @module server/health/health.controller
  * `GET /health` (docs/protocol.md#sync-endpoints), unauthenticated: `{status, version, capabilities}`.
  */
 

@@ -1,5 +1,5 @@
 /**
- * @module health/probes.controller
+ * @module server/health/probes.controller
  * Unauthenticated probes for orchestrators (docs/protocol.md#health-probes); `GET /health` stays in
  * health.controller.ts as docs/protocol.md#sync-endpoints specifies it.
  * - `GET /healthz` (liveness): 200 `{"status":"ok"}`; nothing is checked.

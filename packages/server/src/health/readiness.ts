@@ -1,5 +1,5 @@
 /**
- * @module health/readiness
+ * @module server/health/readiness
  * Whether this process should receive new traffic (docs/protocol.md#health-probes): ready when the database
  * answers and the blob store is reachable, and not while it drains for shutdown.
  */

@@ -1,5 +1,5 @@
 /**
- * @module http/body
+ * @module server/http/body
  * Request bodies read under the service's limits, enforced while the bytes stream in (issue 10):
  * - a byte limit: reading stops at the first piece past it and the body fails with the error the
  *   caller names (413 `payload_too_large`, or 400 `invalid_manifest` for a chunk's exact length);

@@ -1,5 +1,5 @@
 /**
- * @module http/conditional
+ * @module server/http/conditional
  * Conditional requests on a download (RFC 9110 §13): `If-Match`, `If-None-Match` and `If-Range`
  * against the file's strong entity tag, the revision id as quoted lowercase hex. Pure: headers are
  * parsed into `Preconditions` by the controller, and the files service evaluates them against the

@@ -1,6 +1,6 @@
 /**
- * @module http/contract
- * How the controllers apply the schemas of `src/wire/schemas.ts`: the one function that turns a
+ * @module server/http/contract
+ * How the controllers apply the schemas of `packages/protocol/src/schemas.ts`: the one function that turns a
  * failed validation into the protocol's error code (`validationFailure`), the integer coercion of
  * path and query parameters, and the response and OpenAPI decorations of a route.
  *

@@ -1,5 +1,5 @@
 /**
- * @module http/download-body
+ * @module server/http/download-body
  * The body of a `/download` response, chosen so that it goes out with `Content-Length`
  * (docs/protocol.md#sync-endpoints) without buffering the file.
  *

@@ -1,5 +1,5 @@
 /**
- * @module http/envelope
+ * @module server/http/envelope
  * The response envelopes of docs/protocol.md#response-families, #errors: `{"Success": {...}}`, `{"Error": {"error", "message"}}`
  * and, for a 409 from upload/finalize, `{"Conflict": {...}}` (docs/protocol.md#manifest); and the bodiless 404
  * of a route not mounted in the `/v1/` space (docs/protocol.md#response-families rule 2).

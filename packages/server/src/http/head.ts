@@ -1,5 +1,5 @@
 /**
- * @module http/head
+ * @module server/http/head
  * `HEAD` requests, answered as their `GET` without the body (RFC 9110 §9.3.2). Elysia 1.4 runs a
  * `HEAD` on a `GET` route and reads the whole response body to count it (a whole download read
  * from the store), and on a path with parameters it ignores an explicit `HEAD` route. So a `HEAD`

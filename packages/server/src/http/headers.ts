@@ -1,5 +1,5 @@
 /**
- * @module http/headers
+ * @module server/http/headers
  * Request headers the controllers parse into typed values for the services: single-range
  * `Range` (RFC 9110 §14.2: `bytes=a-b`, `bytes=a-`, `bytes=-n`) and the multipart boundary of
  * `Content-Type` (RFC 7578).

@@ -1,5 +1,5 @@
 /**
- * @module http/instrument
+ * @module server/http/instrument
  * What happens around every request, outside the controllers:
  * - a request id: the client's `x-request-id` when well-formed (1–64 of `[A-Za-z0-9._-]`), else
  *   generated; set on every response and carried (`src/util/request-context.ts`) into every log

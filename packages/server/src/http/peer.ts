@@ -1,5 +1,5 @@
 /**
- * @module http/peer
+ * @module server/http/peer
  * The network address of each request's client, as the listener saw it (`src/server.ts` records
  * it). Behind a reverse proxy every request comes from the proxy's address.
  */

@@ -1,5 +1,5 @@
 /**
- * @module http/rate-limit
+ * @module server/http/rate-limit
  * Per-client request limits of the anonymous routes (docs/sharing.md): a fixed one-minute window
  * per client address, `ESYNC_SHARE_RATE_LIMIT` requests in it, 429 `too_many_requests` with
  * `Retry-After` (seconds to the window's end) beyond. In memory, per process.

@@ -1,5 +1,5 @@
 /**
- * @module http/request
+ * @module server/http/request
  * Reading bounded JSON request bodies. Failures are `AppError`s with the code each docs/protocol.md section
  * names.
  */

@@ -1,5 +1,5 @@
 /**
- * @module http/response-timer
+ * @module server/http/response-timer
  * Bun.serve's connection timer (`idleTimeout`, re-armed by `server.timeout(request, s)`) is not
  * reset by the bytes of a response as they go out: a download slower than the timer is cut
  * mid-body (measured on Bun 1.4.5). The server switches the timer off while a handler runs and

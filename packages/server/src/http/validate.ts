@@ -1,5 +1,5 @@
 /**
- * @module http/validate
+ * @module server/http/validate
  * Checking request values against their TypeBox schemas the way every route does: a failure
  * becomes the contract's 400 error naming the field (`validationFailure`), path and query
  * integers are coerced from their text first (`integerParams`), and a query string can be

@@ -1,5 +1,5 @@
 /**
- * @module metrics/blob-store
+ * @module server/metrics/blob-store
  * `InstrumentedBlobStore`: a `BlobStore` decorator that times every operation of the store it
  * wraps into `esync_blob_operation_duration_seconds{backend, op, outcome}` and counts stored
  * bytes, so the disk and S3 backends are measured the same way without metrics code in either.

@@ -1,5 +1,5 @@
 /**
- * @module metrics/metrics.controller
+ * @module server/metrics/metrics.controller
  * `GET /metrics`: the Prometheus text exposition of `Metrics`. Mounted on the public app only when
  * no separate metrics port is configured (`ESYNC_METRICS_PORT`; see `serveMetrics`).
  */

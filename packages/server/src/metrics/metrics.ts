@@ -1,5 +1,5 @@
 /**
- * @module metrics/metrics
+ * @module server/metrics/metrics
  * Every Prometheus instrument of esync on one `prom-client` registry. A `Metrics` instance is
  * created by `src/server.ts` (or a test) and passed in through `AppDeps`; nothing here is a
  * process-wide singleton, so each test app scrapes its own numbers.

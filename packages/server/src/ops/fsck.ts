@@ -1,5 +1,5 @@
 /**
- * @module ops/fsck
+ * @module server/ops/fsck
  * Consistency check of the metadata database against the blob store (`bun run fsck`), dry run by
  * default, repairing what can be repaired with `repair: true`. Problems found, by `kind`:
  *

@@ -1,5 +1,5 @@
 /**
- * @module ops/ops.repository
+ * @module server/ops/ops.repository
  * What the operator tools (`fsck`, src/ops/fsck.ts; `esync-admin stats`, src/admin/stats.ts) read
  * and repair in the metadata database, on either dialect. Implementations:
  * `src/db/sqlite/ops.ts`, `src/db/postgres/ops.ts`.

@@ -1,5 +1,5 @@
 /**
- * @module quota/quota.controller
+ * @module server/quota/quota.controller
  * `POST /can_upload` (docs/protocol.md#quota): whether a write of `size_bytes` plaintext bytes would
  * fit the account's allowance now. Advisory; the answer is flat (no envelope) and 200 also when
  * it is no. The write paths check again inside their committing transaction.

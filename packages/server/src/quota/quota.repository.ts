@@ -1,5 +1,5 @@
 /**
- * @module quota/quota.repository
+ * @module server/quota/quota.repository
  * The contract of the queries on `account_usage` (per-account totals of live files, kept exact in
  * each write's transaction: triggers on SQLite and PostgreSQL) and `quota_overrides` (per-account
  * allowances). Bytes are plaintext bytes, times Unix seconds. Implementations:

@@ -1,5 +1,5 @@
 /**
- * @module quota/quota.service
+ * @module server/quota/quota.service
  * Per-account storage allowances in plaintext bytes (docs/protocol.md#quota, issue 15): the default
  * `ESYNC_DEFAULT_QUOTA_BYTES` (null = unlimited) unless the account has an override. Usage is the
  * sum of `size_bytes` of the account's live files (`account_usage`, exact by triggers) plus the

@@ -1,5 +1,5 @@
 /**
- * @module search/browse.service
+ * @module server/search/browse.service
  * `GET /browse/{ss58}/{folder_hash}` (issue 3): one directory of a folder, as a file manager shows
  * it. The immediate sub-folders of `path` come first (alphabetical, case-insensitive), each with
  * the recursive file count and bytes under it; then the files directly in `path`, sorted as

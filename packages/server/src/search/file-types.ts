@@ -1,5 +1,5 @@
 /**
- * @module search/file-types
+ * @module server/search/file-types
  * The `file_type` filter of `/search_files` and `/browse` (docs/protocol.md#search, #open-rules): category
  * names, explicit extensions, comma-separated lists of either.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * @module search/rebuild
+ * @module server/search/rebuild
  * `bun run search:rebuild`: rebuilds the search index from the `files` rows of the configured
  * database (`ESYNC_DB_PATH`, or PostgreSQL with `ESYNC_DATABASE_URL`, as the server), with a
  * progress bar on a terminal (a line per 10% otherwise), and clears the index's degraded state

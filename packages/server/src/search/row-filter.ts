@@ -1,5 +1,5 @@
 /**
- * @module search/row-filter
+ * @module server/search/row-filter
  * The filters of a search or directory query as plain bounds, for the plans that test them on
  * each `files` row (the PostgreSQL index and SQLite's exact scan).
  */

@@ -1,5 +1,5 @@
 /**
- * @module search/search-index
+ * @module server/search/search-index
  * The one narrow interface every search backend implements: the tuned SQLite index
  * (`SqliteSearchIndex`, `db/sqlite/search/index.ts`) and the PostgreSQL one (`PgSearchIndex`,
  * `db/postgres/search/index.ts`). The search and browse services (`search.service.ts`,

@@ -1,5 +1,5 @@
 /**
- * @module search/search.controller
+ * @module server/search/search.controller
  * HTTP of `GET /search_files/{ss58}` (docs/protocol.md#search) and `GET /browse/{ss58}/{folder_hash}` (issue 3).
  * Checks run in the order of docs/protocol.md#open-rules: 401 (token) → 400 (path, then query) → 403 (owner).
  * `X-Billing-Bypass` (docs/protocol.md#authentication) is accepted and needs nothing here. The routes without `{ss58}`

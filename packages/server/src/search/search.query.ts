@@ -1,5 +1,5 @@
 /**
- * @module search/search.query
+ * @module server/search/search.query
  * Reading the query strings of `GET /search_files/{ss58}` (docs/protocol.md#search, #open-rules) and
  * `GET /browse/{ss58}/{folder_hash}` (issue 3) into checked, normalised queries. Pure functions:
  * every malformed value becomes the 400 docs/protocol.md#search names.
@@ -30,9 +30,9 @@ export {
   type SortColumn,
 } from "@esync/protocol/schemas.ts";
 
-/** `/search_files` query parameters as their schema (`SearchQuery` of `src/wire/schemas.ts`) checked them. */
+/** `/search_files` query parameters as their schema (`SearchQuery` of `packages/protocol/src/schemas.ts`) checked them. */
 export type SearchParams = Static<typeof SearchQuerySchema>;
-/** `/browse` query parameters as their schema (`BrowseQuery` of `src/wire/schemas.ts`) checked them. */
+/** `/browse` query parameters as their schema (`BrowseQuery` of `packages/protocol/src/schemas.ts`) checked them. */
 export type BrowseParams = Static<typeof BrowseQuerySchema>;
 
 /** The filters of docs/protocol.md#search, combined with AND; null = not set. Bounds are inclusive. */

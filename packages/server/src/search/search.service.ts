@@ -1,5 +1,5 @@
 /**
- * @module search/search.service
+ * @module server/search/search.service
  * `GET /search_files/{ss58}` (docs/protocol.md#search, #open-rules, #api-profiles) on a `SearchIndex`:
  * the index answers total and page; this service turns them into the wire result, reports the
  * plan and duration (metrics), and makes an index fault a slower answer instead of an error:

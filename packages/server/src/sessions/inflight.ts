@@ -1,5 +1,5 @@
 /**
- * @module sessions/inflight
+ * @module server/sessions/inflight
  * Admission of chunk PUTs (docs/operator-guide.md#chunk-upload-slots). Every chunk PUT holds a
  * connection and a file descriptor (or an S3 connection) for as long as its body streams, so the
  * slots are capped per account and over all accounts, and they go to clients that move bytes:

@@ -1,5 +1,5 @@
 /**
- * @module sessions/ingest-hash
+ * @module server/sessions/ingest-hash
  * Hashes a session's chunks in index order while the upload is still running, so that finalize
  * has little or nothing left to read (architecture: "hash chunks while they stream in").
  *

@@ -1,5 +1,5 @@
 /**
- * @module sessions/lease-holder
+ * @module server/sessions/lease-holder
  * Who holds a finalize lease, and whether that holder is provably dead.
  *
  * A finalize records its holder next to its lease (`upload_sessions.finalizing_holder`): the

@@ -1,5 +1,5 @@
 /**
- * @module sessions/session.engine
+ * @module server/sessions/session.engine
  * The resumable upload session engine (docs/protocol.md#upload-sessions, #open-rules).
  *
  * States: `receiving` → (`finalizing`, internal) → `finalized`; deleted or expired sessions are

@@ -1,7 +1,7 @@
 /**
- * @module sessions/sessions.controller
+ * @module server/sessions/sessions.controller
  * HTTP of upload sessions (docs/protocol.md#upload-sessions). Chunk bodies are read as a raw stream and handed to
- * the engine without buffering. Shapes come from `src/wire/schemas.ts`; the engine checks the
+ * the engine without buffering. Shapes come from `packages/protocol/src/schemas.ts`; the engine checks the
  * manifest and the chunk layout.
  */
 

@@ -1,5 +1,5 @@
 /**
- * @module sessions/sessions.repository
+ * @module server/sessions/sessions.repository
  * The contract of the upload-session queries (`upload_sessions`, `session_chunks`). All session
  * state that matters lives here, not in process memory, so that any API node can serve any request
  * of a session. Implementations: `src/db/sqlite/sessions.ts`, `src/db/postgres/sessions.ts`.

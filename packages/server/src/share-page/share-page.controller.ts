@@ -1,5 +1,5 @@
 /**
- * @module share-page/share-page.controller
+ * @module server/share-page/share-page.controller
  * Serves the recipient page of share links (docs/sharing.md, "The recipient page"):
  * `GET /share/{token}` and `GET /share/folder/{token}` answer the same small HTML document,
  * whatever the token (the page itself asks the anonymous share routes), and the scripts built

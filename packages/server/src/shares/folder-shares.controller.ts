@@ -1,5 +1,5 @@
 /**
- * @module shares/folder-shares.controller
+ * @module server/shares/folder-shares.controller
  * HTTP of folder shares (docs/sharing.md), v1 family. The owner routes take the bearer token;
  * `meta`, `browse` and `blob` are anonymous, rate limited per client address. A revoke of an
  * unknown or already revoked share answers 404 without a body, as the product's clients expect.

@@ -1,10 +1,10 @@
 /**
- * @module shares/folder-shares.service
+ * @module server/shares/folder-shares.service
  * Folder shares (docs/sharing.md): anonymous read access to the live contents of one directory
  * (`path_prefix`) of a folder. Nothing is copied: a recipient browses the folder's plaintext
  * paths and sizes under the prefix and downloads the stored ciphertext. The token is kept only as
  * its BLAKE3 hash. Every path a recipient sends is checked like an upload path (no `.` or `..`
- * segment, no leading `/`, no backslash or control character: `src/files/paths.ts`) and then
+ * segment, no leading `/`, no backslash or control character: `packages/protocol/src/paths.ts`) and then
  * appended to the prefix, so nothing above the prefix can be named; lookups compare bytes (no
  * normalisation), so a sibling that shares the prefix as a string (`docs2` beside `docs`) or an
  * NFD spelling of another directory is a different path.

@@ -1,5 +1,5 @@
 /**
- * @module shares/share-rules
+ * @module server/shares/share-rules
  * The fixed rules of shares (docs/sharing.md): tokens, their hashes, lifetimes, the chunk size
  * and the size formula of the framed ciphertext, and where a file share's objects live in the
  * blob store. Sizes are bytes, times Unix seconds.

@@ -1,8 +1,8 @@
 /**
- * @module shares/shares.controller
+ * @module server/shares/shares.controller
  * HTTP of file shares (docs/sharing.md), v1 family: success bodies as they are, flat errors.
  * The owner routes take the bearer token; `meta` and `blob` are anonymous, rate limited per
- * client address. Shapes come from `src/wire/schemas.ts`; rules live in `FileSharesService`.
+ * client address. Shapes come from `packages/protocol/src/schemas.ts`; rules live in `FileSharesService`.
  */
 
 import { AppError, fail } from "@esync/protocol/errors.ts";

@@ -1,5 +1,5 @@
 /**
- * @module shares/shares.repository
+ * @module server/shares/shares.repository
  * The contract of the queries on file shares (`shares`, `share_chunks`) and
  * folder shares (`folder_shares`); the model is in docs/sharing.md. Implementations:
  * `src/db/sqlite/shares.ts`, `src/db/postgres/shares.ts`. Times are Unix seconds, sizes bytes.

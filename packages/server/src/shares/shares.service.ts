@@ -1,5 +1,5 @@
 /**
- * @module shares/shares.service
+ * @module server/shares/shares.service
  * File shares (docs/sharing.md): an encrypted copy of one file under a key only the link holds,
  * minted in one request or in 8 MiB chunks, listed, re-timed, revoked and read anonymously.
  *

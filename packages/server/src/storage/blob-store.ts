@@ -1,5 +1,5 @@
 /**
- * @module storage/blob-store
+ * @module server/storage/blob-store
  * The one narrow interface every blob backend implements (local disk, S3). A backend stores
  * opaque objects under string keys made of `[A-Za-z0-9._-]` segments joined by `/`; it knows
  * nothing of sessions or files. The object layout on top of it is in `src/storage/layout.ts`.

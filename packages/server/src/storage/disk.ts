@@ -1,5 +1,5 @@
 /**
- * @module storage/disk
+ * @module server/storage/disk
  * Local-disk `BlobStore`: object `a/b/c` is the file `<root>/a/b/c`. Writes stream into a
  * temporary file in `<root>/.tmp/` and are renamed over the target, so a reader sees the old
  * object or the whole new one; a failed write leaves nothing behind. A write to a fresh key

@@ -1,5 +1,5 @@
 /**
- * @module storage
+ * @module server/storage/index
  * Builds the configured `BlobStore`: the local disk store under `config.blobDir`, or the S3
  * store of `config.s3` (see `src/storage/s3.ts` for the object-key layout in the bucket).
  */

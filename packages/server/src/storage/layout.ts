@@ -1,5 +1,5 @@
 /**
- * @module storage/layout
+ * @module server/storage/layout
  * How a stored file maps onto blob objects. A file's ciphertext is the blob `blob_id`, in one of
  * two forms, told apart by the id alone:
  * - a chunked blob (id: 32 lowercase hex digits; upload sessions, and every blob stored before

@@ -1,5 +1,5 @@
 /**
- * @module storage/s3-timeouts
+ * @module server/storage/s3-timeouts
  * Time-outs on every request the S3 store sends, so that an S3 server that stops answering (a
  * paused or overloaded gateway, a network that drops packets) fails a call within a bounded time
  * instead of holding it, and the upload or download waiting on it, until the server returns.

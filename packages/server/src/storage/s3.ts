@@ -1,5 +1,5 @@
 /**
- * @module storage/s3
+ * @module server/storage/s3
  * S3 `BlobStore` on any S3-compatible server (Ceph RGW, MinIO, AWS S3) through the `minio` client.
  *
  * Object-key layout in the bucket: blob-store key `k` is the S3 object `<prefix>/<k>`, or `k`

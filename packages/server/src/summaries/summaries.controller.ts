@@ -1,5 +1,5 @@
 /**
- * @module summaries/summaries.controller
+ * @module server/summaries/summaries.controller
  * HTTP of `GET /get_user_summary/{ss58}`, `/get_file_type_summary/{ss58}` and
  * `/get_source_summary/{ss58}` (docs/protocol.md#summaries), enveloped; `?folder_hash=` limits each to
  * one folder. Owner only until shared drives exist.

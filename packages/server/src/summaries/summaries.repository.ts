@@ -1,5 +1,5 @@
 /**
- * @module summaries/summaries.repository
+ * @module server/summaries/summaries.repository
  * The contract of the summary reads of docs/protocol.md#summaries that no other repository serves: the
  * per-bucket counters of `usage_buckets` (kept exact by triggers on `files`). Account totals come
  * from `QuotaRepository.usage`, folder totals from `FoldersRepository.get`. Implementations:

@@ -1,5 +1,5 @@
 /**
- * @module summaries/summaries.service
+ * @module server/summaries/summaries.service
  * The three summaries of docs/protocol.md#summaries: account totals, counts and plaintext bytes per
  * file_type category and per client family. Every number is read from counters that triggers on
  * `files` keep exact in each write's transaction (`account_usage`, `folders`, `usage_buckets`), so a

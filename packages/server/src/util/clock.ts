@@ -1,4 +1,4 @@
-/** @module util/clock  Time source, passed in so tests can move time. */
+/** @module server/util/clock  Time source, passed in so tests can move time. */
 
 /** Gives the current time in Unix seconds. */
 export interface Clock {

@@ -1,5 +1,5 @@
 /**
- * @module util/json-depth
+ * @module server/util/json-depth
  * The nesting limit of JSON request bodies (docs/operator-guide.md#json-nesting-limit): a body
  * whose arrays and objects nest deeper than `MAX_JSON_DEPTH` is refused before it is parsed or
  * validated, by one pass over its raw bytes. Parsing and schema validation walk a value

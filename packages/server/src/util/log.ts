@@ -1,5 +1,5 @@
 /**
- * @module util/log
+ * @module server/util/log
  * Structured logs: one JSON object per line on stderr with a fixed event name
  * (`session.created`, `chunk.stored`, `finalize.hash_mismatch`, ...). A line written while an HTTP
  * request is being served carries that request's `request_id`.

@@ -1,5 +1,5 @@
 /**
- * @module util/release
+ * @module server/util/release
  * Returning the memory of a stream's pieces as soon as their reader is done with them.
  *
  * Every piece a Bun stream hands to its reader (a request body, a file read back) is a fresh

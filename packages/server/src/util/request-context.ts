@@ -1,5 +1,5 @@
 /**
- * @module util/request-context
+ * @module server/util/request-context
  * The context of the HTTP request being served, carried through every `await` of its handling by
  * an `AsyncLocalStorage`: its request id (so every log line the request causes names it), once
  * routing has matched its route template, and once authenticated its caller (for the access log

@@ -1,5 +1,5 @@
 /**
- * @module util/yield
+ * @module server/util/yield
  * Letting other work run in the middle of a long task.
  */
 

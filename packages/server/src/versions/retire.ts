@@ -1,5 +1,5 @@
 /**
- * @module versions/retire
+ * @module server/versions/retire
  * What becomes of a revision that stops being current (a write replaced it, or a delete removed
  * it), inside the transaction that replaced or removed its `files` row (docs/versions.md): with
  * version retention on, it is kept as a version until `now + retentionSeconds`; with retention

@@ -1,10 +1,10 @@
 /**
- * @module versions/versions.controller
+ * @module server/versions/versions.controller
  * HTTP of version history and trash (docs/versions.md), an esync extension advertised as
  * `versions` by `GET /v1/capabilities`: list a file's kept versions, list a folder's trash,
  * restore a kept version as a new revision. The v1 family's conventions: bodies as they are,
  * flat errors (`{"error", "message"}`; a 409 adds the current revision). Shapes come from
- * `src/wire/schemas.ts`.
+ * `packages/protocol/src/schemas.ts`.
  */
 
 import {
@@ -17,13 +17,11 @@ import {
   TRASH_MAX_LIMIT,
   TrashQuery,
   TrashResult,
-  VersionsError,
 } from "@esync/protocol/schemas.ts";
 import type { FileVersion } from "@esync/protocol/types.ts";
-import type { TSchema } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { toRemoteFileEntry } from "../files/file-entry.ts";
-import { authenticated, doc, type ErrorStatus, jsonBody } from "../http/contract.ts";
+import { authenticated, doc, jsonBody, v1Responses } from "../http/contract.ts";
 import { integerParams } from "../http/validate.ts";
 import type { Services } from "../services.ts";
 import type { VersionRow } from "./versions.repository.ts";
@@ -37,13 +35,6 @@ function toFileVersion(v: VersionRow): FileVersion {
     expires_at: v.expiresAt,
     entry: toRemoteFileEntry(v),
   };
-}
-
-/** Response schemas of a version route: `ok` for 200 as is, flat errors (the v1 family). */
-function v1Responses(ok: TSchema, errors: ErrorStatus[]) {
-  const map: Record<number, TSchema> = { 200: ok };
-  for (const status of errors) map[status] = VersionsError;
-  return map;
 }
 
 /** Version history and trash routes. */
@@ -68,7 +59,7 @@ export function versionsController(s: Services) {
       },
       {
         params: FileParams,
-        response: v1Responses(FileVersionsResult, [400, 401, 403, 500]),
+        response: v1Responses({ 200: FileVersionsResult }, [400, 401, 403, 500]),
         detail: doc(
           "versions",
           "A file's current revision and kept versions, newest first",
@@ -97,7 +88,7 @@ export function versionsController(s: Services) {
         params: FolderParams,
         query: TrashQuery,
         transform: integerParams({ query: TrashQuery }),
-        response: v1Responses(TrashResult, [400, 401, 403, 500]),
+        response: v1Responses({ 200: TrashResult }, [400, 401, 403, 500]),
         detail: doc(
           "versions",
           "A folder's deleted files (keyset pages, newest first)",
@@ -130,7 +121,7 @@ export function versionsController(s: Services) {
         parse: jsonBody(s, "bad_request"),
         params: FileParams,
         body: RestoreVersionBody,
-        response: v1Responses(RestoreVersionResult, [400, 401, 402, 403, 404, 409, 500]),
+        response: v1Responses({ 200: RestoreVersionResult }, [400, 401, 402, 403, 404, 409, 500]),
         detail: doc(
           "versions",
           "Restore a kept version as the file's new revision (its blob is reused)",

@@ -1,5 +1,5 @@
 /**
- * @module versions/versions.repository
+ * @module server/versions/versions.repository
  * The contract of the queries on `file_versions`: the kept versions of replaced and deleted
  * files (docs/versions.md). Writes run inside the transactions of `FilesService`,
  * `FoldersService` and `VersionsService`. Implementations: `src/db/sqlite/versions.ts`,

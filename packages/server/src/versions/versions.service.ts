@@ -1,5 +1,5 @@
 /**
- * @module versions/versions.service
+ * @module server/versions/versions.service
  * Version history and trash (docs/versions.md): the kept versions of a file, a folder's deleted
  * files, restoring a kept version as a new revision without re-uploading (its blob is reused),
  * and the expiry of kept versions through the deletion queue. Access is decided as for every

@@ -1,5 +1,5 @@
 /**
- * @module workers/deletion-queue.repository
+ * @module server/workers/deletion-queue.repository
  * The contract of the persisted blob deletion queue (`blob_deletions`), which is also the
  * write-intent log. Implementations: `src/db/sqlite/deletion-queue.ts`,
  * `src/db/postgres/deletion-queue.ts`. Times are Unix seconds.

@@ -1,5 +1,5 @@
 /**
- * @module workers/sweeper
+ * @module server/workers/sweeper
  * Background collection: finalize leases that ran out, expired upload sessions (docs/protocol.md#upload-sessions), write
  * intents of dead processes, every `SHARE_REAP_INTERVAL_SECONDS` the revoked, expired and idle
  * shares (docs/sharing.md), expired kept versions (docs/versions.md), and the blob deletion queue

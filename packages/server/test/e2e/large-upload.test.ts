@@ -1,7 +1,7 @@
 /**
  * End to end against the real server process (`bun run src/main.ts`) on a free port of
  * 127.0.0.1: a real file of this machine of at least 100 MiB, encrypted as docs/protocol.md#ciphertext
- * describes (XChaCha20-Poly1305 frames, `src/client/frame.ts`), uploaded through a session in
+ * describes (XChaCha20-Poly1305 frames, `packages/client/src/frame.ts`), uploaded through a session in
  * 8 MiB chunks, shuffled, 4 in parallel, finalized, then downloaded whole and by ranges; and
  * the same upload interrupted by SIGKILL of the server after half the chunks, resumed from
  * `status` on a restarted server over the same data directory.

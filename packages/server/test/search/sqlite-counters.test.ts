@@ -1,6 +1,6 @@
 /**
  * The SQLite search index's counters are kept through a log folded in batches
- * (`src/search/sqlite-counters.ts`): every write path leaves counters plus log exact, writers fold
+ * (`src/db/sqlite/search/counters.ts`): every write path leaves counters plus log exact, writers fold
  * once the log is long, readers fold first, a failed fold never fails a write, and log rows a
  * process left are folded when the database is opened again.
  */

@@ -238,7 +238,7 @@ export function modelSearch(rows: FileRow[], q: SearchQuery): { total: number; p
  * Asserts the derived search tables equal what the live `files` rows imply: one entry per file
  * with the right columns, one FTS row per named entry, histogram cells and directory counters
  * recomputed from scratch (zero rows ignored). Folds the counters' pending log first, as every
- * reader of the index does (`src/search/sqlite-counters.ts`), and checks that it is then empty.
+ * reader of the index does (`src/db/sqlite/search/counters.ts`), and checks that it is then empty.
  */
 export function expectIndexConsistent(db: Db): void {
   const sql = db.$client;

@@ -1,6 +1,6 @@
 /**
  * Checks answers of the in-process app against the contract: every response must have a status
- * its route documents (`response` of the route in `src/wire/schemas.ts` terms), and a JSON body
+ * its route documents (`response` of the route in `packages/protocol/src/schemas.ts` terms), and a JSON body
  * that validates against that status's schema. `makeTestApp` runs every request through
  * `checkAnswer`, so the HTTP tests prove the documented schemas on every answer they get.
  */

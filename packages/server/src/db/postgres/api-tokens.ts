@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/api-tokens
+ * @module server/db/postgres/api-tokens
  * `ApiTokensRepository` on PostgreSQL (contract: `src/auth/api-tokens.repository.ts`).
  */
 import { and, desc, eq, isNull } from "drizzle-orm";

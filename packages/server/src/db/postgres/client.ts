@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/client
+ * @module server/db/postgres/client
  * Opens the PostgreSQL metadata database through Bun's built-in driver (`Bun.SQL`, chosen by
  * reasons: docs/design.md#database-driver) and Drizzle's `bun-sql` dialect, and applies the migrations in
  * `drizzle/postgres/`. Several nodes may start at once: each takes a session-level advisory lock

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/conn
+ * @module server/db/postgres/conn
  * What a PostgreSQL repository runs its queries on: the pool (each call its own statement,
  * committed at once) or an open transaction. Both are Drizzle `PgDatabase`s of the same schema.
  */

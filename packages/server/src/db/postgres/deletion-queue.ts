@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/deletion-queue
+ * @module server/db/postgres/deletion-queue
  * `DeletionQueueRepository` on PostgreSQL (contract: `src/workers/deletion-queue.repository.ts`).
  * Sweepers on every node claim due rows with `FOR UPDATE SKIP LOCKED` and a lease
  * (`leased_until`), so that each row is processed by one sweeper at a time.

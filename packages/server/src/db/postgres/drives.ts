@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/drives
+ * @module server/db/postgres/drives
  * `DrivesRepository` on PostgreSQL (contract: `src/drives/drives.repository.ts`).
  * `inviteForUpdate` takes the invite's row lock (`FOR UPDATE`), so that concurrent accepts of
  * one invite, on any node, check and count its uses one after the other.

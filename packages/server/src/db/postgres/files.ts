@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/files
+ * @module server/db/postgres/files
  * `FilesRepository` on PostgreSQL (contract: `src/files/files.repository.ts`). `path_hash` is
  * `bytea`, whose order is bytewise as SQLite's BLOB order.
  */

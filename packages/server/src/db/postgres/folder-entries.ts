@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/folder-entries
+ * @module server/db/postgres/folder-entries
  * `FolderEntriesRepository` on PostgreSQL (contract: `src/folders/folder-entries.repository.ts`).
  * `relative_path` is `COLLATE "C"`, so order and the prefix range are bytewise as on SQLite.
  */

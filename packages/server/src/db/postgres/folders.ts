@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/folders
+ * @module server/db/postgres/folders
  * `FoldersRepository` on PostgreSQL (contract: `src/folders/folders.repository.ts`).
  */
 import { and, asc, eq, isNotNull, sql } from "drizzle-orm";

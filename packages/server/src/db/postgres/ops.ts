@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/ops
+ * @module server/db/postgres/ops
  * `OpsRepository` on PostgreSQL (contract: `src/ops/ops.repository.ts`). The fsck snapshot is
  * one `REPEATABLE READ READ ONLY` transaction, so every row it reads (and each counter beside
  * the files it counts) comes from the same moment however many nodes write meanwhile. Counters

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/quota
+ * @module server/db/postgres/quota
  * `QuotaRepository` on PostgreSQL (contract: `src/quota/quota.repository.ts`); `account_usage`
  * is kept by the triggers of drizzle/postgres/0001_counters.sql.
  */

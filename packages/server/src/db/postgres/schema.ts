@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/schema
+ * @module server/db/postgres/schema
  * Drizzle schema of the metadata database on PostgreSQL: the tables of `src/db/sqlite/schema.ts`
  * (SQLite) with the same names, columns and meaning, so that rows have the same TypeScript
  * shape in both dialects. Times are Unix seconds and sizes bytes, both `bigint` read as numbers
@@ -142,7 +142,7 @@ export const files = pgTable(
   ],
 );
 
-/** Kept versions of replaced and deleted files (see `file_versions` in `src/db/schema.ts`). */
+/** Kept versions of replaced and deleted files (see `file_versions` in `src/db/sqlite/schema.ts`). */
 export const fileVersions = pgTable(
   "file_versions",
   {

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/sessions
+ * @module server/db/postgres/sessions
  * `SessionsRepository` on PostgreSQL (contract: `src/sessions/sessions.repository.ts`). The
  * per-owner lock is a transaction-scoped advisory lock on a 64-bit hash of the owner; rows a
  * transition depends on are read `FOR UPDATE`; concurrent sweepers skip each other's rows.

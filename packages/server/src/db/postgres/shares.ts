@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/shares
+ * @module server/db/postgres/shares
  * `SharesRepository` on PostgreSQL (contract: `src/shares/shares.repository.ts`): `shares`,
  * `share_chunks`, `share_accesses` and `folder_shares`. Tokens and hashes reach the queries only
  * after the services checked their alphabet (base64url, hex), so no NUL reaches a text column.

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/store
+ * @module server/db/postgres/store
  * The `MetadataStore` on PostgreSQL: the repositories of `src/db/postgres/` on the pool, and
  * transactions as Drizzle transactions at READ COMMITTED (docs/design.md#transactions-and-locks). Rules that read and then
  * write serialise through the repositories' locks (`sessions.lockOwner`, `getForUpdate`).

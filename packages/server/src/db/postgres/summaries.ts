@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/summaries
+ * @module server/db/postgres/summaries
  * `SummariesRepository` on PostgreSQL (contract: `src/summaries/summaries.repository.ts`);
  * `usage_buckets` is kept by the triggers of drizzle/postgres/0001_counters.sql.
  */

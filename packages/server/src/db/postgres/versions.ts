@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/versions
+ * @module server/db/postgres/versions
  * `VersionsRepository` on PostgreSQL (contract: `src/versions/versions.repository.ts`).
  */
 import { and, asc, desc, eq, inArray, lt, lte, sql } from "drizzle-orm";

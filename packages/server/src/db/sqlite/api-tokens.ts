@@ -1,4 +1,4 @@
-/** @module db/sqlite/api-tokens  `ApiTokensRepository` on SQLite (`api_tokens`, docs/protocol.md#api-tokens). */
+/** @module server/db/sqlite/api-tokens  `ApiTokensRepository` on SQLite (`api_tokens`, docs/protocol.md#api-tokens). */
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { ApiTokenRow, ApiTokensRepository } from "../../auth/api-tokens.repository.ts";
 import { changes, type Db } from "../client.ts";

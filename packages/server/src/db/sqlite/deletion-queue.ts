@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/deletion-queue
+ * @module server/db/sqlite/deletion-queue
  * `DeletionQueueRepository` on SQLite (`blob_deletions`). Every method runs its statements
  * synchronously, so a call is atomic with respect to the store's gate; `claimDue` is one
  * `UPDATE … RETURNING`, so two sweepers (one writer at a time) never claim the same row.

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/drives
+ * @module server/db/sqlite/drives
  * `DrivesRepository` on SQLite (contract: `src/drives/drives.repository.ts`). Transactions are
  * serial on SQLite (`BEGIN IMMEDIATE` under the store's gate), so `inviteForUpdate` is a read.
  */

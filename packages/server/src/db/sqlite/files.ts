@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/files
+ * @module server/db/sqlite/files
  * `FilesRepository` on SQLite (`files`; the search-index, usage and counter triggers fire on its
  * writes). Every method runs its statements synchronously, so a call is atomic with respect to the
  * store's gate.

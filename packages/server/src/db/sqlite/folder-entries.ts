@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/folder-entries
+ * @module server/db/sqlite/folder-entries
  * `FolderEntriesRepository` on SQLite: the explicit directories of a folder (docs/protocol.md#folder-entries).
  */
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";

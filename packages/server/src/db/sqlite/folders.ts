@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/folders
+ * @module server/db/sqlite/folders
  * `FoldersRepository` on SQLite: registrations (label non-null) and the per-folder counters
  * (`file_count`, `total_bytes`, `updated_at`) that file writes keep in the same transaction.
  */

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/ops
+ * @module server/db/sqlite/ops
  * `OpsRepository` on SQLite (contract: `src/ops/ops.repository.ts`). The snapshot is one read
  * transaction; the store's gate keeps this process's writers out of it, and SQLite's own
  * isolation keeps other processes' commits out.

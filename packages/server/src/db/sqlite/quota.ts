@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/quota
+ * @module server/db/sqlite/quota
  * `QuotaRepository` on SQLite: `account_usage` (per-account totals the triggers on `files` keep
  * exact) and `quota_overrides` (per-account allowances).
  */

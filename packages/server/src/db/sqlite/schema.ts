@@ -1,5 +1,5 @@
 /**
- * @module db/schema
+ * @module server/db/sqlite/schema
  * Drizzle schema of the metadata database (SQLite). Times are Unix seconds, sizes bytes.
  * Byte arrays (`path_hash`, `salted_hash`, `revision_id`, `encrypted_path`) are BLOBs.
  * Migrations are generated from this file into `drizzle/sqlite/` by `bun run db:generate`.

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/sessions
+ * @module server/db/sqlite/sessions
  * `SessionsRepository` on SQLite: `upload_sessions` and `session_chunks`. Every method runs its
  * statements synchronously (no await inside), so a call is atomic with respect to the store's gate.
  */

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/shares
+ * @module server/db/sqlite/shares
  * `SharesRepository` on SQLite (contract: `src/shares/shares.repository.ts`): `shares`,
  * `share_chunks`, `share_accesses` and `folder_shares`. Every method runs its statements
  * synchronously, so a call is atomic with respect to the store's gate.

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/store
+ * @module server/db/sqlite/store
  * The `MetadataStore` on SQLite (bun:sqlite through Drizzle).
  *
  * bun:sqlite runs every statement synchronously, while a transaction's function is async (it

@@ -1,4 +1,4 @@
-/** @module db/sqlite/summaries  `SummariesRepository` on SQLite (`usage_buckets`). */
+/** @module server/db/sqlite/summaries  `SummariesRepository` on SQLite (`usage_buckets`). */
 import { and, eq, sql } from "drizzle-orm";
 import type { BucketKind, BucketTotals, SummariesRepository } from "../../summaries/summaries.repository.ts";
 import type { Db } from "../client.ts";

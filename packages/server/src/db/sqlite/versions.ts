@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/versions
+ * @module server/db/sqlite/versions
  * `VersionsRepository` on SQLite (contract: `src/versions/versions.repository.ts`).
  */
 import { and, asc, desc, eq, inArray, lt, lte, sql } from "drizzle-orm";

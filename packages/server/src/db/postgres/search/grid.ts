@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/grid
+ * @module server/db/postgres/search/grid
  * The size x date grid of the PostgreSQL search index (`search_grid`, drizzle/postgres/0008): files
  * per owner, extension, size bucket and `created_at` bucket at 3 x 2 resolutions, kept by a trigger
  * on `files` in the transaction of every write.

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/histogram
+ * @module server/db/postgres/search/histogram
  * The histograms of the PostgreSQL search index (`search_hist`, drizzle/postgres/0004): files per
  * owner, extension and bucket of `size_bytes`, `created_at` and `updated_at`, at two levels,
  * kept by a trigger on `files` in the transaction of every write. From them, without reading

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/index
+ * @module server/db/postgres/search/index
  * `PgSearchIndex`: the search backend of the PostgreSQL metadata database. It reads `files` through
  * indexes that PostgreSQL keeps in the transaction of every write (src/db/postgres/schema.ts),
  * and counters that triggers keep in the same transaction:

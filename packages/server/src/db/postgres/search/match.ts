@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/match
+ * @module server/db/postgres/search/match
  * How `PgSearchIndex` and its suffix index match a `q` on PostgreSQL: the folded name it is
  * tested against and the LIKE patterns built from it.
  */

@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/names
+ * @module server/db/postgres/search/names
  * Deep offsets in name order on PostgreSQL, from the name fences (`search_names`,
  * drizzle/postgres/0008): keys `(file_name, path_hash, folder_hash)` of some of an owner's named
  * files, each with the number of named files from it up to the next fence, kept by a trigger on

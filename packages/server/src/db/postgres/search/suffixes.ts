@@ -1,5 +1,5 @@
 /**
- * @module db/postgres/search/suffixes
+ * @module server/db/postgres/search/suffixes
  * The suffix index of `PgSearchIndex` (drizzle/postgres/0009_search_suffixes.sql): one row of
  * `search_suffixes` per distinct suffix of a file's folded name `replace(search_name, 'ς', 'σ')`
  * that starts where 3 or more characters are left, cut to `SUFFIX_CHARS` characters, in a b-tree

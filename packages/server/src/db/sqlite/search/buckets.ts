@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/buckets
+ * @module server/db/sqlite/search/buckets
  * The histogram buckets of `search_stats` (drizzle/sqlite/0002_search_index.sql): for each owner, ext and
  * bucket, how many files there are. Search sums whole buckets for `total_count` and for jumping
  * to a deep offset, and scans the index only inside the (at most two) buckets a bound cuts.

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/counters
+ * @module server/db/sqlite/search/counters
  * The counters of the SQLite search index (`search_stats` histograms and size × date grid,
  * `search_dirs`, `search_names`, `search_grams`; see `repository.ts`) and its FTS index
  * are kept through a log instead of row by row: the triggers of `search_entries` append every

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/histogram
+ * @module server/db/sqlite/search/histogram
  * Exact counts and deep-offset seeks over one column of an owner's files without walking them,
  * from the `search_stats` buckets (see `buckets.ts`): whole buckets are summed; only the parts of
  * the (at most two) finest buckets that a bound cuts are counted in the index, and of those the

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/index
+ * @module server/db/sqlite/search/index
  * `SqliteSearchIndex`: the search backend of the embedded SQLite database. Its tables
  * (`search_entries`, the FTS index, histogram, grid, name and gram counters, directory counts;
  * see `repository.ts`) are kept by triggers on `files` in the transaction of every file

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/name-histogram
+ * @module server/db/sqlite/search/name-histogram
  * Deep offsets in `file_name` order without walking the name index from one end, from the
  * `search_names` buckets (drizzle/sqlite/0004_search_names.sql): the rows without a name (which sort
  * first), then `file_name` counted by its first 2, 4, 6, 8, 11, 14 and 20 characters. Prefixes

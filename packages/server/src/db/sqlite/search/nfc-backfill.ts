@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/nfc-backfill
+ * @module server/db/sqlite/search/nfc-backfill
  * Rewrites the search keys of files stored before names were normalised to NFC (migration 0010
  * queues their rowids in `search_nfc_backfill`). Each row's `search_name` is recomputed with
  * `searchNameOf` and updated when it differs; the files triggers carry the change into the search

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/partitions
+ * @module server/db/sqlite/search/partitions
  * The layout of `search_entries.id`, which is also the FTS rowid (drizzle/sqlite/0008_search_partitions.sql):
  *
  *     id = ((oid << 16 | class << 13 | date bucket) << 23) + sequence

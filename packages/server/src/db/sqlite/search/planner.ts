@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/planner
+ * @module server/db/sqlite/search/planner
  * The query planning of the SQLite search index (`SqliteSearchIndex`) for `GET /search_files`
  * (docs/protocol.md#search, #open-rules): every filter combined with AND, sort by one column with
  * `path_hash` as tiebreaker, exact `total_count`, offset paging, fast on accounts of a million

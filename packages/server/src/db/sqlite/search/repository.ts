@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/repository
+ * @module server/db/sqlite/search/repository
  * The queries of the SQLite search index (`SqliteSearchIndex`), on the tables of
  * drizzle/sqlite/0002_search_index.sql:
  *

@@ -1,5 +1,5 @@
 /**
- * @module db/sqlite/search/scan
+ * @module server/db/sqlite/search/scan
  * The exact plan of the SQLite search index: searches, directory listings and sub-directory
  * counts answered from the `files` rows alone, without any index table. It is what a degraded
  * index (`SearchIndexHealth`) answers with: slower (a scan of the owner's rows and a sort), but
