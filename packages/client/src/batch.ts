@@ -9,6 +9,7 @@ import type { RemoteFileEntry, RenameEntry } from "./api-types.ts";
 import { toHex } from "./hash.ts";
 import type { FolderKeys } from "./keys.ts";
 import { pathHash } from "./manifest.ts";
+import { openDirAttributes, sealDirAttributes } from "./sync/attributes.ts";
 
 /** Ids per `/delete_files` call (docs/protocol.md#delete-files). */
 export const DELETE_BATCH = 1000;
@@ -176,10 +177,22 @@ export interface TreeMove {
 }
 
 /**
+ * The sealed attributes of a folder's directory entries (`listFolderEntriesWithAttributes`) and
+ * the folder key (32 bytes) they are sealed under, for `moveTree` to carry them to new paths.
+ */
+export interface EntryAttributes {
+  folderKey: Uint8Array;
+  sealed: ReadonlyMap<string, Uint8Array>;
+}
+
+/**
  * Moves the directory `from` (every file under it, and every directory entry at or under it)
  * to `to` (docs/protocol.md#rename-files last rule): files in rename batches, then the entries registered at
  * the new prefix (with `to` itself and its parents) and unregistered at the old one. Entries of
- * a directory whose files did not all move stay at the old prefix too.
+ * a directory whose files did not all move stay at the old prefix too. With `attributes`, each
+ * moved entry keeps its modification time: its attributes are bound to its path
+ * (docs/attributes.md#directory-modification-times), so they are opened at the old path and
+ * sealed again for the new one; attributes that do not open are left behind.
  */
 export async function moveTree(
   f: FolderRef,
@@ -187,6 +200,7 @@ export async function moveTree(
   to: string,
   files: ReadonlyArray<Pick<RemoteFileEntry, "path_hash" | "revision_id" | "relative_path">>,
   entries: readonly string[],
+  attributes?: EntryAttributes,
 ): Promise<TreeMove> {
   const moves = files
     .filter((e) => e.relative_path !== null && isUnder(e.relative_path, from))
@@ -198,7 +212,14 @@ export async function moveTree(
   });
   const oldEntries = entries.filter((p) => isUnder(p, from));
   const newEntries = [...oldEntries.map((p) => rebase(p, from, to)), to, ...parentDirs(to)];
-  await registerEntries(f, newEntries);
+  const moved = new Map<string, Uint8Array>();
+  if (attributes)
+    for (const p of oldEntries) {
+      const times = openDirAttributes(attributes.folderKey, p, attributes.sealed.get(p));
+      if (times)
+        moved.set(rebase(p, from, to), sealDirAttributes(attributes.folderKey, rebase(p, from, to), times));
+    }
+  await registerEntries(f, newEntries, moved.size > 0 ? moved : undefined);
   await unregisterEntries(
     f,
     oldEntries.filter((p) => !stuck.has(p)),

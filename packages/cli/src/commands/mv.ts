@@ -2,8 +2,8 @@
  * @module cli/commands/mv
  * `esync mv --folder LABEL SRC DST`: renames a file, or a whole directory, of a folder on the
  * server without re-uploading (docs/protocol.md#rename-files: signed `/rename_files` batches; a directory's
- * entries move with it, docs/protocol.md#folder-entries). Like `mv`, a DST that is an existing directory receives SRC
- * inside it. An existing file at DST is never overwritten.
+ * entries move with it, docs/protocol.md#folder-entries, keeping their modification times). Like `mv`, a DST that
+ * is an existing directory receives SRC inside it. An existing file at DST is never overwritten.
  */
 
 import { type FolderRef, isUnder, moveTree, renameMany } from "@esync/client/batch.ts";
@@ -59,7 +59,12 @@ Examples:
             ? await renameMany(f, [
                 { entry: listing.files.find((e) => e.relative_path === from) as never, to },
               ])
-            : (await moveTree(f, from, to, listing.files, listing.entries)).files;
+            : (
+                await moveTree(f, from, to, listing.files, listing.entries, {
+                  folderKey: keys.key,
+                  sealed: listing.attributes,
+                })
+              ).files;
         const failed = outcomes.filter((o) => o.reason !== undefined);
         if (ctx.json)
           printJson({

@@ -2,7 +2,8 @@
  * Directory modification times across two devices (real CLI processes, two configuration
  * directories with one mnemonic, a real server): a directory's time set on A arrives on B once
  * B's files are written (and `esync pull` restores it), a `touch` of a directory on A propagates,
- * and a renamed directory leaves no stray directory behind (docs/attributes.md#directory-modification-times).
+ * a renamed directory leaves no stray directory behind, and `esync mv` of a directory on the
+ * server keeps the times of every directory it moves (docs/attributes.md#directory-modification-times).
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
@@ -103,4 +104,19 @@ describe("directory modification times", () => {
     expect(existsSync(join(b, "papers/inner/a.txt"))).toBe(true);
     expect(seconds(join(b, "papers/inner"))).toBe(1_100_000_000);
   }, 90_000);
+
+  test("esync mv of a directory on the server keeps its time and its subdirectories' times", async () => {
+    const before = join(work, "before-mv");
+    expect((await runCli(cfgB, ["pull", "--folder", "dirtimes", before])).code).toBe(0);
+    const times = [seconds(join(before, "papers")), seconds(join(before, "papers/inner"))];
+    expect(times[1]).toBe(1_100_000_000);
+    const mv = await runCli(cfgB, ["mv", "--folder", "dirtimes", "papers", "archive/papers"]);
+    expect({ code: mv.code, stderr: mv.stderr }).toEqual({ code: 0, stderr: "" });
+    const after = join(work, "after-mv");
+    expect((await runCli(cfgB, ["pull", "--folder", "dirtimes", after])).code).toBe(0);
+    expect(existsSync(join(after, "papers"))).toBe(false);
+    expect([seconds(join(after, "archive/papers")), seconds(join(after, "archive/papers/inner"))]).toEqual(
+      times,
+    );
+  }, 60_000);
 });
