@@ -1,9 +1,10 @@
 /**
- * S3 write paths compared on the same bytes, interleaved rounds: the store's streamed PUT
- * (minio `makeRequestStreamAsync`, `UNSIGNED-PAYLOAD`, the body streamed as it comes) against
- * minio's public `putObject(bucket, key, stream, size)` (which reads a body of up to 64 MiB into
- * memory and hashes it, MD5 with payload signing off, SHA-256 with it on, before sending).
- * Decides docs/operator-guide.md#s3: which one the store uses, and why.
+ * S3 write paths compared on the same bytes, interleaved rounds: the store's `put` (a `fetch` to
+ * a URL presigned by minio's `presignedUrl`, `UNSIGNED-PAYLOAD`, the body streamed as it comes
+ * through the store's length checks), the bare minimum of that request (`fetch` of a web stream,
+ * no checks: the ceiling), and minio's public `putObject(bucket, key, stream, size)` (which reads
+ * a body of up to 64 MiB into memory and hashes it, MD5 with payload signing off, SHA-256 with it
+ * on, before sending). Decides docs/operator-guide.md#s3: which one the store uses, and why.
  *
  *   bun bench/s3-put.ts [--mib 512] [--chunk-mib 8] [--concurrency 4] [--rounds 3]
  * Uses the test RGW (test/support/s3-server.ts). Prints MB/s and this process's CPU s/GiB per
@@ -37,7 +38,7 @@ await store.check();
 const { client, close } = createS3Client(cfg);
 type Put = (key: string) => Promise<void>;
 
-/** Pieces of 64 KiB, as an HTTP request body arrives. */
+/** Pieces of 64 KiB, as an HTTP request body arrives, as a Node stream (minio's `putObject`). */
 function pieces(): Readable {
   return Readable.from(
     (function* () {
@@ -46,9 +47,34 @@ function pieces(): Readable {
     { objectMode: false },
   );
 }
+/** The same pieces as a web stream (the store, `fetch`). */
+function webPieces(): ReadableStream<Uint8Array> {
+  let o = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(c) {
+        if (o >= data.length) return c.close();
+        c.enqueue(data.subarray(o, o + 65536));
+        o += 65536;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
 const paths: Record<string, Put> = {
-  "streamed PUT (store)": async (key) => {
-    await store.put(key, Readable.toWeb(pieces()) as unknown as ReadableStream<Uint8Array>, chunk);
+  "fetch (ceiling)": async (key) => {
+    const url = await client.presignedUrl("PUT", cfg.bucket, key, 600);
+    const res = await fetch(url, {
+      method: "PUT",
+      headers: { "Content-Length": String(chunk) },
+      body: webPieces(),
+      duplex: "half",
+    } as RequestInit);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`PUT ${res.status}`);
+  },
+  "store put": async (key) => {
+    await store.put(key, webPieces(), chunk);
   },
   "putObject (public)": async (key) => {
     await client.putObject(cfg.bucket, key, pieces(), chunk);

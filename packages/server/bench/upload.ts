@@ -14,10 +14,11 @@
  * `--storage s3` passes `ESYNC_STORAGE=s3` and the S3 settings to it: this process's `ESYNC_S3_*`
  * variables when `ESYNC_S3_ENDPOINT` is set, else a Ceph RGW that the bench starts for itself
  * (`scripts/s3/start.sh` in a temporary directory, stopped and deleted at the end). With S3, each
- * run is followed by the raw ceiling: the same chunks PUT straight to S3 from this process with
- * the store's own client (`createS3Client`) and the store's kind of request (one streamed PUT of
- * known length per chunk, unsigned payload; not minio's buffered `putObject`), at the same
- * concurrency; the table gives end to end / raw per level. Objects are deleted after each level.
+ * run is followed by the raw ceiling: the same chunks PUT straight to S3 from this process, the
+ * fastest way known from Bun (`bench/s3-put.ts`): one `fetch` per chunk to a URL presigned by
+ * the store's client (`createS3Client`), the body a web stream of known length (unsigned
+ * payload; not minio's buffered `putObject`), at the same concurrency; the table gives end to
+ * end / raw per level. Objects are deleted after each level.
  * With `--url` it uses that server (its RSS only when `--pid` is given); `--token` is a bearer
  * token for it (default: a `sig1.` token of a fresh random wallet key, valid on any server).
  *
@@ -62,8 +63,6 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { blake3Hex } from "@esync/protocol/blake3.ts";
 import { u8aToHex } from "@polkadot/util";
@@ -243,16 +242,25 @@ async function emptyBucket(cfg: S3Config): Promise<void> {
   }
 }
 
-/** `bytes` as pieces of 64 KiB (no copies), as a server receives a request body. */
-function* piecesOf(bytes: Uint8Array): Generator<Uint8Array> {
-  for (let o = 0; o < bytes.length; o += 64 * 1024)
-    yield bytes.subarray(o, Math.min(bytes.length, o + 64 * 1024));
+/** `bytes` as a web stream of 64 KiB pieces (no copies), as a server receives a request body. */
+function webPiecesOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let o = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(c) {
+        if (o >= bytes.length) return c.close();
+        c.enqueue(bytes.subarray(o, Math.min(bytes.length, o + 64 * 1024)));
+        o += 64 * 1024;
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /**
- * The raw ceiling: every chunk of FILES uploads PUT straight to S3 with the store's client and
- * request kind (streamed body of known length, unsigned payload, one PUT per chunk), `concurrency`
- * in flight. Returns wall seconds.
+ * The raw ceiling: every chunk of FILES uploads PUT straight to S3 with `fetch` to a URL the
+ * store's client presigns (streamed body of known length, unsigned payload, one PUT per chunk),
+ * `concurrency` in flight. Returns wall seconds.
  */
 async function rawPuts(cfg: S3Config, concurrency: number, tag: string): Promise<number> {
   const { client, close } = createS3Client(cfg);
@@ -265,20 +273,19 @@ async function rawPuts(cfg: S3Config, concurrency: number, tag: string): Promise
         for (let i = next++; i < count; i = next++) {
           const bytes = payload.subarray(i * CHUNK, Math.min(SIZE, (i + 1) * CHUNK));
           const key = `raw/${tag}/${f}/${i}`;
-          const res = await client.makeRequestStreamAsync(
-            {
-              method: "PUT",
-              bucketName: cfg.bucket,
-              objectName: cfg.prefix === "" ? key : `${cfg.prefix}/${key}`,
-              headers: { "Content-Length": String(bytes.length) },
-            },
-            Readable.from(piecesOf(bytes), { objectMode: false }),
-            "",
-            [200],
-            "",
+          const url = await client.presignedUrl(
+            "PUT",
+            cfg.bucket,
+            cfg.prefix === "" ? key : `${cfg.prefix}/${key}`,
           );
-          res.resume();
-          await finished(res);
+          const res = await fetch(url, {
+            method: "PUT",
+            headers: { "Content-Length": String(bytes.length) },
+            body: webPiecesOf(bytes),
+            duplex: "half",
+          } as RequestInit);
+          await res.arrayBuffer();
+          if (res.status !== 200) throw new Error(`raw PUT of ${key}: ${res.status}`);
         }
       };
       await Promise.all([...Array(concurrency)].map(worker));

@@ -16,6 +16,12 @@
  *   more (a paused reader, such as a slow download client, stops the clock).
  * A request past a bound is destroyed with `S3TimeoutError`, which the store's callers answer
  * as a passing storage failure (503 `storage_unavailable` with `Retry-After`).
+ *
+ * Two senders apply them: `timedTransport`, the `node:http` transport of the minio client (reads,
+ * listings, deletes, completing uploads), and `timedFetch`, Bun's `fetch` for the writes (object
+ * and part PUTs, starting a multipart upload). `fetch` does not report when its connection is
+ * up, so there the connect bound runs until the connection takes the first piece of the body
+ * (for a request without a body, connect and first byte are one bound of their sum).
  */
 import type { ClientRequest, IncomingMessage, RequestOptions } from "node:http";
 
@@ -136,4 +142,110 @@ export function timedTransport(base: RequestModule, timeouts: S3Timeouts): Reque
       return req;
     },
   };
+}
+
+/**
+ * A request body handed over piece by piece: `next` resolves with the next piece, or `null` once
+ * the body is complete; it may reject (the request then fails with that error). `cancel`
+ * releases the source when the request ends before the body does.
+ */
+export interface BodySource {
+  next(): Promise<Uint8Array | null>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/** The `fetch` the S3 store sends its writes with: the global one, or a test's stand-in. */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+/** A request `timedFetch` sends: `body` null for none (send `Content-Length: 0` in `headers`). */
+export interface TimedRequest {
+  method: "PUT" | "POST";
+  headers: Record<string, string>;
+  body: BodySource | null;
+  /** Aborts the request; it then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** An answer `timedFetch` read whole: status, headers and the body as UTF-8 text. */
+export interface TimedAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/**
+ * Sends one request with `fetch` to `url`, streaming `request.body` as `fetch` asks for it, and
+ * reads the (small) answer whole, with the bounds of `timeouts` (see the module comment); the
+ * caller's time to produce a piece never counts.
+ * @throws S3TimeoutError when a bound runs out; `request.signal.reason` when aborted; the body
+ *   source's own error when it rejects; else `fetch`'s network error (`code` `ECONNREFUSED`,
+ *   `ECONNRESET`, ...). An answer with any status resolves.
+ */
+export async function timedFetch(
+  send: FetchLike,
+  url: string,
+  request: TimedRequest,
+  timeouts: S3Timeouts,
+): Promise<TimedAnswer> {
+  const abort = new AbortController();
+  let timedOut: S3TimeoutError | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const clear = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const arm = (phase: S3TimeoutPhase, ms: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = new S3TimeoutError(phase, ms);
+      abort.abort(timedOut);
+    }, ms);
+  };
+  const onAbort = () => abort.abort(request.signal?.reason);
+  request.signal?.addEventListener("abort", onAbort, { once: true });
+  const source = request.body;
+  const body =
+    source === null
+      ? null
+      : new ReadableStream<Uint8Array>(
+          {
+            async pull(controller) {
+              // The connection took what came before: waiting for the caller is not S3's time.
+              clear();
+              const piece = await source.next();
+              if (piece === null) {
+                controller.close();
+                arm("first byte", timeouts.firstByteMs);
+              } else {
+                controller.enqueue(piece);
+                arm("idle", timeouts.idleMs);
+              }
+            },
+            cancel: (reason) => source.cancel(reason),
+          },
+          { highWaterMark: 0 },
+        );
+  if (body === null) arm("first byte", timeouts.connectMs + timeouts.firstByteMs);
+  else arm("connect", timeouts.connectMs);
+  try {
+    request.signal?.throwIfAborted();
+    const init: RequestInit & { duplex?: "half" } = {
+      method: request.method,
+      headers: request.headers,
+      body,
+      signal: abort.signal,
+      duplex: "half",
+    };
+    const res = await send(url, init);
+    arm("idle", timeouts.idleMs);
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text };
+  } catch (e) {
+    if (timedOut) throw timedOut;
+    if (request.signal?.aborted) throw request.signal.reason;
+    throw e;
+  } finally {
+    clear();
+    request.signal?.removeEventListener("abort", onAbort);
+  }
 }

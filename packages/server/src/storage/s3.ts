@@ -22,22 +22,18 @@
  * that is short, long or fails midway makes the request fail before S3 has every byte, so no
  * object is created and an existing one is left unchanged.
  *
- * The PUT goes through minio's `makeRequestStreamAsync`, which minio marks `@internal`: its public
- * `putObject` reads a body of up to 64 MiB into memory and MD5- or SHA-256-hashes it before
- * sending (larger ones become multipart uploads). minio is therefore pinned to one exact version
- * in package.json, and `test/storage/minio-internal.test.ts` fails when the pin drifts or the
- * internal's request changes (measured trade-off: docs/operator-guide.md#s3). The same call, and
- * only it, sends the two multipart requests minio has no streaming public method for: a part
- * (UploadPart: `PUT ?partNumber&uploadId`, its public `uploadPart` takes a buffer) and the start
- * of an upload (CreateMultipartUpload: `POST ?uploads`, whose minio method is `@internal`).
- * Completing, aborting and listing uploads use minio's public methods.
+ * The writes (an object or a part: `PUT`, `PUT ?partNumber&uploadId`; the start of a multipart
+ * upload: `POST ?uploads`) go to a URL signed by minio's public `presignedUrl` and are sent with
+ * Bun's `fetch`, which streams a body of known length from a web stream without copying it
+ * through Node's socket layer. minio's own public writes cannot stream: `putObject` reads a body
+ * of up to 64 MiB into memory and hashes it before sending, `uploadPart` takes a buffer.
+ * Measured trade-off: docs/operator-guide.md#s3. Reads, listings, deletes, server-side copies and
+ * completing, aborting and listing multipart uploads use minio's public methods.
  */
 
-import type { IncomingMessage } from "node:http";
 import * as http from "node:http";
 import * as https from "node:https";
-import { addAbortSignal, Readable } from "node:stream";
-import { finished } from "node:stream/promises";
+import { Readable } from "node:stream";
 import { Client, CopyDestinationOptions, CopySourceOptions } from "minio";
 import { S3_DEFAULT_TIMEOUTS, type S3Config } from "../config/config.ts";
 import {
@@ -56,7 +52,14 @@ import {
   type PutOptions,
   type UploadedPart,
 } from "./blob-store.ts";
-import { timedTransport } from "./s3-timeouts.ts";
+import {
+  type BodySource,
+  type FetchLike,
+  type S3Timeouts,
+  type TimedAnswer,
+  timedFetch,
+  timedTransport,
+} from "./s3-timeouts.ts";
 
 /** Smallest part of a multipart upload but the last, bytes (S3's limit). */
 const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -67,18 +70,8 @@ const MAX_PARTS = 10_000;
 /** Largest number of keys S3 accepts in one DeleteObjects request. */
 const DELETE_BATCH = 1000;
 
-/**
- * Request options of `S3Client.makeRequestStreamAsync` that this store uses: a PUT of an object
- * or of a part (`query` `partNumber=N&uploadId=ID`), or the POST `?uploads` that starts a
- * multipart upload.
- */
-export interface S3PutRequest {
-  method: "PUT" | "POST";
-  bucketName: string;
-  objectName: string;
-  query?: string;
-  headers: Record<string, string>;
-}
+/** How long the signed URL of a write stays valid, seconds: it is used at once. */
+const WRITE_URL_SECONDS = 15 * 60;
 
 /**
  * The calls `S3BlobStore` makes, a structural subset of the `minio` `Client` (a real client
@@ -87,18 +80,17 @@ export interface S3PutRequest {
  */
 export interface S3Client {
   /**
-   * Must be `false`: bodies are streamed as `UNSIGNED-PAYLOAD` because their SHA-256 is not
-   * known before they have been sent. minio sets it `true` for plain-http endpoints.
+   * A presigned (query-signed, `UNSIGNED-PAYLOAD`) URL for `method` on an object, valid
+   * `expires` seconds, with the extra query parameters `reqParams` signed in (computed locally
+   * when the client knows its region, as the store's client does).
    */
-  readonly enableSHA256: boolean;
-  /** One signed request with a streamed body; resolves with the response once the status is in `statusCodes`. */
-  makeRequestStreamAsync(
-    options: S3PutRequest,
-    body: Readable | Buffer,
-    sha256sum: string,
-    statusCodes: number[],
-    region: string,
-  ): Promise<Readable>;
+  presignedUrl(
+    method: string,
+    bucketName: string,
+    objectName: string,
+    expires?: number,
+    reqParams?: Record<string, string>,
+  ): Promise<string>;
   getObject(bucketName: string, objectName: string): Promise<Readable>;
   /** Bytes `[offset, offset + length)` of an object (`length` 0: to the end). */
   getPartialObject(
@@ -153,6 +145,10 @@ export interface S3BlobStoreOptions {
   endpoint: string;
   /** How long `check` waits for the endpoint, in milliseconds (default 10,000). */
   checkTimeoutMs?: number;
+  /** Bounds of each write (default `S3_DEFAULT_TIMEOUTS`); the client's transport bounds the rest. */
+  timeouts?: S3Timeouts;
+  /** Sends the writes (default: the global `fetch`); tests pass a stand-in. */
+  fetch?: FetchLike;
   /** Called by `close` (e.g. to destroy the HTTP agent the client was built with). */
   onClose?: () => void;
 }
@@ -164,6 +160,32 @@ function checkKey(key: string): void {
 function errorCode(e: unknown): string | undefined {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : undefined;
+}
+
+/**
+ * An S3 error reply to a write, as minio reports one for the other calls: `name` `S3Error`,
+ * `code` the reply's `<Code>` (`NoSuchUpload`, `AccessDenied`, ...), and the HTTP status.
+ */
+export class S3ReplyError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "S3Error";
+  }
+}
+
+/** The S3 error reply `answer` (a status other than 200) as an `S3ReplyError`. */
+function replyError(answer: TimedAnswer, what: string): S3ReplyError {
+  const code = /<Code>([^<]*)<\/Code>/.exec(answer.text)?.[1] ?? `HTTP${answer.status}`;
+  const detail = /<Message>([^<]*)<\/Message>/.exec(answer.text)?.[1];
+  return new S3ReplyError(
+    unescapeXml(code),
+    answer.status,
+    `S3 ${what} answered ${answer.status} ${unescapeXml(code)}${detail ? `: ${unescapeXml(detail)}` : ""}`,
+  );
 }
 
 /** S3 replies that mean "no such object" (`NotFound` is what a HEAD gets, having no body). */
@@ -187,15 +209,12 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
   private readonly region: string;
   private readonly endpoint: string;
   private readonly checkTimeoutMs: number;
+  private readonly timeouts: S3Timeouts;
+  private readonly fetch: FetchLike;
   private readonly onClose: (() => void) | undefined;
 
-  /** @throws Error if the client signs payload hashes (`enableSHA256`), which streaming cannot. */
+  /** @throws Error if the key prefix is not a valid object key. */
   constructor(opts: S3BlobStoreOptions) {
-    if (opts.client.enableSHA256) {
-      throw new Error(
-        "S3BlobStore streams unsigned bodies: create the minio Client with enableSHA256 = false",
-      );
-    }
     if (opts.prefix !== "" && !isValidKey(opts.prefix)) {
       throw new Error(`invalid S3 key prefix: ${JSON.stringify(opts.prefix)}`);
     }
@@ -205,6 +224,8 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
     this.region = opts.region;
     this.endpoint = opts.endpoint;
     this.checkTimeoutMs = opts.checkTimeoutMs ?? 10_000;
+    this.timeouts = opts.timeouts ?? S3_DEFAULT_TIMEOUTS;
+    this.fetch = opts.fetch ?? ((url, init) => fetch(url, init));
     this.onClose = opts.onClose;
   }
 
@@ -227,65 +248,64 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
   ): Promise<void> {
     checkKey(key);
     if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length: ${length}`);
-    await consume(await this.send(this.objectName(key), undefined, body, length, opts));
+    await this.send(this.objectName(key), {}, body, length, opts);
   }
 
   /**
-   * One PUT of `body`, exactly `length` bytes, to object `name` (with `query`, a part); resolves
-   * with the response, its body unread. The length rules and errors are those of `put`.
+   * One PUT of `body`, exactly `length` bytes, to object `name` (with `query` `partNumber` and
+   * `uploadId`, a part); resolves with the answer's headers. The length rules and errors are
+   * those of `put`; an S3 error reply throws `S3ReplyError`.
    */
   private async send(
     name: string,
-    query: string | undefined,
+    query: Record<string, string>,
     body: ReadableStream<Uint8Array>,
     length: number,
     opts: Pick<PutOptions, "onData" | "signal">,
-  ): Promise<Readable> {
+  ): Promise<Headers> {
     opts.signal?.throwIfAborted();
     const checked = exactLength(body, length, opts.onData);
-    const request: S3PutRequest = {
-      method: "PUT",
-      bucketName: this.bucket,
-      objectName: name,
-      headers: { "Content-Length": String(length) },
-    };
-    if (query !== undefined) request.query = query;
-    if (length === 0) {
-      // An empty PUT is complete as soon as its headers are sent, so check the body first.
-      await drain(checked, opts.signal);
-      return this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
-    }
-    const source = new HeldBackSource(checked.getReader(), length);
-    const readable = Readable.from(source.pieces(), { objectMode: false });
-    if (opts.signal) addAbortSignal(opts.signal, readable);
+    // An empty PUT is complete as soon as its headers are sent, so check the body first.
+    if (length === 0) await drain(checked, opts.signal);
+    const source = length === 0 ? null : new HeldBackSource(checked.getReader(), length);
+    const url = await this.client.presignedUrl("PUT", this.bucket, name, WRITE_URL_SECONDS, query);
+    let answer: TimedAnswer;
     try {
-      return await this.client.makeRequestStreamAsync(request, readable, "", [200], "");
+      answer = await timedFetch(
+        this.fetch,
+        url,
+        { method: "PUT", headers: { "Content-Length": String(length) }, body: source, signal: opts.signal },
+        this.timeouts,
+      );
     } catch (e) {
-      readable.destroy();
       // Release the caller's body however far it was read (the request may have failed before
       // the first piece), so an HTTP server can drain or close the client's connection.
-      await source.release();
-      // The transport reports a cut body in its own way ("socket hang up"); report the cause:
-      // the body's own error (BlobLengthError, or the caller's stream failing), or the abort.
+      await source?.release();
+      // Report the cause: the body's own error (BlobLengthError, or the caller's stream
+      // failing) rather than how the transport saw the cut.
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (source.failure !== undefined) throw source.failure;
+      if (source?.failure !== undefined) throw source.failure;
       throw e;
     }
+    // S3 may answer (an error) before it has read the whole body.
+    await source?.release();
+    if (answer.status !== 200) throw replyError(answer, `PUT ${name}`);
+    return answer.headers;
   }
 
   /** `Multipart.createMultipart`: CreateMultipartUpload (`POST ?uploads`) of object `key`. */
   async createMultipart(key: string): Promise<string> {
     checkKey(key);
-    const request: S3PutRequest = {
-      method: "POST",
-      bucketName: this.bucket,
-      objectName: this.objectName(key),
-      query: "uploads",
-      headers: { "Content-Length": "0" },
-    };
-    const res = await this.client.makeRequestStreamAsync(request, Buffer.alloc(0), "", [200], "");
-    const xml = await text(res);
-    const m = /<UploadId>([^<]+)<\/UploadId>/.exec(xml);
+    const name = this.objectName(key);
+    const url = await this.client.presignedUrl("POST", this.bucket, name, WRITE_URL_SECONDS, { uploads: "" });
+    const answer = await timedFetch(
+      this.fetch,
+      url,
+      { method: "POST", headers: { "Content-Length": "0" }, body: null },
+      this.timeouts,
+    );
+    if (answer.status !== 200) throw replyError(answer, `CreateMultipartUpload ${name}`);
+    const m = /<UploadId>([^<]+)<\/UploadId>/.exec(answer.text);
     if (!m?.[1]) throw new Error(`S3 CreateMultipartUpload of ${key} answered no UploadId`);
     return unescapeXml(m[1]);
   }
@@ -303,17 +323,16 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
     if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length: ${length}`);
     if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PARTS)
       throw new RangeError(`invalid part number: ${partNumber}`);
-    const query = `partNumber=${partNumber}&uploadId=${encodeURIComponent(uploadId)}`;
-    let res: Readable;
+    const query = { partNumber: String(partNumber), uploadId };
+    let headers: Headers;
     try {
-      res = await this.send(this.objectName(key), query, body, length, opts);
+      headers = await this.send(this.objectName(key), query, body, length, opts);
     } catch (e) {
       if (errorCode(e) === "NoSuchUpload") throw new MultipartGoneError(key);
       throw e;
     }
-    const etag = (res as Partial<IncomingMessage>).headers?.etag;
-    await consume(res);
-    if (typeof etag !== "string" || etag === "")
+    const etag = headers.get("etag");
+    if (etag === null || etag === "")
       throw new Error(`S3 UploadPart ${partNumber} of ${key} answered no ETag`);
     return etag.replace(/^"|"$/g, "");
   }
@@ -593,10 +612,12 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
  * Pieces of a checked body, passed on as they come except the final byte, which waits until
  * the source has ended: S3 cannot complete the PUT before then, so a body that turns out too
  * long (the error comes with the next piece) never leaves an object. Records the source's own
- * error (not one the consumer throws in, such as the request failing).
+ * error (not the request's).
  */
-class HeldBackSource {
+class HeldBackSource implements BodySource {
   failure: unknown;
+  private seen = 0;
+  private held: Uint8Array | undefined;
   private ended = false;
 
   constructor(
@@ -604,38 +625,35 @@ class HeldBackSource {
     private readonly length: number,
   ) {}
 
-  private async read() {
-    try {
-      return await this.reader.read();
-    } catch (e) {
-      this.failure = e;
-      throw e;
+  async next(): Promise<Uint8Array | null> {
+    for (;;) {
+      if (this.ended) {
+        const last = this.held;
+        this.held = undefined;
+        return last ?? null;
+      }
+      let read: Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+      try {
+        read = await this.reader.read();
+      } catch (e) {
+        this.failure = e;
+        throw e;
+      }
+      if (read.done) {
+        this.ended = true;
+        continue;
+      }
+      const value = read.value;
+      if (value.byteLength === 0) continue;
+      this.seen += value.byteLength;
+      if (this.seen !== this.length) return value;
+      this.held = value.subarray(value.byteLength - 1);
+      if (value.byteLength > 1) return value.subarray(0, value.byteLength - 1);
     }
   }
 
-  async *pieces(): AsyncGenerator<Uint8Array> {
-    let seen = 0;
-    let held: Uint8Array | undefined;
-    try {
-      for (;;) {
-        const { done, value } = await this.read();
-        if (done) break;
-        if (value.byteLength === 0) continue;
-        seen += value.byteLength;
-        if (seen === this.length) {
-          if (value.byteLength > 1) yield value.subarray(0, value.byteLength - 1);
-          held = value.subarray(value.byteLength - 1);
-        } else {
-          yield value;
-        }
-      }
-      this.ended = true;
-    } finally {
-      // Stopped early (the request failed, was aborted, or its stream was destroyed with an
-      // error thrown into this generator): release the caller's body.
-      await this.release();
-    }
-    if (held) yield held;
+  cancel(): Promise<void> {
+    return this.release();
   }
 
   /**
@@ -662,13 +680,6 @@ async function drain(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): 
   }
 }
 
-/** Reads a (small) response body as UTF-8 text. */
-async function text(res: Readable): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const piece of res) parts.push(Buffer.from(piece as Uint8Array));
-  return Buffer.concat(parts).toString("utf8");
-}
-
 /** The text of an XML element's content with the five predefined entities decoded. */
 function unescapeXml(s: string): string {
   return s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e: string) =>
@@ -676,28 +687,17 @@ function unescapeXml(s: string): string {
   );
 }
 
-/** Reads and discards a response body so its connection can be reused. */
-async function consume(res: Readable): Promise<void> {
-  res.resume();
-  await finished(res);
-}
-
 /**
  * The minio client the S3 store uses for `cfg`: path-style requests (as Ceph RGW and MinIO
- * want), no automatic retries (a streamed body cannot be replayed; callers retry), keep-alive
- * connections, payload signing off so bodies can be streamed, and every request bounded by the
- * configured time-outs (`src/storage/s3-timeouts.ts`). `close` destroys its agent.
+ * want), no automatic retries (callers retry), keep-alive connections, and every request bounded
+ * by the configured time-outs (`src/storage/s3-timeouts.ts`). `close` destroys its agent.
  * Exported for benchmarks that measure the same client without the store.
  */
 export function createS3Client(cfg: S3Config): { client: Client; close(): void } {
   const url = new URL(cfg.endpoint);
   const useSSL = url.protocol === "https:";
   const agent = useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
-  const transport = timedTransport(useSSL ? https : http, {
-    connectMs: cfg.connectTimeoutMs ?? S3_DEFAULT_TIMEOUTS.connectMs,
-    firstByteMs: cfg.firstByteTimeoutMs ?? S3_DEFAULT_TIMEOUTS.firstByteMs,
-    idleMs: cfg.idleTimeoutMs ?? S3_DEFAULT_TIMEOUTS.idleMs,
-  });
+  const transport = timedTransport(useSSL ? https : http, timeoutsOf(cfg));
   const client = new Client({
     endPoint: url.hostname.replace(/^\[(.*)\]$/, "$1"),
     port: url.port ? Number(url.port) : useSSL ? 443 : 80,
@@ -710,8 +710,16 @@ export function createS3Client(cfg: S3Config): { client: Client; close(): void }
     transportAgent: agent,
     retryOptions: { disableRetry: true },
   });
-  client.enableSHA256 = false;
   return { client, close: () => agent.destroy() };
+}
+
+/** The request bounds of `cfg`, defaults filled in (docs/operator-guide.md#s3-time-outs). */
+function timeoutsOf(cfg: S3Config): S3Timeouts {
+  return {
+    connectMs: cfg.connectTimeoutMs ?? S3_DEFAULT_TIMEOUTS.connectMs,
+    firstByteMs: cfg.firstByteTimeoutMs ?? S3_DEFAULT_TIMEOUTS.firstByteMs,
+    idleMs: cfg.idleTimeoutMs ?? S3_DEFAULT_TIMEOUTS.idleMs,
+  };
 }
 
 /** Builds the S3 store of `cfg` with a real minio client (`createS3Client`). */
@@ -723,6 +731,7 @@ export function createS3BlobStore(cfg: S3Config): S3BlobStore {
     prefix: cfg.prefix,
     region: cfg.region,
     endpoint: cfg.endpoint,
+    timeouts: timeoutsOf(cfg),
     onClose: close,
   });
 }

@@ -115,12 +115,13 @@ describe("S3 request time-outs", () => {
     expect(r.ms).toBeLessThan(5_000);
   }, 20_000);
 
-  test("a GET, a HEAD and a DeleteObjects to a server that never answers fail with S3TimeoutError (first byte)", async () => {
+  test("a GET, a HEAD, a DeleteObjects and the start of a multipart upload to a server that never answers fail with S3TimeoutError (first byte)", async () => {
     const store = storeAt(await blackHole());
     const calls: (() => Promise<unknown>)[] = [
       () => store.get("b/1"),
       () => store.size("b/1"),
       () => store.delete(["b/1"]),
+      () => store.createMultipart("b/1"),
     ];
     for (const call of calls) {
       const r = await timed(call());
