@@ -2,9 +2,13 @@
  * `bun bench/download.ts`: `GET /download` of esync against the shared yardstick
  * `download-ceiling.ts` (`GET /whole`: one file as a `Bun.file` body, sent by sendfile with
  * `Content-Length`), in one invocation, with the same client and the same ciphertext, on disk.
+ * With `--storage s3` esync stores the file in a bucket of the test RGW
+ * (test/support/s3-server.ts) and the ceiling is a raw GET of the same bytes stored as one
+ * object in that bucket, by a presigned URL, from this process (no server of ours in between:
+ * its CPU column is empty).
  *
  *   bun bench/download.ts [--cases 1:512MiB,4:256MiB] [--rounds 3] [--chunk-size 8MiB]
- *                         [--baseline-root DIR] [--yardsticks DIR] [--out FILE]
+ *                         [--storage disk|s3] [--baseline-root DIR] [--yardsticks DIR] [--out FILE]
  *
  * Each case `C:SIZE` is C concurrent GETs of one file of SIZE bytes (uploaded once beforehand
  * through an upload session of `--chunk-size` chunks; the ceiling gets the same bytes as its
@@ -39,6 +43,8 @@ import {
   sr25519PairFromSeed,
   sr25519Sign,
 } from "@polkadot/util-crypto";
+import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
+import { s3Env, s3TestConfig } from "../test/support/s3-server.ts";
 import { REPO_ROOT, SERVER_ROOT, startServer } from "../test/support/server.ts";
 import { plaintextSizeOf } from "./framing.ts";
 
@@ -63,6 +69,7 @@ const { values: flags } = parseArgs({
     cases: { type: "string", default: "1:512MiB,4:256MiB" },
     rounds: { type: "string", default: "3" },
     "chunk-size": { type: "string", default: "8MiB" },
+    storage: { type: "string", default: "disk" },
     "baseline-root": { type: "string" },
     yardsticks: { type: "string" },
     out: { type: "string" },
@@ -78,6 +85,8 @@ const CASES = String(flags.cases)
 const ROUNDS = Number(flags.rounds);
 const CHUNK = parseSize(String(flags["chunk-size"]));
 const BASELINE_ROOT = flags["baseline-root"];
+if (flags.storage !== "disk" && flags.storage !== "s3") throw new Error("--storage is disk or s3");
+const S3 = flags.storage === "s3" ? await s3TestConfig("bench-download") : null;
 const YARDSTICKS = flags.yardsticks ?? join(REPO_ROOT, "..", "shared", "bench");
 const load0 = loadavg();
 
@@ -167,8 +176,8 @@ async function esyncUpload(url: string, ct: Uint8Array, path: string): Promise<s
 // ---- receivers -------------------------------------------------------------------------------
 interface Receiver {
   name: string;
-  /** The process that serves the file of `size` bytes. */
-  pidOf(size: number): number;
+  /** The process that serves the file of `size` bytes; null when none of ours does (raw S3). */
+  pidOf(size: number): number | null;
   /** Absolute URL of the file of `size` bytes. */
   urlOf(size: number): string;
   headers: Record<string, string>;
@@ -184,7 +193,7 @@ async function cpuSeconds(pid: number): Promise<number> {
 
 async function startEsync(name: string, root?: string): Promise<Receiver> {
   const server = await startServer({
-    env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn" },
+    env: { ESYNC_DISK_FSYNC: "off", ESYNC_LOG_LEVEL: "warn", ...(S3 ? s3Env(S3) : {}) },
     ...(root ? { root } : {}),
   });
   const paths = new Map<number, string>();
@@ -238,6 +247,33 @@ async function startCeiling(): Promise<Receiver> {
   };
 }
 
+/** The same bytes as one object per size in the esync bucket, read by presigned GET URLs. */
+async function startRawS3(): Promise<Receiver> {
+  if (!S3) throw new Error("no S3");
+  const store = createS3BlobStore(S3);
+  const { client, close } = createS3Client(S3);
+  const urls = new Map<number, string>();
+  for (const { size } of CASES) {
+    if (urls.has(size)) continue;
+    const key = `bench-download-raw/${size}`;
+    const bytes = payload.subarray(0, size);
+    await store.put(key, new Blob([bytes]).stream(), size);
+    const name = S3.prefix === "" ? key : `${S3.prefix}/${key}`;
+    urls.set(size, await client.presignedUrl("GET", S3.bucket, name, 24 * 3600));
+  }
+  return {
+    name: "ceiling",
+    pidOf: () => null,
+    urlOf: (size) => urls.get(size)!,
+    headers: {},
+    async stop() {
+      await store.deletePrefix("bench-download-raw/");
+      close();
+      await store.close();
+    },
+  };
+}
+
 // ---- measuring -------------------------------------------------------------------------------
 interface Framing {
   withLength: number;
@@ -281,6 +317,11 @@ function rangesOf(size: number): { header: string; start: number; end: number }[
   ];
 }
 
+/** `x` with two decimals, or `-` when it was not measured (NaN). */
+function fixed(x: number): string {
+  return Number.isNaN(x) ? "-" : x.toFixed(2);
+}
+
 interface Run {
   mbps: number;
   cpuPerGiB: number;
@@ -288,28 +329,28 @@ interface Run {
 
 async function measure(r: Receiver, c: number, size: number, framing: Framing): Promise<Run> {
   const pid = r.pidOf(size);
-  const cpu0 = await cpuSeconds(pid);
+  const cpu0 = pid === null ? 0 : await cpuSeconds(pid);
   const t0 = performance.now();
   const bytes = (await Promise.all(Array.from({ length: c }, () => get(r, size, framing)))).reduce(
     (a, b) => a + b,
     0,
   );
   const s = (performance.now() - t0) / 1000;
-  const cpu = (await cpuSeconds(pid)) - cpu0;
+  const cpu = pid === null ? Number.NaN : (await cpuSeconds(pid)) - cpu0;
   return { mbps: bytes / 1e6 / s, cpuPerGiB: cpu / (bytes / (1024 * MiB)) };
 }
 
 const receivers: Receiver[] = [];
 receivers.push(await startEsync("esync"));
 if (BASELINE_ROOT) receivers.push(await startEsync("esync-base", BASELINE_ROOT));
-receivers.push(await startCeiling());
+receivers.push(S3 ? await startRawS3() : await startCeiling());
 const caseName = (k: { c: number; size: number }) => `c=${k.c} ${(k.size / MiB).toFixed(0)} MiB`;
 const runs: Record<string, Record<string, Run[]>> = {};
 const framing: Record<string, Framing> = Object.fromEntries(
   receivers.map((r) => [r.name, { withLength: 0, without: 0 }]),
 );
 console.log(
-  `${CASES.map(caseName).join(", ")}; esync files in ${(CHUNK / MiB).toFixed(0)} MiB chunks, disk, fsync off; ` +
+  `${CASES.map(caseName).join(", ")}; esync files in ${(CHUNK / MiB).toFixed(0)} MiB chunks, ${S3 ? `S3 (${S3.endpoint}; ceiling: raw GETs)` : "disk, fsync off"}; ` +
     `${ROUNDS} interleaved rounds; load average ${load0.map((x) => x.toFixed(2)).join(" ")}`,
 );
 try {
@@ -325,7 +366,7 @@ try {
         runs[caseName(k)] = byReceiver;
         byReceiver[r.name] = [...(byReceiver[r.name] ?? []), run];
         console.log(
-          `round ${round + 1} ${caseName(k).padEnd(14)} ${r.name.padEnd(10)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${run.cpuPerGiB.toFixed(2)} CPU-s/GiB`,
+          `round ${round + 1} ${caseName(k).padEnd(14)} ${r.name.padEnd(10)} ${run.mbps.toFixed(0).padStart(5)} MB/s  ${fixed(run.cpuPerGiB)} CPU-s/GiB`,
         );
       }
     }
@@ -355,7 +396,7 @@ for (const [k, byReceiver] of Object.entries(runs)) {
     const row = { ...m, mbpsRatio: m.mbps / ceiling.mbps, cpuRatio: m.cpuPerGiB / ceiling.cpu };
     summary[k] = { ...summary[k], [name]: row };
     console.log(
-      `| ${k} | ${name} | ${m.mbps.toFixed(0)} | ${m.cpuPerGiB.toFixed(2)} | ${row.mbpsRatio.toFixed(2)} | ${row.cpuRatio.toFixed(2)} |`,
+      `| ${k} | ${name} | ${m.mbps.toFixed(0)} | ${fixed(m.cpuPerGiB)} | ${row.mbpsRatio.toFixed(2)} | ${fixed(row.cpuRatio)} |`,
     );
   }
 }
@@ -377,6 +418,7 @@ writeFileSync(
         cases: CASES,
         rounds: ROUNDS,
         chunk: CHUNK,
+        storage: flags.storage,
         baselineRoot: BASELINE_ROOT ?? null,
         yardsticks: YARDSTICKS,
       },
