@@ -15,7 +15,7 @@ import { createApp } from "./app.ts";
 import { walletCryptoReady } from "./auth/wallet-token.ts";
 import type { Config } from "./config/config.ts";
 import { describeDatabase, openMetadataStore } from "./db/open.ts";
-import { answerThenDrain, dropUnread, mustClose, setBodyPolicy } from "./http/body.ts";
+import { answerThenDrain, DRAIN_BYTES, dropUnread, mustClose, setBodyPolicy } from "./http/body.ts";
 import { setPeerAddress } from "./http/peer.ts";
 import { registerTimer, timerClaimed } from "./http/response-timer.ts";
 import { serveMetrics } from "./metrics/metrics.controller.ts";
@@ -88,16 +88,26 @@ function openFileLimits(): { soft: string; hard: string } | null {
  * (a download body keeps it armed while it is sent, since Bun does not reset it as bytes go out:
  * src/http/response-timer.ts).
  */
+/**
+ * Bun.serve's `maxRequestBodySize` for `config`, bytes: a backstop only, since every route
+ * enforces its own, smaller limit while the body streams. It leaves room for the largest route
+ * limit (a single-shot upload with its multipart framing, or a chunk) plus the drain of a refused
+ * body (`DRAIN_BYTES`, src/http/body.ts) and 4 MiB of pieces in flight: Bun fails a body at this
+ * size and the connection then closes mid-drain, with the client's bytes unread, and the reset
+ * that follows can destroy the error answer the client has not read yet.
+ */
+export function requestBodyBackstop(config: Pick<Config, "maxSingleUploadBytes">): number {
+  const MiB = 1024 * 1024;
+  const largestRouteLimit = Math.max(config.maxSingleUploadBytes + 2 * MiB, MAX_CHUNK_BYTES + MiB);
+  return largestRouteLimit + DRAIN_BYTES + 4 * MiB;
+}
+
 function listen(config: Config, handle: (r: Request) => Promise<Response>): Server<undefined> {
   const headerTimeout = config.headerTimeoutSeconds;
   return Bun.serve({
     hostname: config.host,
     port: config.port,
-    // A backstop only: every route enforces its own, smaller limit while the body streams.
-    maxRequestBodySize: Math.max(
-      config.maxSingleUploadBytes + 2 * 1024 * 1024,
-      MAX_CHUNK_BYTES + 1024 * 1024,
-    ),
+    maxRequestBodySize: requestBodyBackstop(config),
     idleTimeout: headerTimeout,
     async fetch(raw, server) {
       server.timeout(raw, 0);

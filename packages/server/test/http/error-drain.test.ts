@@ -1,4 +1,7 @@
-/** answerThenDrain (src/http/body.ts): the error answer first, then a bounded drain of the body. */
+/**
+ * answerThenDrain (src/http/body.ts): the error answer first, then a bounded drain of the body;
+ * and the server's body backstop (src/server.ts `requestBodyBackstop`) that must not cut it short.
+ */
 import { expect, test } from "bun:test";
 import {
   answerThenDrain,
@@ -10,6 +13,9 @@ import {
   MAX_DRAINING,
   MAX_HOLDING,
 } from "../../src/http/body.ts";
+import { MAX_JSON_BODY_BYTES } from "../../src/http/request.ts";
+import { requestBodyBackstop } from "../../src/server.ts";
+import { MAX_CHUNK_BYTES } from "../../src/sessions/session.engine.ts";
 
 const ANSWER = JSON.stringify({ Error: { error: "payload_too_large", message: "too large" } });
 
@@ -139,4 +145,18 @@ test("a refused body declared longer than HOLD_ABOVE_BYTES is not drained: its a
   expect(t.end).toBeGreaterThanOrEqual(DRAIN_MS - 50);
   expect(t.end).toBeLessThan(DRAIN_MS + 500);
   expect(pulled).toBeLessThanOrEqual(64 * 1024);
+});
+
+test("Bun's request body backstop leaves room for the largest route limit plus a whole drain, so Bun never cuts a drain short", () => {
+  for (const maxSingleUploadBytes of [1024 * 1024, 16 * 1024 * 1024, 268_435_456]) {
+    const backstop = requestBodyBackstop({ maxSingleUploadBytes });
+    // A refused body has been read up to its route's limit plus one piece (at most 1 MiB here)
+    // when the drain starts, which then reads up to DRAIN_BYTES more.
+    const largestRouteLimit = Math.max(
+      maxSingleUploadBytes + 2 * 1024 * 1024,
+      MAX_CHUNK_BYTES,
+      MAX_JSON_BODY_BYTES,
+    );
+    expect(backstop).toBeGreaterThanOrEqual(largestRouteLimit + 1024 * 1024 + DRAIN_BYTES);
+  }
 });
