@@ -77,7 +77,7 @@ run_pass() {
   set -e
   p=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
   f=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
-  grep -E '^\(fail\)' "$log" | sed "s/^/[$pass_name] /" >>"$fail_lines" || true
+  grep -E '^\(fail\)' "$log" | awk '!seen[$0]++' | sed "s/^/[$pass_name] /" >>"$fail_lines" || true
   rm -f "$log"
   passed=$((passed + p))
   failed=$((failed + f))
