@@ -192,6 +192,14 @@ describe("esync shares and esync unshare", () => {
     expect(human.stdout).toContain("folder");
   });
 
+  test("a token that begins with '-' is taken as the share, not as an option (base64url tokens do)", async () => {
+    const r = await runCli(cfg, ["unshare", "-RYWwrWE4WTj7GvxoxuB8dudwZuHMt55LfQEabr0f_U"]);
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({
+      code: 2,
+      stderr: "esync: no such share of yours (unknown, or already revoked)",
+    });
+  });
+
   test("unshare by URL, by token and by token hash revokes; the link then answers 404; twice is exit 2", async () => {
     const a = (await runCli(cfg, ["share", join(work, "hello.txt"), "--json"])).json<{
       link: string;

@@ -286,6 +286,8 @@ Examples:
     .command("unshare")
     .description("revoke a share: its link stops working at once")
     .argument("<ref>", "the link, the token, or a folder share's 64-hex token hash (from `esync shares`)")
+    // A token is base64url and may begin with "-": taken as the ref, not as an unknown option.
+    .allowUnknownOption()
     .action(async (ref: string, _opts: unknown, cmd: Command) => {
       const ctx = await loadContext(cmd.optsWithGlobals<GlobalOptions>());
       let out: Awaited<ReturnType<typeof revokeShareRef>>;
