@@ -4,44 +4,27 @@
  * with the same mnemonic syncing one folder (a conflict keeps both versions), pull keeping a
  * local change unless --force, and `sync --watch` picking up a change and surviving a restart.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import {
   chmodSync,
   existsSync,
   lutimesSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   rmSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EsyncApi } from "@esync/client/api.ts";
 import { identityFromMnemonic } from "@esync/client/keys.ts";
 import { WalletTokenSource } from "@esync/client/token.ts";
-import { type ServerProcess, startServer } from "@esync/server/test/support/server.ts";
 import { runCli, spawnCli } from "../helpers.ts";
-import { MNEMONIC, snapshotTree } from "./support.ts";
+import { MNEMONIC, snapshotTree, twoCliDevices } from "./support.ts";
 
-const work = mkdtempSync(join(tmpdir(), "esync-cli-sync-"));
-const cfgA = join(work, "cfg-a");
-const cfgB = join(work, "cfg-b");
-let server: ServerProcess;
-
-beforeAll(async () => {
-  server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
-  for (const cfg of [cfgA, cfgB]) {
-    const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
-    expect(r.code).toBe(0);
-  }
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
+const devices = twoCliDevices("esync-cli-sync-");
+const { work, cfgA, cfgB } = devices;
 
 /** Snapshot with mtimes to the millisecond, directories without mtimes unless empty. */
 function faithful(root: string): Record<string, unknown> {
@@ -194,7 +177,7 @@ describe("esync sync --watch", () => {
       "--debounce",
       "100",
     ]);
-    const api = () => new EsyncApi({ baseUrl: server.url, token: new WalletTokenSource(identity) });
+    const api = () => new EsyncApi({ baseUrl: devices.server().url, token: new WalletTokenSource(identity) });
     const remoteHas = async (rel: string): Promise<boolean> => {
       try {
         for await (const e of api().iterateState(identity.address, folderHash))
@@ -221,11 +204,10 @@ describe("esync sync --watch", () => {
       // The target is 2 s (debounce 100 ms, then one pass); the bound leaves room for a loaded CI machine.
       expect(ms).toBeLessThan(5000);
 
-      const { port, dataDir } = server;
-      await server.stop();
-      writeFileSync(join(dir, "during-outage.txt"), "written while the server was down");
-      await Bun.sleep(1500);
-      server = await startServer({ port, dataDir, env: { ESYNC_DISK_FSYNC: "off" } });
+      await devices.restartServer(async () => {
+        writeFileSync(join(dir, "during-outage.txt"), "written while the server was down");
+        await Bun.sleep(1500);
+      });
       await waitFor("during-outage.txt", 45_000);
     } finally {
       proc.kill("SIGINT");

@@ -19,19 +19,47 @@ import { runCli } from "../helpers.ts";
 /** The mnemonic both devices share. */
 export const MNEMONIC = `${"abandon ".repeat(11)}about`;
 
+/** Two CLI devices of one account (`twoCliDevices`) and their server. */
+export interface CliDevices {
+  work: string;
+  cfgA: string;
+  cfgB: string;
+  /** The running server. */
+  server(): ServerProcess;
+  /** Stops the server, runs `meanwhile`, then starts it again on the same port and data directory. */
+  restartServer(meanwhile: () => Promise<void>): Promise<void>;
+}
+
 /**
  * Two CLI devices of one account for a test file: config directories `cfgA` and `cfgB` under a
  * temporary `work` directory, both `esync init --import`ed with `MNEMONIC` against one server
  * (disk store, fsync off) started before the file's tests and stopped, with `work` removed, after.
  */
-export function twoCliDevices(prefix: string): { work: string; cfgA: string; cfgB: string } {
+export function twoCliDevices(prefix: string): CliDevices {
   const work = mkdtempSync(join(tmpdir(), prefix));
-  const devices = { work, cfgA: join(work, "cfg-a"), cfgB: join(work, "cfg-b") };
+  const env = { ESYNC_DISK_FSYNC: "off" };
   let server: ServerProcess | undefined;
+  const running = (): ServerProcess => {
+    if (!server) throw new Error("the devices' server is not running");
+    return server;
+  };
+  const devices: CliDevices = {
+    work,
+    cfgA: join(work, "cfg-a"),
+    cfgB: join(work, "cfg-b"),
+    server: running,
+    async restartServer(meanwhile) {
+      const { port, dataDir } = running();
+      await running().stop();
+      server = undefined;
+      await meanwhile();
+      server = await startServer({ port, dataDir, env });
+    },
+  };
   beforeAll(async () => {
-    server = await startServer({ env: { ESYNC_DISK_FSYNC: "off" } });
+    server = await startServer({ env });
     for (const cfg of [devices.cfgA, devices.cfgB]) {
-      const r = await runCli(cfg, ["init", "--import", "--server", server.url], `${MNEMONIC}\n`);
+      const r = await runCli(cfg, ["init", "--import", "--server", running().url], `${MNEMONIC}\n`);
       expect(r.code).toBe(0);
     }
   }, 60_000);
