@@ -10,12 +10,11 @@
  * Uses the test RGW (test/support/s3-server.ts). Prints MB/s and this process's CPU s/GiB per
  * path (medians), and writes JSON to bench/results/s3-put-<time>.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { s3TestConfig } from "../test/support/s3-server.ts";
+import { interleavedRounds, measureParallel, reportMedians, webPiecesOf } from "./rounds.ts";
 
 const { values } = parseArgs({
   options: {
@@ -47,34 +46,20 @@ function pieces(): Readable {
     { objectMode: false },
   );
 }
-/** The same pieces as a web stream (the store, `fetch`). */
-function webPieces(): ReadableStream<Uint8Array> {
-  let o = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (o >= data.length) return c.close();
-        c.enqueue(data.subarray(o, o + 65536));
-        o += 65536;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
 const paths: Record<string, Put> = {
   "fetch (ceiling)": async (key) => {
     const url = await client.presignedUrl("PUT", cfg.bucket, key, 600);
     const res = await fetch(url, {
       method: "PUT",
       headers: { "Content-Length": String(chunk) },
-      body: webPieces(),
+      body: webPiecesOf(data),
       duplex: "half",
     } as RequestInit);
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`PUT ${res.status}`);
   },
   "store put": async (key) => {
-    await store.put(key, webPieces(), chunk);
+    await store.put(key, webPiecesOf(data), chunk);
   },
   "putObject (public)": async (key) => {
     await client.putObject(cfg.bucket, key, pieces(), chunk);
@@ -89,55 +74,19 @@ const paths: Record<string, Put> = {
   },
 };
 
-async function run(put: Put, tag: string): Promise<{ mbps: number; cpuPerGiB: number }> {
-  const n = Math.ceil(total / chunk);
-  let next = 0;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      for (let i = next++; i < n; i = next++) await put(`bench/${tag}/${i}`);
-    }),
-  );
-  const s = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+const results = await interleavedRounds(paths, rounds, "client CPU-s/GiB", async (put, name, r) => {
+  const tag = `${r}-${name.replace(/\W+/g, "-")}`;
+  const run = await measureParallel(Math.ceil(total / chunk), conc, chunk, (i) => put(`bench/${tag}/${i}`));
   await store.deletePrefix(`bench/${tag}/`);
-  return {
-    mbps: (n * chunk) / 1e6 / s,
-    cpuPerGiB: ((cpu.user + cpu.system) / 1e6) * ((1024 * MiB) / (n * chunk)),
-  };
-}
-
-const results: Record<string, { mbps: number; cpuPerGiB: number }[]> = {};
-for (let r = 0; r < rounds; r++) {
-  for (const [name, put] of Object.entries(paths)) {
-    const res = await run(put, `${r}-${name.replace(/\W+/g, "-")}`);
-    results[name] = [...(results[name] ?? []), res];
-    console.log(
-      `round ${r + 1} ${name}: ${res.mbps.toFixed(0)} MB/s, ${res.cpuPerGiB.toFixed(2)} client CPU-s/GiB`,
-    );
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(
-  `\n${values.mib} MiB in ${values["chunk-mib"]} MiB objects, c=${conc}, ${rounds} interleaved rounds (medians):`,
+  return run;
+});
+reportMedians(
+  "s3-put",
+  `${values.mib} MiB in ${values["chunk-mib"]} MiB objects, c=${conc}, ${rounds} interleaved rounds`,
+  values,
+  results,
+  24,
 );
-const summary = Object.fromEntries(
-  Object.entries(results).map(([k, v]) => [
-    k,
-    { mbps: median(v.map((x) => x.mbps)), cpuPerGiB: median(v.map((x) => x.cpuPerGiB)) },
-  ]),
-);
-for (const [k, v] of Object.entries(summary))
-  console.log(`  ${k.padEnd(24)} ${v.mbps.toFixed(0).padStart(5)} MB/s  ${v.cpuPerGiB.toFixed(2)} CPU-s/GiB`);
-mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-const file = join(
-  import.meta.dir,
-  "results",
-  `s3-put-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
-);
-writeFileSync(file, JSON.stringify({ args: values, rounds: results, summary }, null, 2));
-console.log(`wrote ${file}`);
 close();
 await store.deletePrefix("bench/");
 await store.close();

@@ -15,11 +15,10 @@
  * CPU per GiB printed is client plus relay (the client's part is the same in every way). Writes
  * JSON to bench/results/s3-relay-<time>.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { s3TestConfig } from "../test/support/s3-server.ts";
+import { interleavedRounds, measureParallel, reportMedians } from "./rounds.ts";
 
 const { values } = parseArgs({
   options: {
@@ -94,54 +93,23 @@ const server = Bun.serve({
   },
 });
 
-async function run(tag: string): Promise<{ mbps: number; cpuPerGiB: number }> {
-  let next = 0;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      for (let i = next++; i < count; i = next++) {
-        const res = await fetch(`http://127.0.0.1:${server.port}/${tag}/${i}`, { method: "PUT", body: data });
-        if (res.status !== 204) throw new Error(`relay answered ${res.status}`);
-      }
-    }),
-  );
-  const s = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+const results = await interleavedRounds(ways, rounds, "CPU-s/GiB", async (w, name, r) => {
+  way = w;
+  const tag = `${r}-${name}`;
+  const run = await measureParallel(count, conc, CHUNK, async (i) => {
+    const res = await fetch(`http://127.0.0.1:${server.port}/${tag}/${i}`, { method: "PUT", body: data });
+    if (res.status !== 204) throw new Error(`relay answered ${res.status}`);
+  });
   await store.deletePrefix(`relay/${tag}/`);
-  return {
-    mbps: (count * CHUNK) / 1e6 / s,
-    cpuPerGiB: ((cpu.user + cpu.system) / 1e6) * ((1024 * MiB) / (count * CHUNK)),
-  };
-}
-
-const results: Record<string, { mbps: number; cpuPerGiB: number }[]> = {};
-for (let r = 0; r < rounds; r++) {
-  for (const [name, w] of Object.entries(ways)) {
-    way = w;
-    const res = await run(`${r}-${name}`);
-    results[name] = [...(results[name] ?? []), res];
-    console.log(`round ${r + 1} ${name}: ${res.mbps.toFixed(0)} MB/s, ${res.cpuPerGiB.toFixed(2)} CPU-s/GiB`);
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`\n${values.mib} MiB in 8 MiB bodies, c=${conc}, ${rounds} interleaved rounds (medians):`);
-const summary = Object.fromEntries(
-  Object.entries(results).map(([k, v]) => [
-    k,
-    { mbps: median(v.map((x) => x.mbps)), cpuPerGiB: median(v.map((x) => x.cpuPerGiB)) },
-  ]),
+  return run;
+});
+reportMedians(
+  "s3-relay",
+  `${values.mib} MiB in 8 MiB bodies, c=${conc}, ${rounds} interleaved rounds`,
+  values,
+  results,
+  12,
 );
-for (const [k, v] of Object.entries(summary))
-  console.log(`  ${k.padEnd(12)} ${v.mbps.toFixed(0).padStart(5)} MB/s  ${v.cpuPerGiB.toFixed(2)} CPU-s/GiB`);
-mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-const file = join(
-  import.meta.dir,
-  "results",
-  `s3-relay-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
-);
-writeFileSync(file, JSON.stringify({ args: values, rounds: results, summary }, null, 2));
-console.log(`wrote ${file}`);
 server.stop(true);
 close();
 await store.deletePrefix("relay/");

@@ -80,6 +80,7 @@ import { type Cluster, startCluster } from "../test/support/cluster.ts";
 import { type DedicatedS3, s3Env, startDedicatedS3 } from "../test/support/s3-server.ts";
 import { currentRss, peakRss, SERVER_ROOT, type ServerProcess, startServer } from "../test/support/server.ts";
 import { plaintextSizeOf } from "./framing.ts";
+import { webPiecesOf } from "./rounds.ts";
 
 // `--compare`: interleaved rounds of esync, the ceiling and @tus/server (see bench/compare.ts).
 if (process.argv.includes("--compare")) {
@@ -240,21 +241,6 @@ async function emptyBucket(cfg: S3Config): Promise<void> {
   } finally {
     await store.close();
   }
-}
-
-/** `bytes` as a web stream of 64 KiB pieces (no copies), as a server receives a request body. */
-function webPiecesOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  let o = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (o >= bytes.length) return c.close();
-        c.enqueue(bytes.subarray(o, Math.min(bytes.length, o + 64 * 1024)));
-        o += 64 * 1024;
-      },
-    },
-    { highWaterMark: 0 },
-  );
 }
 
 /**
