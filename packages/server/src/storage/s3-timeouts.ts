@@ -58,6 +58,31 @@ export interface RequestModule {
 
 type WriteCallback = (error?: Error | null) => void;
 
+/** The one bound that runs at a time for a request: `arm` (re)starts it for a phase, `clear` stops it. */
+interface BoundTimer {
+  arm(phase: S3TimeoutPhase, ms: number): void;
+  clear(): void;
+}
+
+/** A `BoundTimer` that hands `onTimeout` an `S3TimeoutError` naming the phase whose bound ran out. */
+function boundTimer(onTimeout: (error: S3TimeoutError) => void): BoundTimer {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const clear = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  return {
+    arm(phase, ms) {
+      clear();
+      timer = setTimeout(() => {
+        timer = undefined;
+        onTimeout(new S3TimeoutError(phase, ms));
+      }, ms);
+    },
+    clear,
+  };
+}
+
 /**
  * A transport for the minio client (its `transport` option) that sends every request through
  * `base` and destroys it with `S3TimeoutError` when a bound of `timeouts` runs out.
@@ -65,24 +90,18 @@ type WriteCallback = (error?: Error | null) => void;
 export function timedTransport(base: RequestModule, timeouts: S3Timeouts): RequestModule {
   return {
     request(options, callback) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let response: IncomingMessage | undefined;
       let connected = false;
       let pendingWrites = 0;
       let done = false;
-      const clear = () => {
-        clearTimeout(timer);
-        timer = undefined;
-      };
+      const bound = boundTimer((error) => {
+        if (response) response.destroy(error);
+        else req.destroy(error);
+      });
+      const clear = bound.clear;
       const arm = (phase: S3TimeoutPhase, ms: number) => {
-        clearTimeout(timer);
-        if (done) return;
-        timer = setTimeout(() => {
-          timer = undefined;
-          const error = new S3TimeoutError(phase, ms);
-          if (response) response.destroy(error);
-          else req.destroy(error);
-        }, ms);
+        if (done) bound.clear();
+        else bound.arm(phase, ms);
       };
       /** After the connection is up: wait on S3 only if it has something of ours to take. */
       const whileSending = () => {
@@ -189,18 +208,10 @@ export async function timedFetch(
 ): Promise<TimedAnswer> {
   const abort = new AbortController();
   let timedOut: S3TimeoutError | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const clear = () => {
-    clearTimeout(timer);
-    timer = undefined;
-  };
-  const arm = (phase: S3TimeoutPhase, ms: number) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = new S3TimeoutError(phase, ms);
-      abort.abort(timedOut);
-    }, ms);
-  };
+  const { arm, clear } = boundTimer((error) => {
+    timedOut = error;
+    abort.abort(error);
+  });
   const onAbort = () => abort.abort(request.signal?.reason);
   request.signal?.addEventListener("abort", onAbort, { once: true });
   const source = request.body;
