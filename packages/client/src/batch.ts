@@ -216,8 +216,8 @@ export async function moveTree(
   if (attributes)
     for (const p of oldEntries) {
       const times = openDirAttributes(attributes.folderKey, p, attributes.sealed.get(p));
-      if (times)
-        moved.set(rebase(p, from, to), sealDirAttributes(attributes.folderKey, rebase(p, from, to), times));
+      const next = rebase(p, from, to);
+      if (times) moved.set(next, sealDirAttributes(attributes.folderKey, next, times));
     }
   await registerEntries(f, newEntries, moved.size > 0 ? moved : undefined);
   await unregisterEntries(
