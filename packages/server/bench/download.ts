@@ -47,6 +47,7 @@ import { createS3BlobStore, createS3Client } from "../src/storage/s3.ts";
 import { s3Env, s3TestConfig } from "../test/support/s3-server.ts";
 import { REPO_ROOT, SERVER_ROOT, startServer } from "../test/support/server.ts";
 import { plaintextSizeOf } from "./framing.ts";
+import { webPiecesOf } from "./rounds.ts";
 
 const MiB = 1024 * 1024;
 
@@ -257,7 +258,7 @@ async function startRawS3(): Promise<Receiver> {
     if (urls.has(size)) continue;
     const key = `bench-download-raw/${size}`;
     const bytes = payload.subarray(0, size);
-    await store.put(key, new Blob([bytes]).stream(), size);
+    await store.put(key, webPiecesOf(bytes), size);
     const name = S3.prefix === "" ? key : `${S3.prefix}/${key}`;
     urls.set(size, await client.presignedUrl("GET", S3.bucket, name, 24 * 3600));
   }

@@ -1,8 +1,8 @@
 /**
- * Pieces the S3 benches share (`s3-put.ts`, `s3-relay.ts`, the raw ceiling of `upload.ts`): a
- * buffer as a request body arrives, a parallel run measured in MB/s and this process's CPU per
- * GiB, interleaved rounds of several ways of doing one thing, and their medians printed and
- * written as JSON.
+ * Pieces the S3 benches share (`s3-put.ts`, `s3-relay.ts`, the raw ceilings of `upload.ts` and
+ * `download.ts`): a buffer as a request body arrives, a parallel run measured in MB/s and this
+ * process's CPU per GiB, interleaved rounds of several ways of doing one thing, and their medians
+ * printed and written as JSON.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
