@@ -268,15 +268,9 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
     // An empty PUT is complete as soon as its headers are sent, so check the body first.
     if (length === 0) await drain(checked, opts.signal);
     const source = length === 0 ? null : new HeldBackSource(checked.getReader(), length);
-    const url = await this.client.presignedUrl("PUT", this.bucket, name, WRITE_URL_SECONDS, query);
     let answer: TimedAnswer;
     try {
-      answer = await timedFetch(
-        this.fetch,
-        url,
-        { method: "PUT", headers: { "Content-Length": String(length) }, body: source, signal: opts.signal },
-        this.timeouts,
-      );
+      answer = await this.write("PUT", name, query, length, source, opts.signal);
     } catch (e) {
       // Release the caller's body however far it was read (the request may have failed before
       // the first piece), so an HTTP server can drain or close the client's connection.
@@ -293,17 +287,34 @@ export class S3BlobStore implements BlobStore, Composable, Presignable, Multipar
     return answer.headers;
   }
 
+  /**
+   * One write request to object `name` with the signed `query`: `length` bytes of `body` (null
+   * for none), sent by `timedFetch` to a URL presigned for `method`. Resolves with the answer,
+   * whatever its status; the errors are `timedFetch`'s.
+   */
+  private async write(
+    method: "PUT" | "POST",
+    name: string,
+    query: Record<string, string>,
+    length: number,
+    body: BodySource | null,
+    signal?: AbortSignal,
+  ): Promise<TimedAnswer> {
+    const url = await this.client.presignedUrl(method, this.bucket, name, WRITE_URL_SECONDS, query);
+    const request = {
+      method,
+      headers: { "Content-Length": String(length) },
+      body,
+      ...(signal ? { signal } : {}),
+    };
+    return timedFetch(this.fetch, url, request, this.timeouts);
+  }
+
   /** `Multipart.createMultipart`: CreateMultipartUpload (`POST ?uploads`) of object `key`. */
   async createMultipart(key: string): Promise<string> {
     checkKey(key);
     const name = this.objectName(key);
-    const url = await this.client.presignedUrl("POST", this.bucket, name, WRITE_URL_SECONDS, { uploads: "" });
-    const answer = await timedFetch(
-      this.fetch,
-      url,
-      { method: "POST", headers: { "Content-Length": "0" }, body: null },
-      this.timeouts,
-    );
+    const answer = await this.write("POST", name, { uploads: "" }, 0, null);
     if (answer.status !== 200) throw replyError(answer, `CreateMultipartUpload ${name}`);
     const m = /<UploadId>([^<]+)<\/UploadId>/.exec(answer.text);
     if (!m?.[1]) throw new Error(`S3 CreateMultipartUpload of ${key} answered no UploadId`);
